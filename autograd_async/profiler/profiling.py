@@ -1,0 +1,199 @@
+"""`profile`: a context manager that installs a trace sink on the engine and keeps what it records.
+
+Recording costs one bound `list.append` per record on the engine's worker threads; everything else
+(tracks, flows, tables) happens after the fact, at export time.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any
+
+from autograd_async.engine.trace_events import (
+    CallerAwait,
+    ForwardOp,
+    GpuKernelSpan,
+    NodeRun,
+)
+from autograd_async.profiler.chrome_trace import to_chrome_trace, write_trace
+from autograd_async.profiler.key_averages import KeyAverages
+from autograd_async.profiler.summary import Summary, summarize
+
+
+class ProfilerError(RuntimeError):
+    """A profile was used out of its lifecycle (entered twice, exited out of nesting order)."""
+
+
+class _Sink:
+    """What the engine calls: `record` is the event list's own `append`, the cheapest call."""
+
+    __slots__ = ("record", "gpu_timing")
+
+    def __init__(self, events: list[Any], gpu_timing: bool) -> None:
+        self.record = events.append
+        self.gpu_timing = gpu_timing
+
+
+class _ChainedSink:
+    """The sink of a profile nested in another: keeps its own copy and passes every record on."""
+
+    __slots__ = ("_append", "_outer", "_own_gpu", "_outer_gpu", "gpu_timing")
+
+    def __init__(self, events: list[Any], outer: Any, gpu_timing: bool) -> None:
+        self._append = events.append
+        self._outer = outer
+        self._own_gpu = gpu_timing
+        self._outer_gpu = bool(getattr(outer, "gpu_timing", False))
+        # The engine times kernels if either profile asked; each keeps spans only if it asked.
+        self.gpu_timing = gpu_timing or self._outer_gpu
+
+    def record(self, event: Any) -> None:
+        """Append `event` here and hand it to the enclosing profile's sink."""
+        is_gpu = type(event) is GpuKernelSpan
+        if self._own_gpu or not is_gpu:
+            self._append(event)
+        if self._outer_gpu or not is_gpu:
+            self._outer.record(event)
+
+
+def _make_sink(events: list[Any], outer: Any, gpu_timing: bool) -> _Sink | _ChainedSink:
+    return _Sink(events, gpu_timing) if outer is None else _ChainedSink(events, outer, gpu_timing)
+
+
+class profile:  # noqa: N801 - lower case like torch.profiler.profile, which users know
+    """Record the engine's backward passes (and optionally forward ops) while the block runs.
+
+    Usable as `with profile() as prof:` or `async with profile() as prof:`. Recording is
+    process-wide: every backward on every thread while the block is open lands in `prof.events`.
+    Profiles nest: an inner profile records into its own list and passes every record on to the
+    enclosing one, and on exit puts the enclosing sink back; exiting profiles in any order other
+    than the reverse of entry raises `ProfilerError`. A profile is entered once.
+
+    `record_forward=True` also records forward ops run by the entering thread or task (the forward
+    sink is a ContextVar). `gpu_timing=True` lets cuda workers time kernels with CUDA events.
+    """
+
+    def __init__(
+        self, record_forward: bool = False, gpu_timing: bool = True, *, engine: Any = None
+    ) -> None:
+        self.record_forward = record_forward
+        self.gpu_timing = gpu_timing
+        self._engine = engine
+        self._events: list[Any] = []
+        self._state = "unopened"
+        self._sink: Any = None
+        self._previous: Any = None
+        self._forward_token: Any = None
+        self.start_ns: int | None = None
+        self.end_ns: int | None = None
+
+    @property
+    def events(self) -> list[Any]:
+        """The raw records (NodeRun, Handoff, CallerAwait, ForwardOp, GpuKernelSpan), in order."""
+        return self._events
+
+    @property
+    def state(self) -> str:
+        """"unopened", "open" or "closed"."""
+        return self._state
+
+    def __enter__(self) -> profile:
+        if self._state != "unopened":
+            raise ProfilerError(f"this profile is {self._state}; create a new profile() per block")
+        if self._engine is None:
+            from autograd_async.engine import get_engine  # the engine, unlike its records, is heavy
+
+            self._engine = get_engine()
+        self._previous = self._engine.trace_sink
+        self._sink = _make_sink(self._events, self._previous, self.gpu_timing)
+        self._engine.set_trace_sink(self._sink)
+        if self.record_forward:
+            try:
+                from autograd_async.recording import forward_sink
+            except BaseException:
+                self._engine.set_trace_sink(self._previous)
+                raise
+            # Same list: forward ops and backward records interleave in time order.
+            outer = forward_sink.get()
+            self._forward_token = forward_sink.set(_make_sink(self._events, outer, False))
+        self._state = "open"
+        self.start_ns = time.perf_counter_ns()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._state != "open":
+            raise ProfilerError(f"exit of a profile that is {self._state}")
+        self.end_ns = time.perf_counter_ns()
+        self._state = "closed"
+        problems = []
+        if self._engine.trace_sink is self._sink:
+            self._engine.set_trace_sink(self._previous)
+        else:
+            # Restoring now would cut off the profile entered after this one; leave it in place.
+            problems.append("profiles must exit in the reverse order of entry (strictly nested)")
+        if self._forward_token is not None:
+            from autograd_async.recording import forward_sink
+
+            try:
+                forward_sink.reset(self._forward_token)
+            except ValueError:
+                problems.append("a record_forward profile must exit in the context that entered it")
+        if problems and exc is None:
+            raise ProfilerError("; ".join(problems))
+
+    async def __aenter__(self) -> profile:
+        return self.__enter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+    def chrome_trace(self) -> dict[str, Any]:
+        """The recorded events as a Chrome Trace Event dict."""
+        return to_chrome_trace(list(self._events))
+
+    def export_chrome_trace(self, path: str | os.PathLike[str]) -> None:
+        """Write the recorded events to `path` as Chrome Trace JSON (gzipped if it ends in .gz)."""
+        write_trace(self.chrome_trace(), path)
+
+    def key_averages(self) -> KeyAverages:
+        """Count, total, mean, min and max time per (op name, device); `print()` it for a table."""
+        return key_averages(self._events)
+
+    def summary(self) -> Summary:
+        """Key averages, busy share, idle gaps and critical path of the recorded events."""
+        return summarize(self.chrome_trace())
+
+    def __repr__(self) -> str:
+        return f"<profile {self._state}, {len(self._events)} events>"
+
+
+def key_averages(events: Iterable[Any]) -> KeyAverages:
+    """Aggregate raw trace records into a `KeyAverages` table."""
+    return KeyAverages.from_samples(_samples(events))
+
+
+def _samples(events: Iterable[Any]) -> Iterable[tuple[str, str, str, int]]:
+    # Labels match summary._samples, so a live profile and its exported trace give the same table.
+    for ev in list(events):
+        kind = type(ev)
+        if kind is NodeRun:
+            yield ev.name, ev.device, "backward", ev.end_ns - ev.start_ns
+        elif kind is ForwardOp:
+            yield ev.name, ev.thread_name, "forward", ev.end_ns - ev.start_ns
+        elif kind is GpuKernelSpan:
+            yield ev.name, ev.device, "gpu", ev.end_ns - ev.start_ns
+        elif kind is CallerAwait:
+            yield f"{ev.kind} (await)", ev.thread_name, "caller", ev.end_ns - ev.start_ns
