@@ -1,0 +1,97 @@
+"""autograd-async: reverse-mode autograd on NumPy and CuPy, with a backward pass that runs on one
+worker thread and asyncio event loop per device and that callers can `await`."""
+
+from . import ops as _ops  # noqa: F401 - installs the op methods on Tensor
+from . import autograd
+from .creation import (
+    Generator,
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    from_numpy,
+    full,
+    full_like,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randn,
+    randn_like,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from .devices import (
+    Device,
+    DeviceError,
+    cuda_device_count,
+    cuda_is_available,
+    device,
+    set_sim_device_count,
+    sim_device_count,
+)
+from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .ops import *  # noqa: F403 - the op functions: add, mul, matmul, sum, ...
+from .tensor import (
+    Tensor,
+    bool_,
+    complex64,
+    complex128,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Device",
+    "DeviceError",
+    "Generator",
+    "Tensor",
+    "arange",
+    "as_tensor",
+    "autograd",
+    "bool_",
+    "complex64",
+    "complex128",
+    "cuda_device_count",
+    "cuda_is_available",
+    "device",
+    "empty",
+    "empty_like",
+    "enable_grad",
+    "float16",
+    "float32",
+    "float64",
+    "from_numpy",
+    "full",
+    "full_like",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "is_grad_enabled",
+    "manual_seed",
+    "no_grad",
+    "ones",
+    "ones_like",
+    "rand",
+    "rand_like",
+    "randn",
+    "randn_like",
+    "set_grad_enabled",
+    "set_sim_device_count",
+    "sim_device_count",
+    "tensor",
+    "uint8",
+    "zeros",
+    "zeros_like",
+]

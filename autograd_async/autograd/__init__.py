@@ -1,0 +1,31 @@
+"""PyTorch's `torch.autograd` surface: backward, grad (and their awaitable forms), Function, modes."""
+
+from ..grad_mode import (
+    detect_anomaly,
+    enable_grad,
+    is_anomaly_enabled,
+    is_grad_enabled,
+    no_grad,
+    set_detect_anomaly,
+    set_grad_enabled,
+)
+from ..graph import Node
+from .api import backward, backward_async, grad, grad_async
+from .function import Function, FunctionCtx
+
+__all__ = [
+    "Function",
+    "FunctionCtx",
+    "Node",
+    "backward",
+    "backward_async",
+    "detect_anomaly",
+    "enable_grad",
+    "grad",
+    "grad_async",
+    "is_anomaly_enabled",
+    "is_grad_enabled",
+    "no_grad",
+    "set_detect_anomaly",
+    "set_grad_enabled",
+]

@@ -1,0 +1,214 @@
+"""`backward`, `grad` and their awaitable forms: turn user arguments into a graph task and run it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..devices import CPU
+from ..grad_mode import anomaly_check_nan, anomaly_enabled
+from ..graph import Node, grad_accumulator
+from ..graph_task import GraphRoot, GraphTask
+from ..tensor import Tensor
+
+
+def _as_tuple(value: Any) -> tuple:
+    if value is None:
+        return ()
+    if isinstance(value, Tensor):
+        return (value,)
+    return tuple(value)
+
+
+def _gradient_edge(t: Tensor) -> tuple[Node, int]:
+    if t.grad_fn is not None:
+        return t.grad_fn, t._output_nr
+    return grad_accumulator(t), 0
+
+
+def _root_gradients(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> list:
+    if grad_outputs and len(grad_outputs) != len(outputs):
+        raise RuntimeError(
+            f"grad can be implicitly created only for scalar outputs; got {len(grad_outputs)} "
+            f"gradients for {len(outputs)} outputs"
+        )
+    grads = []
+    for i, out in enumerate(outputs):
+        if not isinstance(out, Tensor):
+            raise TypeError(f"outputs must be Tensors, got {type(out).__name__} at index {i}")
+        if not out._rg:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn"
+            )
+        given = grad_outputs[i] if grad_outputs else None
+        if given is None:
+            if out._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            g = out._data * 0 + 1
+        elif isinstance(given, Tensor):
+            if given.device is not out.device:
+                raise RuntimeError(
+                    f"gradient for output {i} is on {given.device} but the output is on {out.device}"
+                )
+            if tuple(given.shape) != tuple(out.shape):
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(given.shape)} and "
+                    f"output[{i}] has a shape of {tuple(out.shape)}."
+                )
+            g = given if create_graph else given._data
+        else:
+            raise TypeError(f"gradients must be Tensors or None, got {type(given).__name__}")
+        if create_graph and not isinstance(g, Tensor):
+            g = Tensor._wrap(g, out.device)
+        grads.append(g)
+    return grads
+
+
+class PreparedTask:
+    """A graph task plus how to start it and what to give back when it finishes."""
+
+    __slots__ = ("task", "starts", "inputs", "mode", "allow_unused")
+
+    def __init__(self, task: GraphTask, starts: list, inputs: tuple, mode: str, allow_unused: bool):
+        self.task = task
+        self.starts = starts  # [(node, nr, grad)] deposited before running
+        self.inputs = inputs
+        self.mode = mode
+        self.allow_unused = allow_unused
+
+    def result(self) -> Any:
+        """After the task finished: gradients for `grad`, None for `backward`."""
+        task = self.task
+        if self.mode == "grad":
+            out = []
+            for i, (t, g) in enumerate(zip(self.inputs, task.captured, strict=True)):
+                if g is None and not self.allow_unused:
+                    raise RuntimeError(
+                        f"One of the differentiated Tensors (input {i}) appears to not have been "
+                        "used in the graph. Set allow_unused=True if this is the desired behavior."
+                    )
+                out.append(_wrap_grad(g, t))
+            return tuple(out)
+        if self.inputs:  # backward(inputs=...): non-leaf inputs get their gradient in .grad
+            for t, g in zip(self.inputs, task.captured, strict=True):
+                if t.grad_fn is not None and g is not None:
+                    g = _wrap_grad(g, t)
+                    t.grad = g if t.grad is None else t.grad + g
+        return None
+
+
+def _wrap_grad(g: Any, like: Tensor) -> Tensor | None:
+    if g is None or isinstance(g, Tensor):
+        return g
+    return Tensor._wrap(g, like.device)
+
+
+def prepare(
+    outputs: Any,
+    grad_outputs: Any,
+    retain_graph: bool | None,
+    create_graph: bool,
+    inputs: Any,
+    mode: str,
+    allow_unused: bool = False,
+    reentrant_depth: int = 0,
+) -> PreparedTask:
+    """Validate arguments and build the graph task of a backward/grad call."""
+    outs = _as_tuple(outputs)
+    if not outs:
+        raise RuntimeError(f"{mode}: expected at least one output tensor")
+    grad_outs = _as_tuple(grad_outputs)
+    if grad_outs and all(g is None for g in grad_outs):
+        grad_outs = ()
+    ins = _as_tuple(inputs)
+    if mode == "grad" and not ins:
+        raise RuntimeError("grad requires non-empty inputs.")
+    for i, t in enumerate(ins):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"inputs must be Tensors, got {type(t).__name__} at index {i}")
+        if not t._rg:
+            raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require grad")
+    keep_graph = create_graph if retain_graph is None else bool(retain_graph)
+    grads = _root_gradients(outs, grad_outs, create_graph)
+    edges = [_gradient_edge(t) for t in outs]
+    if len(edges) == 1:
+        root: Node = edges[0][0]
+        starts = [(edges[0][0], edges[0][1], grads[0])]
+    else:
+        root = GraphRoot(edges, grads, outs[0].device if outs[0].device.is_accelerator else CPU)
+        starts = [(root, 0, None)]
+    task = GraphTask(
+        root,
+        keep_graph=keep_graph,
+        create_graph=create_graph,
+        reentrant_depth=reentrant_depth,
+        anomaly=anomaly_enabled.get(),
+        check_nan=anomaly_check_nan.get(),
+    )
+    task.dependencies[root] = task.dependencies.get(root, 0) + 1
+    if ins:
+        task.capture([_gradient_edge(t) for t in ins], run_targets=(mode == "backward"))
+    return PreparedTask(task, starts, ins, mode, allow_unused)
+
+
+def _engine():
+    from ..engine import get_engine  # noqa: PLC0415 - the engine sits above this module's layer
+
+    return get_engine()
+
+
+def backward(
+    tensors: Any,
+    grad_tensors: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Any = None,
+) -> None:
+    """Accumulate gradients of `tensors` into leaves' `.grad`, blocking until done."""
+    prepared = prepare(tensors, grad_tensors, retain_graph, create_graph, inputs, "backward")
+    _engine().run(prepared, kind="backward")
+    prepared.result()
+
+
+async def backward_async(
+    tensors: Any,
+    grad_tensors: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Any = None,
+) -> None:
+    """Like `backward`, awaited without blocking the caller's event loop."""
+    prepared = prepare(tensors, grad_tensors, retain_graph, create_graph, inputs, "backward")
+    await _engine().run_async(prepared, kind="backward_async")
+    prepared.result()
+
+
+def grad(
+    outputs: Any,
+    inputs: Any,
+    grad_outputs: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool = False,
+) -> tuple[Tensor | None, ...]:
+    """Gradients of `outputs` with respect to `inputs`, running only the part of the graph needed."""
+    prepared = prepare(
+        outputs, grad_outputs, retain_graph, create_graph, inputs, "grad", allow_unused
+    )
+    _engine().run(prepared, kind="grad")
+    return prepared.result()
+
+
+async def grad_async(
+    outputs: Any,
+    inputs: Any,
+    grad_outputs: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool = False,
+) -> tuple[Tensor | None, ...]:
+    """Like `grad`, awaited without blocking the caller's event loop."""
+    prepared = prepare(
+        outputs, grad_outputs, retain_graph, create_graph, inputs, "grad", allow_unused
+    )
+    await _engine().run_async(prepared, kind="grad_async")
+    return prepared.result()

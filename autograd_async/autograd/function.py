@@ -1,0 +1,165 @@
+"""Custom differentiable functions: subclass `Function` with static `forward` and `backward`.
+
+`backward` may be `async def`: the engine then runs it as a task on its node's device loop, where it
+may await (sleep, I/O, another `backward_async`) while that worker keeps running other nodes.
+"""
+
+from __future__ import annotations
+
+import inspect
+import traceback
+from typing import Any, ClassVar
+
+from ..devices import DeviceError
+from ..grad_mode import anomaly_enabled, grad_enabled, no_grad
+from ..graph import Node, grad_accumulator, next_sequence_nr
+from ..ops.base import RELEASED_MESSAGE, describe
+from ..tensor import Tensor
+
+
+class BackwardCFunction(Node):
+    """The node of a custom Function's outputs; it is also the `ctx` its methods receive."""
+
+    # No __slots__: ctx takes arbitrary attributes, as in PyTorch.
+    _function: ClassVar[type[Function]]
+
+    def __init__(self) -> None:
+        self._hooks = None
+        self._metadata = None
+        self._released = False
+        self.needs_input_grad: tuple[bool, ...] = ()
+        self._saved: tuple = ()
+        self._saved_versions: tuple = ()
+        self._non_differentiable: set[int] = set()
+        self.materialize_grads = True
+
+    # ------------------------------------------------------------ ctx methods
+    def save_for_backward(self, *tensors: Any) -> None:
+        """Save tensors (or None) for backward; checked against in-place changes."""
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(
+                    f"save_for_backward can only save tensors or None, got {type(t).__name__}"
+                )
+        self._saved = tensors
+        self._saved_versions = tuple(None if t is None else t._version for t in tensors)
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """The tensors given to `save_for_backward`."""
+        if self._released:
+            raise RuntimeError(RELEASED_MESSAGE)
+        for t, version in zip(self._saved, self._saved_versions, strict=True):
+            if t is not None and t._version != version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an "
+                    f"inplace operation: {describe(t)}, which is saved by {self.name()}, is at "
+                    f"version {t._version}; expected version {version} instead."
+                )
+        return self._saved
+
+    def mark_non_differentiable(self, *tensors: Tensor) -> None:
+        """Outputs that never carry a gradient."""
+        self._non_differentiable.update(id(t) for t in tensors)
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """Whether missing output gradients reach backward as zeros (default) or None."""
+        self.materialize_grads = bool(value)
+
+    def release_saved(self) -> None:
+        """Drop saved tensors."""
+        self._released = True
+        self._saved = ()
+
+    # ------------------------------------------------------------ node backward
+    def _wrap_grads(self, grads: tuple) -> tuple:
+        return tuple(
+            g if g is None or isinstance(g, Tensor) else Tensor._wrap(g, self.device) for g in grads
+        )
+
+    def backward(self, *grads: Any) -> Any:
+        """Call the Function's backward with Tensors."""
+        result = self._function.backward(self, *self._wrap_grads(grads))
+        return result if isinstance(result, tuple) else (result,)
+
+    async def backward_async(self, *grads: Any) -> Any:
+        """Await the Function's async backward with Tensors."""
+        result = await self._function.backward(self, *self._wrap_grads(grads))
+        return result if isinstance(result, tuple) else (result,)
+
+
+class Function:
+    """Base of custom functions: `forward(ctx, *args)` and `backward(ctx, *grads)` are static."""
+
+    _node_class: ClassVar[type[BackwardCFunction]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        is_async = inspect.iscoroutinefunction(cls.__dict__.get("backward", cls.backward))
+        namespace: dict[str, Any] = {"_function": cls, "is_async": is_async}
+        if is_async:
+            namespace["backward"] = BackwardCFunction.backward_async
+        cls._node_class = type(f"{cls.__name__}Backward", (BackwardCFunction,), namespace)
+
+    @staticmethod
+    def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        """Compute outputs from inputs (runs with grad mode off)."""
+        raise NotImplementedError("a Function subclass must implement forward(ctx, ...)")
+
+    @staticmethod
+    def backward(ctx: Any, *grad_outputs: Any) -> Any:
+        """Gradients for each forward input (None for non-tensor ones)."""
+        raise NotImplementedError("a Function subclass must implement backward(ctx, ...)")
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        """Run forward and, when any input requires grad, record the node."""
+        node = cls._node_class()
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        devices = {t.device for t in tensors}
+        if len(devices) > 1:
+            names = ", ".join(sorted(str(d) for d in devices))
+            raise DeviceError(
+                f"{cls.__name__}: expected all tensors to be on the same device, found {names}"
+            )
+        node.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
+        requires = grad_enabled.get() and any(node.needs_input_grad)
+        with no_grad():
+            out = cls.forward(node, *args, **kwargs)
+        if not requires:
+            return out
+        outputs = out if isinstance(out, tuple) else (out,)
+        node.next_functions = tuple(
+            (a.grad_fn, a._output_nr) if a.grad_fn is not None else (grad_accumulator(a), 0)
+            if isinstance(a, Tensor) and a._rg else (None, 0)
+            for a in args
+        )
+        node._seq = next_sequence_nr()
+        first = next((o for o in outputs if isinstance(o, Tensor)), None)
+        node.device = first.device if first is not None else tensors[0].device
+        node._out_meta = tuple(
+            (o.shape, o.dtype) if isinstance(o, Tensor) else ((), None) for o in outputs
+        )
+        if anomaly_enabled.get():
+            node.metadata["traceback_"] = traceback.format_stack()[:-1]
+        wrapped = []
+        for i, o in enumerate(outputs):
+            if not isinstance(o, Tensor):
+                wrapped.append(o)
+                continue
+            if id(o) in node._non_differentiable:
+                o._rg = False
+                wrapped.append(o)
+                continue
+            t = o if o.grad_fn is None and not o._rg and o not in tensors else Tensor._wrap(
+                o._data, o.device, None, 0, o._base
+            )
+            t.grad_fn = node
+            t._rg = True
+            t._output_nr = i
+            wrapped.append(t)
+        return tuple(wrapped) if isinstance(out, tuple) else wrapped[0]
+
+
+class FunctionCtx(BackwardCFunction):
+    """The type of `ctx` (for annotations)."""

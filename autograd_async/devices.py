@@ -1,0 +1,211 @@
+"""Devices and their array backends: NumPy for `cpu` and `sim:N`, CuPy (imported lazily) for `cuda:N`.
+
+A `sim:N` device is a simulated accelerator: its arrays are NumPy arrays, but the library treats it as a
+separate device (its own worker thread, no silent mixing with `cpu` or another `sim`), so multi-device
+programs run and are tested without a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+SIM_DEVICES_ENV = "AUTOGRAD_ASYNC_SIM_DEVICES"
+DEFAULT_SIM_DEVICES = 2
+
+
+class DeviceError(ValueError):
+    """A device string is malformed, a device is unavailable, or tensors on different devices met."""
+
+
+class Device:
+    """A device: `cpu`, `cuda:N` or `sim:N`. Instances are interned, so `is` and `==` agree."""
+
+    __slots__ = ("type", "index", "_str", "__weakref__")
+    _interned: dict[tuple[str, int | None], Device] = {}
+    _intern_lock = threading.Lock()
+
+    type: str
+    index: int | None
+
+    def __new__(cls, spec: str | Device, index: int | None = None) -> Device:
+        if isinstance(spec, Device):
+            return spec
+        kind, idx = _parse(spec, index)
+        key = (kind, idx)
+        found = cls._interned.get(key)
+        if found is not None:
+            return found
+        with cls._intern_lock:
+            found = cls._interned.get(key)
+            if found is None:
+                found = object.__new__(cls)
+                found.type = kind
+                found.index = idx
+                found._str = kind if idx is None else f"{kind}:{idx}"
+                cls._interned[key] = found
+        return found
+
+    def __repr__(self) -> str:
+        return f"device(type='{self.type}'" + ("" if self.index is None else f", index={self.index}") + ")"
+
+    def __str__(self) -> str:
+        return self._str
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            try:
+                return Device(other) is self
+            except DeviceError:
+                return False
+        return other is self
+
+    def __hash__(self) -> int:
+        return hash(self._str)
+
+    def __reduce__(self):
+        return (Device, (self._str,))
+
+    @property
+    def is_accelerator(self) -> bool:
+        """True for `cuda` and `sim` devices."""
+        return self.type != "cpu"
+
+
+def _parse(spec: str, index: int | None) -> tuple[str, int | None]:
+    if not isinstance(spec, str):
+        raise DeviceError(f"a device is a string like 'cpu', 'sim:0' or 'cuda:0', not {spec!r}")
+    text = spec.strip().lower()
+    kind, sep, rest = text.partition(":")
+    if sep:
+        if index is not None:
+            raise DeviceError(f"device {spec!r} already has an index; got index={index} as well")
+        if not rest.isdigit():
+            raise DeviceError(f"malformed device {spec!r}: the index after ':' must be a number")
+        index = int(rest)
+    if kind == "cpu":
+        if index not in (None, 0):
+            raise DeviceError(f"there is one cpu device; got {spec!r}")
+        return "cpu", None
+    if kind in ("cuda", "sim"):
+        if index is None:
+            index = 0
+        if index < 0:
+            raise DeviceError(f"device index must be >= 0, got {index}")
+        return kind, index
+    raise DeviceError(f"unknown device type {kind!r} in {spec!r}; expected 'cpu', 'cuda:N' or 'sim:N'")
+
+
+def device(spec: str | Device, index: int | None = None) -> Device:
+    """Return the Device for `spec` ('cpu', 'sim:1', 'cuda:0' or a Device)."""
+    return Device(spec, index)
+
+
+CPU = Device("cpu")
+
+
+class SimConfig:
+    """How many `sim` devices exist; read from the environment once, changeable through the API."""
+
+    def __init__(self) -> None:
+        raw = os.environ.get(SIM_DEVICES_ENV)
+        count = DEFAULT_SIM_DEVICES
+        if raw:
+            if not raw.strip().isdigit():
+                raise DeviceError(f"{SIM_DEVICES_ENV} must be a whole number, got {raw!r}")
+            count = int(raw)
+        self.count = count
+
+
+_sim_config = SimConfig()
+
+
+def set_sim_device_count(count: int) -> None:
+    """Set how many `sim:N` devices exist (default 2, or the AUTOGRAD_ASYNC_SIM_DEVICES variable)."""
+    if not isinstance(count, int) or count < 0:
+        raise DeviceError(f"sim device count must be a non-negative int, got {count!r}")
+    _sim_config.count = count
+
+
+def sim_device_count() -> int:
+    """How many `sim:N` devices exist."""
+    return _sim_config.count
+
+
+def _load_cupy() -> ModuleType:
+    try:
+        import cupy  # noqa: PLC0415 - imported lazily: CuPy is optional and slow to import
+    except ImportError as exc:
+        raise DeviceError(
+            "cuda devices need CuPy, which is not installed: pip install 'autograd-async[cuda]'"
+        ) from exc
+    return cupy
+
+
+def cuda_device_count() -> int:
+    """How many CUDA GPUs CuPy sees (0 without CuPy or a driver)."""
+    try:
+        cupy = _load_cupy()
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # noqa: BLE001 - any failure means no usable GPU
+        return 0
+
+
+def cuda_is_available() -> bool:
+    """True when CuPy is installed and at least one GPU is visible."""
+    return cuda_device_count() > 0
+
+
+def check_available(dev: Device) -> None:
+    """Raise DeviceError naming what is missing when `dev` cannot be used here."""
+    if dev.type == "sim" and dev.index >= _sim_config.count:
+        raise DeviceError(
+            f"device {dev} does not exist: {_sim_config.count} sim devices are configured "
+            f"(set_sim_device_count() or {SIM_DEVICES_ENV})"
+        )
+    if dev.type == "cuda":
+        cupy = _load_cupy()
+        try:
+            count = int(cupy.cuda.runtime.getDeviceCount())
+        except Exception as exc:  # noqa: BLE001
+            raise DeviceError(f"device {dev} is unavailable: CUDA reports {exc}") from exc
+        if dev.index >= count:
+            raise DeviceError(f"device {dev} does not exist: {count} CUDA GPU(s) visible")
+
+
+def array_module(dev: Device) -> ModuleType:
+    """The array module (numpy or cupy) that holds arrays on `dev`."""
+    if dev.type == "cuda":
+        return _load_cupy()
+    return np
+
+
+def is_cupy_array(array: Any) -> bool:
+    """True when `array` is a CuPy array (without importing CuPy)."""
+    return type(array).__module__.startswith("cupy")
+
+
+def asarray_on(data: Any, dev: Device, dtype: Any = None) -> Any:
+    """Make an array on `dev` from `data` (copying only when needed)."""
+    if dev.type == "cuda":
+        cupy = _load_cupy()
+        with cupy.cuda.Device(dev.index):
+            return cupy.asarray(data, dtype=dtype)
+    if is_cupy_array(data):
+        data = data.get()
+    return np.asarray(data, dtype=dtype)
+
+
+def move_array(array: Any, src: Device, dst: Device) -> Any:
+    """Copy `array` from device `src` to `dst`; a copy is made even between NumPy-backed devices."""
+    if dst.type == "cuda":
+        cupy = _load_cupy()
+        with cupy.cuda.Device(dst.index):
+            return cupy.array(array, copy=True)
+    if src.type == "cuda":
+        return array.get()
+    return array.copy()

@@ -1,0 +1,102 @@
+"""Exceptions of the distributed transport layer.
+
+They carry plain strings and ints only, so that the layer above can turn them into messages
+for users without knowing how the bytes travelled.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AuthenticationError",
+    "ConnectionClosedError",
+    "DistributedError",
+    "ProtocolError",
+    "RemoteError",
+    "WorkerLostError",
+]
+
+
+class DistributedError(Exception):
+    """Base class of every error raised by `autograd_async.distributed`."""
+
+
+class ProtocolError(DistributedError):
+    """A frame or header broke the wire protocol; the message names the offending part."""
+
+
+class AuthenticationError(DistributedError):
+    """The peer did not prove knowledge of the shared token (or refused ours)."""
+
+
+class ConnectionClosedError(DistributedError, RuntimeError):
+    """An object was used outside its open state (before open or after close)."""
+
+
+class WorkerLostError(DistributedError):
+    """The connection to a worker went away while work was pending on it."""
+
+    def __init__(
+        self, worker: str, context_id: int | None = None, *, reason: str | None = None
+    ) -> None:
+        self.worker = worker
+        self.context_id = context_id
+        self.reason = reason
+        text = f"lost connection to worker {worker!r}"
+        if context_id is not None:
+            text += f" (context {context_id})"
+        if reason:
+            text += f": {reason}"
+        super().__init__(text)
+
+    def __reduce__(self):  # keep the keyword-only reason through copy/pickle of the exception
+        return (_rebuild_worker_lost, (self.worker, self.context_id, self.reason))
+
+
+def _rebuild_worker_lost(
+    worker: str, context_id: int | None, reason: str | None
+) -> WorkerLostError:
+    return WorkerLostError(worker, context_id, reason=reason)
+
+
+class RemoteError(DistributedError):
+    """An exception raised by a remote handler, carried back by name and message only."""
+
+    def __init__(
+        self,
+        remote_type: str,
+        message: str,
+        *,
+        node: str | None = None,
+        worker: str | None = None,
+        context_id: int | None = None,
+    ) -> None:
+        self.remote_type = remote_type
+        self.message = message
+        self.node = node
+        self.worker = worker
+        self.context_id = context_id
+        where = []
+        if worker is not None:
+            where.append(f"worker {worker!r}")
+        if node is not None:
+            where.append(f"node {node!r}")
+        if context_id is not None:
+            where.append(f"context {context_id}")
+        suffix = f" [{', '.join(where)}]" if where else ""
+        super().__init__(f"{remote_type}: {message}{suffix}")
+
+    def __reduce__(self):
+        return (
+            _rebuild_remote,
+            (self.remote_type, self.message, self.node, self.worker, self.context_id),
+        )
+
+
+def _rebuild_remote(
+    remote_type: str,
+    message: str,
+    node: str | None,
+    worker: str | None,
+    context_id: int | None,
+) -> RemoteError:
+    return RemoteError(remote_type, message, node=node, worker=worker, context_id=context_id)

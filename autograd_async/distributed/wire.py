@@ -1,0 +1,449 @@
+"""The frame format: a fixed little-endian prefix, a msgpack header, raw array buffers.
+
+    prefix   magic b"AG" | version u8 | flags u8 (0) | header length u32 | buffer count u16
+    lengths  one u64 per buffer
+    header   msgpack map, validated by `schema` (message type, fields, array dtypes/shapes)
+    buffers  the arrays' bytes, C order, little-endian, back to back
+
+Arrays never go through msgpack: the sender hands memoryviews of them to the transport and
+`FrameReader` hands the transport slices of freshly allocated arrays to read into. The reader
+is plain synchronous code (no sockets, no loop) so that it can be tested and fuzzed directly;
+`connection.py` drives it from an `asyncio.BufferedProtocol`.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from .errors import ProtocolError
+from .schema import DEFAULT_REGISTRY, MessageRegistry, wire_dtype_name
+
+__all__ = [
+    "DEFAULT_MAX_FRAME_BYTES",
+    "DEFAULT_MAX_HEADER_BYTES",
+    "MAGIC",
+    "MAX_BUFFERS",
+    "PREFIX",
+    "VERSION",
+    "BadFrame",
+    "Frame",
+    "FrameReader",
+    "decode_frame",
+    "encode_frame",
+    "pack_header",
+    "unpack_header",
+]
+
+MAGIC = b"AG"
+VERSION = 1
+PREFIX = struct.Struct("<2sBBIH")
+_LENGTH = struct.Struct("<Q")
+DEFAULT_MAX_FRAME_BYTES = 1 << 30
+DEFAULT_MAX_HEADER_BYTES = 1 << 20
+# A frame with more buffers than this is a mistake; the limit also bounds the lengths table.
+MAX_BUFFERS = 4096
+# Arrays smaller than this are copied into the first chunk: one write beats many for latency.
+_INLINE_BYTES = 64 * 1024
+# Reading straight into an array pays off once the rest of it is larger than this.
+_DIRECT_MIN = 32 * 1024
+_STAGING_BYTES = 256 * 1024
+
+
+@dataclass
+class Frame:
+    """One decoded, validated message: its type, fields and received arrays."""
+
+    msg: str
+    fields: dict[str, Any]
+    arrays: list[np.ndarray] = field(default_factory=list)
+
+    @property
+    def id(self) -> int | None:
+        """The request id the frame refers to, if it has one."""
+        value = self.fields.get("id")
+        return value if isinstance(value, int) else None
+
+
+@dataclass
+class BadFrame:
+    """A frame whose framing was intact but whose header or content was refused."""
+
+    error: ProtocolError
+    request_id: int | None
+
+
+def _refuse_ext(code: int, data: bytes) -> Any:
+    raise ProtocolError(f"header contains msgpack ext type {code}, which is not allowed")
+
+
+def unpack_header(raw: bytes) -> Any:
+    """Decode a msgpack header with strict limits: no bin, no ext, str keys only."""
+    n = len(raw)
+    try:
+        return msgpack.unpackb(
+            raw,
+            raw=False,
+            strict_map_key=True,
+            use_list=True,
+            max_str_len=n,
+            max_bin_len=0,
+            max_array_len=n,
+            max_map_len=n // 2,
+            max_ext_len=0,
+            ext_hook=_refuse_ext,
+        )
+    except ProtocolError:
+        raise
+    except msgpack.StackError:
+        raise ProtocolError("header is nested too deeply") from None
+    except Exception as exc:  # msgpack signals bad input with many exception types
+        raise ProtocolError(f"header is not valid msgpack: {type(exc).__name__}: {exc}") from None
+
+
+def pack_header(header: Mapping[str, Any]) -> bytes:
+    """Encode a header map with msgpack, refusing values msgpack cannot carry as simple values."""
+    try:
+        return msgpack.packb(header, use_bin_type=True, strict_types=False)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ProtocolError(f"header cannot be encoded: {exc}") from None
+
+
+def _wire_array(value: Any) -> np.ndarray:
+    """Return a C-contiguous little-endian array of an allowed dtype, copying only if needed."""
+    arr = np.asarray(value)
+    wire_dtype_name(arr.dtype)  # raises ProtocolError for object/void/str dtypes
+    little = arr.dtype.newbyteorder("<")
+    if arr.dtype != little:  # big-endian input: the wire is little-endian
+        arr = arr.astype(little)
+    # Not np.ascontiguousarray: it turns 0-d arrays into 1-d ones.
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")
+
+
+def _byte_view(arr: np.ndarray) -> memoryview:
+    """A flat uint8 memoryview of a contiguous array (works for 0-d and complex too)."""
+    return memoryview(arr.reshape(-1).view(np.uint8))
+
+
+def encode_frame(
+    msg: str,
+    fields: Mapping[str, Any],
+    arrays: Sequence[Any] = (),
+    *,
+    registry: MessageRegistry | None = None,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+) -> list[bytes | memoryview]:
+    """Encode a message as chunks for `transport.writelines`; large arrays are not copied."""
+    registry = DEFAULT_REGISTRY if registry is None else registry
+    wire_arrays = [_wire_array(a) for a in arrays]
+    if len(wire_arrays) > MAX_BUFFERS:
+        raise ProtocolError(f"a frame carries at most {MAX_BUFFERS} arrays, got {len(arrays)}")
+    header = {"msg": msg, **fields}
+    if wire_arrays:
+        header["arrays"] = [
+            {"dtype": a.dtype.name, "shape": list(a.shape)} for a in wire_arrays
+        ]
+    raw = pack_header(header)
+    if len(raw) > max_header_bytes:
+        raise ProtocolError(
+            f"header of {len(raw)} bytes exceeds the max header size {max_header_bytes}"
+        )
+    lengths = [a.nbytes for a in wire_arrays]
+    # Validate what the receiver will see (tuples become lists, etc.), so that mistakes
+    # surface at the sender with the same message the receiver would give.
+    registry.validate(unpack_header(raw), lengths, max_frame_bytes)
+    total = PREFIX.size + 8 * len(lengths) + len(raw) + sum(lengths)
+    if total > max_frame_bytes:
+        raise ProtocolError(f"frame of {total} bytes exceeds the max frame size {max_frame_bytes}")
+    head = bytearray(PREFIX.pack(MAGIC, VERSION, 0, len(raw), len(lengths)))
+    for n in lengths:
+        head += _LENGTH.pack(n)
+    head += raw
+    chunks: list[bytes | memoryview] = []
+    for arr in wire_arrays:
+        if arr.nbytes == 0:
+            continue
+        if arr.nbytes < _INLINE_BYTES and not chunks:
+            head += _byte_view(arr)
+        else:
+            chunks.append(_byte_view(arr))
+    return [bytes(head), *chunks]
+
+
+_PREFIX_STATE, _LENGTHS_STATE, _HEADER_STATE, _BODY_STATE, _SKIP_STATE = range(5)
+
+
+class FrameReader:
+    """Incremental frame decoder with BufferedProtocol's get_buffer/buffer_updated interface.
+
+    Decoded frames and refused-but-skippable frames accumulate in `events`. A broken framing
+    (bad magic or version, sizes over the limits) raises ProtocolError from `buffer_updated`
+    and leaves the reader unusable: the stream cannot be resynchronised.
+    """
+
+    def __init__(
+        self,
+        *,
+        registry: MessageRegistry | None = None,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+    ) -> None:
+        self.registry = DEFAULT_REGISTRY if registry is None else registry
+        # Both limits may be changed between frames (e.g. tight until authenticated).
+        self.max_frame_bytes = max_frame_bytes
+        self.max_header_bytes = max_header_bytes
+        self.events: deque[Frame | BadFrame] = deque()
+        self.frames_read = 0
+        self._buf = bytearray(_STAGING_BYTES)
+        self._view = memoryview(self._buf)
+        self._start = 0
+        self._end = 0
+        self._direct = False
+        self._broken: ProtocolError | None = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self._state = _PREFIX_STATE
+        self._need = PREFIX.size
+        self._nbuf = 0
+        self._header_len = 0
+        self._lengths: tuple[int, ...] = ()
+        self._msg: Any = None
+        self._arrays: list[np.ndarray] = []
+        self._targets: list[memoryview] = []
+        self._index = 0
+        self._offset = 0
+        self._skip = 0
+        self._bad: BadFrame | None = None
+
+    @property
+    def mid_frame(self) -> bool:
+        """True when part of a frame has been received but not all of it."""
+        return self._state != _PREFIX_STATE or self._end > self._start
+
+    @property
+    def frame_size(self) -> int:
+        """Total byte size of the frame being received, once its prefix is known (else 0)."""
+        if self._state in (_PREFIX_STATE, _LENGTHS_STATE):
+            return 0
+        return PREFIX.size + 8 * self._nbuf + self._header_len + sum(self._lengths)
+
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        """Return writable memory for the next bytes of the stream."""
+        if self._broken is not None:
+            raise self._broken
+        if self._state == _BODY_STATE and self._start == self._end:
+            target = self._targets[self._index]
+            if len(target) - self._offset >= _DIRECT_MIN:
+                self._direct = True
+                return target[self._offset :]
+        self._direct = False
+        if self._start == self._end:
+            self._start = self._end = 0
+            if len(self._buf) > _STAGING_BYTES and self._need <= _STAGING_BYTES:
+                self._resize(_STAGING_BYTES)  # a large header is done: give the memory back
+        free = len(self._buf) - self._end
+        pending = self._end - self._start
+        if free < 4096 or free < self._need - pending:
+            if self._need > len(self._buf):
+                self._resize(self._need)  # bounded by max_header_bytes + 8 * MAX_BUFFERS
+            if self._start:
+                self._buf[:pending] = self._buf[self._start : self._end]
+                self._start, self._end = 0, pending
+        return self._view[self._end :]
+
+    def _resize(self, size: int) -> None:
+        pending = self._end - self._start
+        new = bytearray(max(size, pending))
+        new[:pending] = self._view[self._start : self._end]
+        self._view.release()
+        self._buf, self._view = new, memoryview(new)
+        self._start, self._end = 0, pending
+
+    def buffer_updated(self, nbytes: int) -> None:
+        """Account for `nbytes` written into the last buffer and decode what is complete."""
+        if self._broken is not None:
+            raise self._broken
+        try:
+            if self._direct:
+                self._direct = False
+                self._offset += nbytes
+                if self._offset == len(self._targets[self._index]):
+                    self._next_array()
+                return
+            self._end += nbytes
+            self._process()
+        except ProtocolError as exc:
+            self._broken = exc
+            raise
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Feed bytes (a convenience for tests and fuzzing: copies through get_buffer)."""
+        data = memoryview(data).cast("B")
+        while data:
+            buf = self.get_buffer(len(data))
+            n = min(len(buf), len(data))
+            buf[:n] = data[:n]
+            data = data[n:]
+            self.buffer_updated(n)
+
+    def eof(self) -> None:
+        """Signal the end of the stream; raise ProtocolError if it cut a frame short."""
+        if self._broken is None and self.mid_frame:
+            got = self._end - self._start
+            raise ProtocolError(
+                f"connection closed mid-frame (frame of {self.frame_size or 'unknown'} bytes "
+                f"incomplete, {got} bytes of the current part buffered)"
+            )
+
+    def _process(self) -> None:
+        while True:
+            avail = self._end - self._start
+            state = self._state
+            if state == _PREFIX_STATE:
+                if avail < PREFIX.size:
+                    return
+                self._parse_prefix()
+            elif state == _LENGTHS_STATE:
+                if avail < 8 * self._nbuf:
+                    return
+                self._parse_lengths()
+            elif state == _HEADER_STATE:
+                if avail < self._header_len:
+                    return
+                self._parse_header()
+            elif state == _BODY_STATE:
+                if avail == 0:
+                    return
+                target = self._targets[self._index]
+                take = min(avail, len(target) - self._offset)
+                target[self._offset : self._offset + take] = self._view[
+                    self._start : self._start + take
+                ]
+                self._start += take
+                self._offset += take
+                if self._offset == len(target):
+                    self._next_array()
+            else:  # _SKIP_STATE: drain the buffers of a refused frame without keeping them
+                take = min(avail, self._skip)
+                self._start += take
+                self._skip -= take
+                if self._skip:
+                    return
+                self._finish_bad()
+
+    def _parse_prefix(self) -> None:
+        magic, version, flags, header_len, nbuf = PREFIX.unpack_from(self._buf, self._start)
+        if magic != MAGIC:
+            raise ProtocolError(f"bad magic {bytes(magic)!r}, expected {MAGIC!r}")
+        if version != VERSION:
+            raise ProtocolError(f"unsupported protocol version {version}, expected {VERSION}")
+        if flags != 0:
+            raise ProtocolError(f"unknown frame flags {flags:#04x}")
+        if header_len > self.max_header_bytes:
+            raise ProtocolError(
+                f"header length {header_len} exceeds the max header size {self.max_header_bytes}"
+            )
+        if nbuf > MAX_BUFFERS:
+            raise ProtocolError(f"frame declares {nbuf} buffers, more than {MAX_BUFFERS}")
+        self._start += PREFIX.size
+        self._header_len, self._nbuf = header_len, nbuf
+        self._state, self._need = _LENGTHS_STATE, 8 * nbuf
+
+    def _parse_lengths(self) -> None:
+        self._lengths = struct.unpack_from(f"<{self._nbuf}Q", self._buf, self._start)
+        self._start += 8 * self._nbuf
+        # Refuse before allocating anything: the declared sizes are untrusted.
+        total = self.frame_size
+        if total > self.max_frame_bytes:
+            raise ProtocolError(
+                f"frame of {total} bytes exceeds the max frame size {self.max_frame_bytes}"
+            )
+        self._state, self._need = _HEADER_STATE, self._header_len
+
+    def _parse_header(self) -> None:
+        raw = bytes(self._view[self._start : self._start + self._header_len])
+        self._start += self._header_len
+        self._need = 0
+        header: Any = None
+        try:
+            header = unpack_header(raw)
+            self._msg = self.registry.validate(header, self._lengths, self.max_frame_bytes)
+        except ProtocolError as exc:
+            # Framing is intact: report the frame, skip its buffers and carry on.
+            self._bad = BadFrame(exc, _request_id_of(header))
+            self._skip = sum(self._lengths)
+            self._state = _SKIP_STATE
+            if not self._skip:
+                self._finish_bad()
+            return
+        # Untrusted sizes were checked above; np.empty only reserves, pages fill as bytes arrive.
+        self._arrays = [np.empty(m.shape, m.dtype) for m in self._msg.arrays]
+        self._targets = [_byte_view(a) for a in self._arrays]
+        self._state, self._index, self._offset = _BODY_STATE, -1, 0
+        self._next_array()
+
+    def _next_array(self) -> None:
+        self._index += 1
+        self._offset = 0
+        while self._index < len(self._targets) and len(self._targets[self._index]) == 0:
+            self._index += 1
+        if self._index == len(self._targets):
+            self._finish_frame()
+
+    def _finish_frame(self) -> None:
+        msg, arrays = self._msg, self._arrays
+        self._reset()
+        self.frames_read += 1
+        for i, arr in enumerate(arrays):
+            # Any byte other than 0/1 in a bool array is undefined behaviour in NumPy.
+            if arr.dtype == np.bool_ and arr.size and arr.view(np.uint8).max() > 1:
+                error = ProtocolError(f"array {i}: bool array holds bytes other than 0 and 1")
+                self.events.append(BadFrame(error, _request_id_of(msg.fields)))
+                return
+        self.events.append(Frame(msg.type, msg.fields, arrays))
+
+    def _finish_bad(self) -> None:
+        bad = self._bad
+        self._reset()
+        self.frames_read += 1
+        assert bad is not None
+        self.events.append(bad)
+
+
+def _request_id_of(header: Any) -> int | None:
+    """Best-effort id of a refused header, so the error can be routed to its request."""
+    if isinstance(header, dict):
+        value = header.get("id")
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**64:
+            return value
+    return None
+
+
+def decode_frame(
+    data: bytes | bytearray | memoryview,
+    *,
+    registry: MessageRegistry | None = None,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+) -> Frame:
+    """Decode exactly one frame from bytes; raise ProtocolError for anything wrong with it."""
+    reader = FrameReader(
+        registry=registry, max_frame_bytes=max_frame_bytes, max_header_bytes=max_header_bytes
+    )
+    reader.feed(data)
+    reader.eof()
+    if len(reader.events) != 1:
+        raise ProtocolError(f"expected one frame, got {len(reader.events)}")
+    event = reader.events.popleft()
+    if isinstance(event, BadFrame):
+        raise event.error
+    return event
+

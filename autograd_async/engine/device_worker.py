@@ -1,0 +1,366 @@
+"""A device worker: one thread, one event loop, one priority ready queue for one device.
+
+Every node of every graph task that lives on the device runs here, and only here. Other threads hand
+work in through `submit` (a thread-safe inbox plus one wake-up of the loop), so a worker never blocks
+on another. The ready queue orders nodes as PyTorch's engine does: deeper reentrant tasks first, then
+higher sequence number (AccumulateGrad has the highest).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from heapq import heappop, heappush
+from typing import TYPE_CHECKING, Any
+
+from ..devices import Device
+from ..grad_mode import grad_enabled
+from ..graph import Node
+from ..graph_task import GraphTask
+from .trace_events import Handoff, NodeRun
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+START, DELIVER, ABANDON = "start", "deliver", "abandon"
+# Nodes run per pass before the worker yields to its event loop, so timers and I/O keep running.
+PASS_BUDGET = 512
+
+
+class ThreadState(threading.local):
+    """Which worker the current thread drives, and how deep its blocking reentrant calls are."""
+
+    def __init__(self) -> None:
+        self.worker: DeviceWorker | None = None
+        self.nesting = 0
+
+
+thread_state = ThreadState()
+
+
+class DeviceWorker:
+    """Runs the backward nodes of one device on its own thread and event loop."""
+
+    def __init__(self, engine: Engine, device: Device, loop_factory: Callable[[], Any]) -> None:
+        self.engine = engine
+        self.device = device
+        self.ready: list = []
+        self.inbox: deque = deque()
+        self._tick = itertools.count().__next__
+        self._loop_factory = loop_factory
+        self._wake_pending = False
+        self._resume_pending = False
+        self._waiter: threading.Event | None = None
+        self._nested_tasks: set[GraphTask] = set()
+        self._async_nodes: dict[asyncio.Task, GraphTask] = {}
+        self._started = threading.Event()
+        self._start_error: BaseException | None = None
+        self.running_task: GraphTask | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.thread: threading.Thread | None = None
+        self.nodes_run = 0
+        self.busy_ns = 0
+        self.handoffs_in = 0
+        self.handoffs_out = 0
+
+    # -------------------------------------------------------------- lifecycle
+    def start(self, timeout: float = 10.0) -> None:
+        """Start the thread and its loop; returns once the loop is running."""
+        self.thread = threading.Thread(
+            target=self._main, name=f"autograd-async:{self.device}", daemon=True
+        )
+        self.thread.start()
+        if not self._started.wait(timeout):
+            raise RuntimeError(f"worker for {self.device} did not start within {timeout} s")
+        if self._start_error is not None:
+            raise RuntimeError(f"worker for {self.device} failed to start") from self._start_error
+
+    def _main(self) -> None:
+        thread_state.worker = self
+        try:
+            if self.device.type == "cuda":
+                from ..devices import array_module  # noqa: PLC0415
+
+                array_module(self.device).cuda.Device(self.device.index).use()
+            loop = self._loop_factory()
+            asyncio.set_event_loop(loop)
+            self.loop = loop
+        except BaseException as exc:  # noqa: BLE001 - reported to the starter
+            self._start_error = exc
+            self._started.set()
+            return
+        self._started.set()
+        try:
+            loop.run_forever()
+        finally:
+            for pending in asyncio.all_tasks(loop):
+                pending.cancel()
+            loop.run_until_complete(asyncio.sleep(0))
+            loop.close()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the loop and join the thread."""
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(loop.stop)
+            except RuntimeError:
+                pass
+        if self.thread is not None and self.thread is not threading.current_thread():
+            self.thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        """True while the worker's thread runs."""
+        return self.thread is not None and self.thread.is_alive()
+
+    # ----------------------------------------------------------------- inbox
+    def submit(self, item: tuple) -> None:
+        """Hand an item to this worker from any thread; it runs on the worker's thread."""
+        self.inbox.append(item)
+        waiter = self._waiter
+        if waiter is not None:
+            waiter.set()
+        if not self._wake_pending:
+            self._wake_pending = True
+            try:
+                self.loop.call_soon_threadsafe(self._on_wake)
+            except RuntimeError as exc:  # loop closed: the engine is shutting down
+                self._wake_pending = False
+                self.engine.reject(item, exc)
+
+    def wake_waiter(self) -> None:
+        """Wake a blocking reentrant wait on this worker (its task finished elsewhere)."""
+        waiter = self._waiter
+        if waiter is not None:
+            waiter.set()
+
+    def _on_wake(self) -> None:
+        self._wake_pending = False
+        self._take_inbox()
+        self._run_ready()
+
+    def _take_inbox(self) -> None:
+        inbox = self.inbox
+        while inbox:
+            item = inbox.popleft()
+            kind = item[0]
+            try:
+                if kind is DELIVER:
+                    self._receive(item)
+                elif kind is START:
+                    self._begin(item[1], item[2])
+                elif kind is ABANDON:
+                    self._abandon(item[1])
+            except BaseException as exc:  # noqa: BLE001 - fails the task, never the worker
+                self.engine.fail_task(item[1], exc, None, self)
+
+    def _begin(self, task: GraphTask, starts: list) -> None:
+        if task.finished:
+            return
+        pushed = 0
+        for node, nr, grad in starts:
+            inputs = task.deposit(node, nr, grad)
+            if inputs is not None:
+                self.push(task, node, inputs)
+                pushed += 1
+        if pushed != 1 and task.add_outstanding(pushed - 1):
+            self.engine.finish_task(task)
+
+    def _receive(self, item: tuple) -> None:
+        _, task, node, nr, grad, src_node, src_worker, sent_ns = item
+        self.handoffs_in += 1
+        if task.finished:
+            return
+        sink = self.engine.trace_sink
+        if sink is not None:
+            sink.record(
+                Handoff(
+                    task.id, str(src_worker.device), str(self.device), id(src_node), id(node),
+                    sent_ns, time.perf_counter_ns(), src_worker.thread.ident or 0,
+                    threading.get_ident(),
+                )
+            )
+        inputs = task.deposit(node, nr, grad)
+        if inputs is not None:
+            self.push(task, node, inputs)
+        elif task.add_outstanding(-1):
+            self.engine.finish_task(task)
+
+    def _abandon(self, task: GraphTask) -> None:
+        for pending, owner in list(self._async_nodes.items()):
+            if owner is task:
+                pending.cancel()
+        if self.ready and task.finished:
+            self.ready = [entry for entry in self.ready if entry[3] is not task]
+            import heapq  # noqa: PLC0415
+
+            heapq.heapify(self.ready)
+
+    # ------------------------------------------------------------------ queue
+    def push(self, task: GraphTask, node: Node, inputs: list) -> None:
+        """Queue a ready node (worker thread only)."""
+        key = -((task.reentrant_depth << 64) | node._seq)
+        heappush(self.ready, (key, self._tick(), node, task, inputs))
+
+    def _run_ready(self) -> None:
+        self._resume_pending = False
+        ready = self.ready
+        if not ready:
+            return
+        started = time.perf_counter_ns()
+        budget = PASS_BUDGET
+        while ready and budget:
+            budget -= 1
+            _, _, node, task, inputs = heappop(ready)
+            self._execute(node, task, inputs)
+        self.busy_ns += time.perf_counter_ns() - started
+        if ready and not self._resume_pending:
+            self._resume_pending = True
+            self.loop.call_soon(self._run_ready)
+
+    def _execute(self, node: Node, task: GraphTask, inputs: list) -> None:
+        if task.finished:
+            return
+        if node.is_async:
+            self._spawn_async(node, task, inputs)
+            return
+        if grad_enabled.get() is not task.create_graph:
+            grad_enabled.set(task.create_graph)
+        previous = self.running_task
+        self.running_task = task
+        sink = self.engine.trace_sink
+        try:
+            if sink is None:
+                outputs = task.evaluate(node, inputs)
+            else:
+                begun = time.perf_counter_ns()
+                outputs = task.evaluate(node, inputs)
+                self._record_run(sink, node, task, inputs, outputs, begun)
+        except BaseException as exc:  # noqa: BLE001 - a node's failure fails its task only
+            self.running_task = previous
+            self.engine.fail_task(task, exc, node, self)
+            return
+        self.running_task = previous
+        self.nodes_run += 1
+        self._route(task, node, outputs)
+
+    def _route(self, task: GraphTask, node: Node, outputs: tuple) -> None:
+        delta = -1
+        handoffs = None
+        if outputs:
+            device = self.device
+            for (nxt, nr), grad in zip(node.next_functions, outputs):
+                if nxt is None:
+                    continue
+                if nxt.device is device:
+                    inputs = task.deposit(nxt, nr, grad)
+                    if inputs is not None:
+                        self.push(task, nxt, inputs)
+                        delta += 1
+                else:
+                    if handoffs is None:
+                        handoffs = []
+                    handoffs.append((nxt, nr, grad))
+        if handoffs is None:
+            if delta and task.add_outstanding(delta):
+                self.engine.finish_task(task)
+            return
+        # Count the handoffs before sending them, so a fast receiver cannot finish the task early.
+        task.add_outstanding(delta + len(handoffs))
+        sent = time.perf_counter_ns() if self.engine.trace_sink is not None else 0
+        for nxt, nr, grad in handoffs:
+            self.handoffs_out += 1
+            self.engine.worker(nxt.device).submit((DELIVER, task, nxt, nr, grad, node, self, sent))
+
+    def _record_run(self, sink: Any, node: Node, task: GraphTask, inputs: list, outputs: tuple,
+                    begun: int) -> None:
+        ended = time.perf_counter_ns()
+        thread = threading.current_thread()
+        sink.record(
+            NodeRun(
+                str(self.device), thread.ident or 0, thread.name, node.name(), node._seq, task.id,
+                id(node), begun, ended,
+                tuple(None if g is None else tuple(g.shape) for g in inputs),
+                tuple(None if g is None else tuple(g.shape) for g in outputs),
+            )
+        )
+
+    # ------------------------------------------------------------ async nodes
+    def _spawn_async(self, node: Node, task: GraphTask, inputs: list) -> None:
+        if task in self._nested_tasks:
+            self.engine.fail_task(
+                task,
+                RuntimeError(
+                    f"{node.name()} has an async backward, which cannot run inside a blocking "
+                    f"backward()/grad() called on the {self.device} worker thread; "
+                    "use `await backward_async()` / `await grad_async()` there instead"
+                ),
+                node,
+                self,
+            )
+            return
+        pending = self.loop.create_task(self._run_async_node(node, task, inputs))
+        self._async_nodes[pending] = task
+        pending.add_done_callback(self._async_nodes.pop)
+
+    async def _run_async_node(self, node: Node, task: GraphTask, inputs: list) -> None:
+        from .engine import reentrant_depth  # noqa: PLC0415
+
+        reentrant_depth.set(task.reentrant_depth)
+        grad_enabled.set(task.create_graph)
+        begun = time.perf_counter_ns()
+        try:
+            ready_inputs = task.before_backward(node, inputs)
+            if ready_inputs is None:
+                outputs: tuple = ()
+            else:
+                outputs = task.after_backward(
+                    node, ready_inputs, await node.backward(*ready_inputs)
+                )
+        except BaseException as exc:  # noqa: BLE001
+            self.engine.fail_task(task, exc, node, self)
+            if isinstance(exc, asyncio.CancelledError):
+                return
+            return
+        if task.finished:
+            return
+        sink = self.engine.trace_sink
+        if sink is not None:
+            self._record_run(sink, node, task, inputs, outputs, begun)
+        self.nodes_run += 1
+        self._route(task, node, outputs)
+        self._run_ready()
+
+    # ------------------------------------------------------ reentrant backward
+    def run_nested(self, task: GraphTask, check_open: Callable[[], None]) -> None:
+        """Drive this worker from inside a node until `task` finishes (blocking reentrant backward).
+
+        The caller is the thread that drives this worker, so no other thread touches its queue.
+        Nested nodes outrank the parent's (deeper reentrant depth), as in PyTorch.
+        """
+        waiter = threading.Event()
+        previous_waiter = self._waiter
+        self._waiter = waiter
+        self._nested_tasks.add(task)
+        token = grad_enabled.set(grad_enabled.get())
+        try:
+            while not task.finished:
+                waiter.clear()
+                self._take_inbox()
+                if self.ready:
+                    _, _, node, owner, inputs = heappop(self.ready)
+                    self._execute(node, owner, inputs)
+                    continue
+                if task.finished:
+                    break
+                waiter.wait(0.05)
+                check_open()
+        finally:
+            grad_enabled.reset(token)
+            self._nested_tasks.discard(task)
+            self._waiter = previous_waiter

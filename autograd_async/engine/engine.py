@@ -1,0 +1,342 @@
+"""The engine: starts device workers on first use, runs graph tasks on them, reports completion.
+
+One engine serves blocking (`run`) and awaiting (`run_async`) callers. A graph task starts on the
+worker of its root's device; nodes hand gradients to other devices' workers as they go; the task
+finishes when no node is queued and no handoff is in flight anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import threading
+import time
+from typing import Any, NamedTuple
+
+from ..devices import Device, check_available
+from ..graph import Node
+from ..graph_task import GraphTask, describe_node
+from .device_worker import ABANDON, DELIVER, START, DeviceWorker, thread_state
+from .handoff import settle, wait_async, wait_blocking
+from .loops import default_loop_kind, loop_factory
+from .trace_events import CallerAwait
+
+# Blocking reentrant calls nest this deep on one thread before a helper thread takes over the
+# worker, so 1,000-deep reentrant backward never exhausts a thread's stack (PyTorch does the same).
+MAX_NESTING_PER_THREAD = 24
+
+# The reentrant depth of the async node whose coroutine is running (-1 outside any node).
+reentrant_depth: contextvars.ContextVar[int] = contextvars.ContextVar(
+    "autograd_async_reentrant_depth", default=-1
+)
+
+
+class EngineClosedError(RuntimeError):
+    """The engine was shut down; start a new one (or use the default, which restarts)."""
+
+
+class DeviceStats(NamedTuple):
+    """What one device worker has done."""
+
+    nodes_run: int
+    queue_depth: int
+    busy_ns: int
+    handoffs_in: int
+    handoffs_out: int
+
+
+class Engine:
+    """Device workers plus the logic that starts, finishes and fails graph tasks on them."""
+
+    def __init__(self, loop: str | None = None) -> None:
+        self.loop_kind = loop or default_loop_kind()
+        self._factory = loop_factory(self.loop_kind)
+        self._workers: dict[Device, DeviceWorker] = {}
+        self._lock = threading.Lock()
+        self._state = "open"
+        self.trace_sink: Any = None
+        self._scope_tokens: list[contextvars.Token] = []
+
+    # ---------------------------------------------------------------- state
+    @property
+    def state(self) -> str:
+        """'open' or 'closed'."""
+        return self._state
+
+    def check_open(self) -> None:
+        """Raise EngineClosedError after shutdown."""
+        if self._state != "open":
+            raise EngineClosedError(
+                "the autograd engine has been shut down; create a new Engine, or call "
+                "autograd_async.engine.get_engine() for a fresh default one"
+            )
+
+    def worker(self, device: Device) -> DeviceWorker:
+        """The worker of `device`, started on first use."""
+        found = self._workers.get(device)
+        if found is not None:
+            return found
+        with self._lock:
+            self.check_open()
+            found = self._workers.get(device)
+            if found is None:
+                check_available(device)
+                found = DeviceWorker(self, device, self._factory)
+                found.start()
+                self._workers[device] = found
+        return found
+
+    def workers(self) -> dict[str, DeviceWorker]:
+        """The started workers by device name."""
+        return {str(d): w for d, w in self._workers.items()}
+
+    def set_trace_sink(self, sink: Any) -> None:
+        """Install (or with None remove) the object whose `record(event)` receives trace events."""
+        self.trace_sink = sink
+
+    def stats(self) -> dict[str, DeviceStats]:
+        """Per-device counters: nodes run, queue depth, busy time, handoffs in and out."""
+        return {
+            str(d): DeviceStats(w.nodes_run, len(w.ready), w.busy_ns, w.handoffs_in, w.handoffs_out)
+            for d, w in list(self._workers.items())
+        }
+
+    def reset_stats(self) -> None:
+        """Zero every worker's counters."""
+        for w in list(self._workers.values()):
+            w.nodes_run = w.busy_ns = w.handoffs_in = w.handoffs_out = 0
+
+    # ----------------------------------------------------------- running tasks
+    def _start(self, task: GraphTask, starts: list) -> None:
+        task.add_outstanding(1)
+        root_device = starts[0][0].device
+        self.worker(root_device).submit((START, task, starts))
+
+    def run(self, prepared: Any, kind: str = "backward") -> None:
+        """Run a prepared graph task, blocking the calling thread until it finishes."""
+        self.check_open()
+        task: GraphTask = prepared.task
+        driving = thread_state.worker
+        if driving is not None and driving.engine is self:
+            self._run_reentrant(task, prepared.starts, driving)
+            return
+        done: concurrent.futures.Future = concurrent.futures.Future()
+        task.on_finish = lambda error: settle(done, error)
+        begun = time.perf_counter_ns()
+        self._start(task, prepared.starts)
+        try:
+            wait_blocking(done, self.check_open)
+        except BaseException:
+            self.abandon(task)
+            raise
+        finally:
+            self._record_await(task, kind, begun)
+
+    async def run_async(self, prepared: Any, kind: str = "backward_async") -> None:
+        """Run a prepared graph task, awaiting it without blocking the caller's loop."""
+        self.check_open()
+        task: GraphTask = prepared.task
+        task.reentrant_depth = reentrant_depth.get() + 1
+        done: concurrent.futures.Future = concurrent.futures.Future()
+        task.on_finish = lambda error: settle(done, error)
+        begun = time.perf_counter_ns()
+        self._start(task, prepared.starts)
+        try:
+            await wait_async(done)
+        except BaseException:
+            self.abandon(task)
+            raise
+        finally:
+            self._record_await(task, kind, begun)
+
+    def _run_reentrant(self, task: GraphTask, starts: list, worker: DeviceWorker) -> None:
+        parent = worker.running_task
+        task.reentrant_depth = (parent.reentrant_depth if parent is not None else 0) + 1
+        done: concurrent.futures.Future = concurrent.futures.Future()
+
+        def on_finish(error: BaseException | None) -> None:
+            settle(done, error)
+            worker.wake_waiter()
+
+        task.on_finish = on_finish
+        self._start(task, starts)
+        if thread_state.nesting < MAX_NESTING_PER_THREAD:
+            thread_state.nesting += 1
+            try:
+                worker.run_nested(task, self.check_open)
+            finally:
+                thread_state.nesting -= 1
+        else:
+            self._run_on_helper_thread(task, worker)
+        done.result(timeout=0)
+
+    def _run_on_helper_thread(self, task: GraphTask, worker: DeviceWorker) -> None:
+        """Hand the worker to a fresh thread (this one blocks) to bound each thread's stack depth."""
+        context = contextvars.copy_context()
+        failure: list[BaseException] = []
+
+        def drive() -> None:
+            thread_state.worker = worker
+            try:
+                worker.run_nested(task, self.check_open)
+            except BaseException as exc:  # noqa: BLE001 - handed to the blocked thread
+                failure.append(exc)
+
+        helper = threading.Thread(
+            target=context.run, args=(drive,), name=f"{threading.current_thread().name}:reentrant",
+            daemon=True,
+        )
+        helper.start()
+        while helper.is_alive():
+            helper.join(0.5)
+            if self._state != "open" and helper.is_alive():
+                helper.join(1.0)
+                break
+        if failure:
+            raise failure[0]
+
+    def _record_await(self, task: GraphTask, kind: str, begun: int) -> None:
+        sink = self.trace_sink
+        if sink is not None:
+            thread = threading.current_thread()
+            sink.record(
+                CallerAwait(task.id, thread.ident or 0, thread.name, kind, begun,
+                            time.perf_counter_ns())
+            )
+
+    # ------------------------------------------------------- task completion
+    def finish_task(self, task: GraphTask) -> None:
+        """Called by the worker that saw the task's last outstanding unit finish."""
+        if task.complete() and task.on_finish is not None:
+            task.on_finish(None)
+
+    def fail_task(
+        self, task: GraphTask, error: BaseException, node: Node | None, worker: DeviceWorker
+    ) -> None:
+        """Fail the task with `error`, annotated with the node, device and worker thread."""
+        if node is not None and not getattr(error, "_autograd_async_annotated", False):
+            _annotate(error, node, worker, task)
+        if task.fail(error):
+            if task.on_finish is not None:
+                task.on_finish(error)
+            self._broadcast_abandon(task)
+
+    def abandon(self, task: GraphTask) -> None:
+        """Give up a task whose caller went away (cancelled, timed out, interrupted)."""
+        if task.fail(asyncio.CancelledError(f"graph task {task.id} was abandoned by its caller")):
+            self._broadcast_abandon(task)
+
+    def _broadcast_abandon(self, task: GraphTask) -> None:
+        for w in list(self._workers.values()):
+            if w.alive:
+                w.submit((ABANDON, task))
+
+    def reject(self, item: tuple, error: BaseException) -> None:
+        """A worker could not take an item (its loop is closed): fail the item's task."""
+        if item[0] in (START, DELIVER, ABANDON):
+            task = item[1]
+            closed = EngineClosedError(f"the engine shut down while graph task {task.id} ran")
+            closed.__cause__ = error
+            if task.fail(closed) and task.on_finish is not None:
+                task.on_finish(closed)
+
+    # ----------------------------------------------------------------- close
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Stop every worker; tasks still running fail with EngineClosedError."""
+        with self._lock:
+            if self._state == "closed":
+                return
+            self._state = "closed"
+            workers = list(self._workers.values())
+        for w in workers:
+            w.stop(timeout)
+
+    async def aclose(self) -> None:
+        """Shut down without blocking the caller's loop."""
+        await asyncio.get_running_loop().run_in_executor(None, self.shutdown)
+
+    def __enter__(self) -> Engine:
+        self._scope_tokens.append(current_engine.set(self))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        current_engine.reset(self._scope_tokens.pop())
+        self.shutdown()
+
+    async def __aenter__(self) -> Engine:
+        self._scope_tokens.append(current_engine.set(self))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        current_engine.reset(self._scope_tokens.pop())
+        await self.aclose()
+
+
+def _annotate(error: BaseException, node: Node, worker: DeviceWorker, task: GraphTask) -> None:
+    where = (
+        f"raised in backward node {describe_node(node)}, worker thread {threading.current_thread().name}, "
+        f"graph task {task.id}"
+    )
+    try:
+        error.add_note(where)
+        error._autograd_async_annotated = True  # type: ignore[attr-defined]
+        error.node_name = node.name()  # type: ignore[attr-defined]
+        error.device = str(node.device)  # type: ignore[attr-defined]
+    except (AttributeError, TypeError):
+        return
+    if task.anomaly and node._metadata and "traceback_" in node._metadata:
+        trace = "".join(node._metadata["traceback_"])
+        error.add_note(
+            f"Traceback of forward call that caused the error (anomaly mode):\n{trace}"
+        )
+
+
+current_engine: contextvars.ContextVar[Engine | None] = contextvars.ContextVar(
+    "autograd_async_engine", default=None
+)
+
+
+class DefaultEngine:
+    """Holds the process's default engine, made on first use and remade after shutdown."""
+
+    def __init__(self) -> None:
+        self._engine: Engine | None = None
+        self._lock = threading.Lock()
+        self.loop_kind: str | None = None
+
+    def get(self) -> Engine:
+        engine = self._engine
+        if engine is not None and engine._state == "open":
+            return engine
+        with self._lock:
+            if self._engine is None or self._engine._state != "open":
+                self._engine = Engine(self.loop_kind)
+            return self._engine
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        with self._lock:
+            engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.shutdown(timeout)
+
+
+_default = DefaultEngine()
+
+
+def get_engine() -> Engine:
+    """The engine in use: the one scoped by `with Engine():` in this context, else the default."""
+    scoped = current_engine.get()
+    return scoped if scoped is not None else _default.get()
+
+
+def shutdown(timeout: float = 5.0) -> None:
+    """Shut the default engine down; the next backward starts a fresh one."""
+    _default.shutdown(timeout)
+
+
+def set_loop(kind: str) -> None:
+    """Choose the event loop ('uvloop' or 'asyncio') for the default engine; restarts it if running."""
+    loop_factory(kind)
+    _default.shutdown()
+    _default.loop_kind = kind

@@ -1,0 +1,75 @@
+"""Records the engine emits while a trace sink is installed.
+
+The engine only appends these plain tuples to a sink; turning them into a trace, a table or a picture is
+the profiler's job (a layer above). Times are `time.perf_counter_ns()` values.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class NodeRun(NamedTuple):
+    """One execution of a backward node on a device worker."""
+
+    device: str  # "cpu", "sim:0", "cuda:0"
+    thread_id: int  # threading.get_ident() of the thread that ran it
+    thread_name: str
+    name: str  # node name, e.g. "MulBackward0"
+    sequence_nr: int
+    task_id: int  # graph task id
+    node_id: int  # unique id of this node execution's node (id(node)) within the trace
+    start_ns: int
+    end_ns: int
+    input_shapes: tuple  # shapes of the gradients the node received
+    output_shapes: tuple  # shapes of the gradients it produced (None for no gradient)
+
+
+class Handoff(NamedTuple):
+    """A gradient sent from a node on one device to a node on another."""
+
+    task_id: int
+    src_device: str
+    dst_device: str
+    src_node_id: int  # node_id of the producing NodeRun
+    dst_node_id: int  # node_id of the consuming node (its NodeRun follows later)
+    sent_ns: int
+    received_ns: int
+    src_thread_id: int
+    dst_thread_id: int
+
+
+class CallerAwait(NamedTuple):
+    """The caller's wait for one graph task (backward / grad, sync or async)."""
+
+    task_id: int
+    thread_id: int
+    thread_name: str
+    kind: str  # "backward", "backward_async", "grad", "grad_async"
+    start_ns: int
+    end_ns: int
+
+
+class ForwardOp(NamedTuple):
+    """One forward op recorded on the thread that ran it (profile(record_forward=True))."""
+
+    thread_id: int
+    thread_name: str
+    name: str  # op name, e.g. "mul"
+    sequence_nr: int  # sequence number given to its node, -1 when no node was made
+    start_ns: int
+    end_ns: int
+    input_shapes: tuple
+    output_shapes: tuple
+
+
+class GpuKernelSpan(NamedTuple):
+    """Device-side time of a node's kernels, measured with CUDA events on the node's stream."""
+
+    device: str  # "cuda:0"
+    name: str
+    sequence_nr: int
+    task_id: int
+    node_id: int
+    start_ns: int  # placed on the host clock: host start of the node + elapsed between events
+    end_ns: int

@@ -1,0 +1,214 @@
+"""The autograd graph: nodes, edges, sequence numbers, hooks and the leaf accumulator.
+
+A node is created by the forward pass of an op; its `backward` is a call the engine makes. Nodes keep
+few objects each (`__slots__`, hooks and metadata made only when used) because graph building in a
+pure-Python engine is bound by allocation and the garbage collector.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .devices import Device
+    from .tensor import Tensor
+
+# AccumulateGrad outranks every other node in a ready queue, as in PyTorch (UINT64_MAX).
+ACCUMULATE_GRAD_SEQUENCE_NR = 2**64 - 1
+
+
+class _SequenceCounter(threading.local):
+    """Sequence numbers count per creating thread from 0, as PyTorch's do."""
+
+    def __init__(self) -> None:
+        self.next = itertools.count().__next__
+
+
+_sequence = _SequenceCounter()
+
+
+def next_sequence_nr() -> int:
+    """Take the next sequence number of the calling thread."""
+    return _sequence.next()
+
+
+class RemovableHandle:
+    """Returned by hook registration; `remove()` unregisters the hook."""
+
+    __slots__ = ("_container", "_hook")
+
+    def __init__(self, container: list, hook: Callable) -> None:
+        self._container = container
+        self._hook = hook
+
+    def remove(self) -> None:
+        """Unregister the hook (no-op when already removed)."""
+        try:
+            self._container.remove(self._hook)
+        except ValueError:
+            pass
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+class NodeHooks:
+    """Hooks of one node, created on first registration so hook-free nodes pay nothing."""
+
+    __slots__ = ("tensor_pre", "retains_grad", "pre", "post")
+
+    def __init__(self) -> None:
+        self.tensor_pre: dict[int, list[Callable]] = {}
+        self.retains_grad: dict[int, weakref.ref] = {}
+        self.pre: list[Callable] = []
+        self.post: list[Callable] = []
+
+
+class Node:
+    """A backward function of the graph (PyTorch's `grad_fn`).
+
+    Subclasses implement `backward(*grad_outputs)` returning one gradient (or None) per input edge.
+    """
+
+    __slots__ = (
+        "next_functions",
+        "_seq",
+        "device",
+        "_out_meta",
+        "_hooks",
+        "_metadata",
+        "_released",
+        "__weakref__",
+    )
+
+    # Nodes whose backward is a coroutine run as tasks on their device loop.
+    is_async = False
+    # Nodes that run even when no gradient reached them (the root of several outputs).
+    runs_without_grad = False
+
+    next_functions: tuple[tuple[Node | None, int], ...]
+    device: Device
+    _out_meta: tuple[tuple[tuple[int, ...], Any], ...]
+
+    def name(self) -> str:
+        """The node's name, e.g. `MulBackward0`."""
+        return type(self).__name__
+
+    def _sequence_nr(self) -> int:
+        """The node's sequence number (its place in the ready queue's order)."""
+        return self._seq
+
+    @property
+    def metadata(self) -> dict:
+        """A dict for the user's annotations (and the forward traceback in anomaly mode)."""
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def _hooks_or_new(self) -> NodeHooks:
+        if self._hooks is None:
+            self._hooks = NodeHooks()
+        return self._hooks
+
+    def register_hook(self, fn: Callable) -> RemovableHandle:
+        """Post-hook `fn(grad_inputs, grad_outputs)`; may return replacement grad_inputs."""
+        hooks = self._hooks_or_new()
+        hooks.post.append(fn)
+        return RemovableHandle(hooks.post, fn)
+
+    def register_prehook(self, fn: Callable) -> RemovableHandle:
+        """Pre-hook `fn(grad_outputs)`; may return replacement grad_outputs."""
+        hooks = self._hooks_or_new()
+        hooks.pre.append(fn)
+        return RemovableHandle(hooks.pre, fn)
+
+    def _register_tensor_pre_hook(self, output_nr: int, fn: Callable) -> RemovableHandle:
+        hooks = self._hooks_or_new()
+        bucket = hooks.tensor_pre.setdefault(output_nr, [])
+        bucket.append(fn)
+        return RemovableHandle(bucket, fn)
+
+    def _retain_grad_of(self, tensor: Tensor) -> None:
+        self._hooks_or_new().retains_grad[tensor._output_nr] = weakref.ref(tensor)
+
+    def release_saved(self) -> None:
+        """Drop what the node saved for backward (called after backward unless the graph is kept)."""
+        self._released = True
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    def __lt__(self, other: Node) -> bool:
+        # Only for heap ties across tasks that share a key; never expected to decide anything.
+        return id(self) < id(other)
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf that requires grad: adds incoming gradients into `variable.grad`."""
+
+    __slots__ = ("variable", "_owned_grad")
+
+    def __init__(self, variable: Tensor) -> None:
+        self.variable = variable
+        self.next_functions = ()
+        self._seq = ACCUMULATE_GRAD_SEQUENCE_NR
+        self.device = variable.device
+        self._out_meta = ((variable.shape, variable.dtype),)
+        self._hooks = None
+        self._metadata = None
+        self._released = False
+        # The array we made by summing, so later gradients may be added to it in place safely.
+        self._owned_grad = None
+
+    def release_saved(self) -> None:
+        """A leaf's accumulator keeps its variable: it is the graph's handle on the leaf."""
+
+    def backward(self, grad: Any) -> tuple:
+        """Add `grad` into the variable's `.grad` (first one stored without a copy)."""
+        from .tensor import Tensor  # noqa: PLC0415 - the tensor module imports this one
+
+        variable = self.variable
+        for hook in variable._hooks or ():
+            result = hook(_as_tensor(grad, variable.device))
+            if result is not None:
+                grad = result if isinstance(grad, Tensor) else result._data
+        current = variable.grad
+        if isinstance(grad, Tensor):  # create_graph: keep the gradient's own graph
+            variable.grad = grad if current is None else current + grad
+            self._owned_grad = None
+        elif current is None:
+            variable.grad = Tensor._wrap(grad, variable.device)
+            self._owned_grad = None
+        elif current.grad_fn is None and current._data is self._owned_grad:
+            current._data += grad
+            current._bump_version()
+        else:
+            summed = current._data + grad
+            self._owned_grad = summed
+            variable.grad = Tensor._wrap(summed, variable.device)
+        for hook in variable._post_acc_hooks or ():
+            hook(variable)
+        return ()
+
+
+def _as_tensor(grad: Any, device: Device) -> Tensor:
+    from .tensor import Tensor  # noqa: PLC0415
+
+    return grad if isinstance(grad, Tensor) else Tensor._wrap(grad, device)
+
+
+def grad_accumulator(tensor: Tensor) -> AccumulateGrad:
+    """The leaf's AccumulateGrad, shared by every use while it is alive (held weakly by the leaf)."""
+    ref = tensor._grad_accumulator
+    node = ref() if ref is not None else None
+    if node is None:
+        node = AccumulateGrad(tensor)
+        tensor._grad_accumulator = weakref.ref(node)
+    return node

@@ -1,0 +1,375 @@
+"""The bookkeeping of one backward pass, in plain synchronous code.
+
+A `GraphTask` counts dependencies from its roots, buffers the gradients arriving at each node, decides
+which nodes must run (all of them for `backward`, only those leading to `inputs` for `grad`), captures
+the gradients `grad` returns, and knows when it is finished. It owns no threads: the engine's workers
+call `evaluate` for each ready node on the node's device thread and route what it returns.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from .devices import Device
+from .graph import AccumulateGrad, Node
+from .ops.base import RELEASED_MESSAGE, describe
+from .ops.dual import can_sum_to, cast, sum_to
+from .tensor import Tensor
+
+_task_ids = itertools.count(1)
+
+
+class GraphRoot(Node):
+    """The root of a backward pass over several outputs: hands each root its starting gradient."""
+
+    __slots__ = ("_grads",)
+    runs_without_grad = True
+
+    def __init__(self, edges: Sequence[tuple[Node, int]], grads: Sequence[Any], dev: Device):
+        from .graph import next_sequence_nr  # noqa: PLC0415
+
+        self.next_functions = tuple(edges)
+        self._grads = tuple(grads)
+        self._seq = next_sequence_nr()  # PyTorch's GraphRoot takes one too
+        self.device = dev
+        self._out_meta = ()
+        self._hooks = None
+        self._metadata = None
+        self._released = False
+
+    def backward(self, *_: Any) -> tuple:
+        """The starting gradients."""
+        return self._grads
+
+
+class GraphTask:
+    """One backward pass: dependencies, input buffers, captures, completion and its error."""
+
+    __slots__ = (
+        "id",
+        "root",
+        "keep_graph",
+        "create_graph",
+        "dependencies",
+        "buffers",
+        "exec_info",
+        "captures",
+        "captured",
+        "reentrant_depth",
+        "anomaly",
+        "check_nan",
+        "_outstanding",
+        "_lock",
+        "error",
+        "finished",
+        "on_finish",
+        "context",
+        "__weakref__",
+    )
+
+    def __init__(
+        self,
+        root: Node,
+        *,
+        keep_graph: bool,
+        create_graph: bool,
+        reentrant_depth: int = 0,
+        anomaly: bool = False,
+        check_nan: bool = True,
+    ) -> None:
+        self.id = next(_task_ids)
+        self.root = root
+        self.keep_graph = keep_graph
+        self.create_graph = create_graph
+        self.reentrant_depth = reentrant_depth
+        self.anomaly = anomaly
+        self.check_nan = check_nan
+        self.dependencies = compute_dependencies(root)
+        self.buffers: dict[Node, list] = {}
+        self.exec_info: dict[Node, bool] | None = None
+        self.captures: dict[Node, list[tuple[int, int]]] | None = None
+        self.captured: list[Any] = []
+        self._outstanding = 0
+        self._lock = threading.Lock()
+        self.error: BaseException | None = None
+        self.finished = False
+        self.on_finish = None
+        self.context = None
+
+    # ------------------------------------------------------------------ set-up
+    def capture(self, targets: Sequence[tuple[Node, int]], run_targets: bool = False) -> None:
+        """Record gradients arriving at `targets` and run only the nodes that lead to them.
+
+        `run_targets` runs the target nodes too (`backward(inputs=...)` accumulates into leaves).
+        """
+        self.captures = {}
+        self.captured = [None] * len(targets)
+        for index, (node, nr) in enumerate(targets):
+            self.captures.setdefault(node, []).append((nr, index))
+        self.exec_info = compute_exec_info(self.root, self.captures, run_targets)
+
+    # ------------------------------------------------------------- accounting
+    def add_outstanding(self, delta: int) -> bool:
+        """Adjust the count of queued nodes and in-flight handoffs; True when it reaches zero."""
+        with self._lock:
+            self._outstanding += delta
+            return self._outstanding == 0
+
+    def fail(self, error: BaseException) -> bool:
+        """Record the first error; True if this call is the one that failed the task."""
+        with self._lock:
+            if self.finished:
+                return False
+            self.finished = True
+            self.error = error
+            return True
+
+    def complete(self) -> bool:
+        """Mark the task done; True if this call finished it (it had not failed first)."""
+        with self._lock:
+            if self.finished:
+                return False
+            self.finished = True
+            return True
+
+    # --------------------------------------------------------------- buffers
+    def deposit(self, node: Node, nr: int, grad: Any) -> list | None:
+        """Add `grad` to `node`'s input `nr`; returns its inputs when the node becomes ready."""
+        buffers = self.buffers
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * len(node._out_meta) if node._out_meta else [None]
+        if grad is not None:
+            held = buf[nr]
+            buf[nr] = grad if held is None else held + grad
+        deps = self.dependencies
+        left = deps[node] - 1
+        if left:
+            deps[node] = left
+            return None
+        del deps[node]
+        return buffers.pop(node)
+
+    # -------------------------------------------------------------- evaluate
+    def evaluate(self, node: Node, inputs: list) -> tuple:
+        """Run one node: hooks, captures, its backward, checks. Returns its output gradients.
+
+        The result pairs with `node.next_functions`; an empty tuple means nothing flows on.
+        """
+        inputs = self.before_backward(node, inputs)
+        if inputs is None:
+            return ()
+        if not node.runs_without_grad and all(g is None for g in inputs):
+            outputs = (None,) * len(node.next_functions)
+        else:
+            outputs = node.backward(*inputs)
+        return self.after_backward(node, inputs, outputs)
+
+    def before_backward(self, node: Node, inputs: list) -> list | None:
+        """Pre-hooks and captures; None when the node must not run (not needed by `grad`)."""
+        hooks = node._hooks
+        if hooks is not None:
+            inputs = run_pre_hooks(node, hooks, inputs)
+        captures = self.captures
+        if captures is not None:
+            found = captures.get(node)
+            if found is not None:
+                for nr, index in found:
+                    held = self.captured[index]
+                    g = inputs[nr]
+                    self.captured[index] = g if held is None or g is None else held + g
+            if not self.exec_info.get(node, False):
+                return None
+        if node._released:
+            raise RuntimeError(RELEASED_MESSAGE)
+        if (
+            len(inputs) > 1
+            and getattr(node, "materialize_grads", True)
+            and any(g is None for g in inputs)
+            and not all(g is None for g in inputs)
+        ):
+            inputs = materialize(node, inputs, self.create_graph)
+        return inputs
+
+    def after_backward(self, node: Node, inputs: list, outputs: Any) -> tuple:
+        """Check what backward returned, run post-hooks, free saved tensors."""
+        if type(outputs) is not tuple:
+            outputs = (outputs,)
+        if len(outputs) != len(node.next_functions):
+            raise RuntimeError(
+                f"function {node.name()} returned an incorrect number of gradients "
+                f"(expected {len(node.next_functions)}, got {len(outputs)})"
+            )
+        outputs = validate_outputs(node, outputs, self.create_graph)
+        if self.anomaly and self.check_nan:
+            check_nan(node, outputs)
+        hooks = node._hooks
+        if hooks is not None and hooks.post:
+            outputs = run_post_hooks(node, hooks, outputs, inputs)
+        if not self.keep_graph:
+            node.release_saved()
+        return outputs
+
+
+# ------------------------------------------------------------------ graph walks
+def compute_dependencies(root: Node) -> dict[Node, int]:
+    """How many edges lead into each node reachable from `root` (no recursion)."""
+    deps: dict[Node, int] = {}
+    seen = {root}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps
+
+
+def compute_exec_info(
+    root: Node, captures: dict[Node, list], run_targets: bool
+) -> dict[Node, bool]:
+    """Which nodes lie on a path from `root` to a capture target (iterative post-order)."""
+    needed: dict[Node, bool] = {}
+    stack: list[tuple[Node, int]] = [(root, 0)]
+    on_stack = {root}
+    while stack:
+        node, i = stack[-1]
+        edges = node.next_functions
+        if i < len(edges):
+            stack[-1] = (node, i + 1)
+            nxt = edges[i][0]
+            if nxt is not None and nxt not in needed and nxt not in on_stack:
+                on_stack.add(nxt)
+                stack.append((nxt, 0))
+            continue
+        stack.pop()
+        on_stack.discard(node)
+        leads_on = any(
+            nxt is not None and (needed.get(nxt, False) or nxt in captures) for nxt, _ in edges
+        )
+        runs_as_target = run_targets and node in captures and isinstance(node, AccumulateGrad)
+        needed[node] = leads_on or runs_as_target
+    return needed
+
+
+# ----------------------------------------------------------------------- checks
+def validate_outputs(node: Node, outputs: tuple, create_graph: bool) -> tuple:
+    """Reduce broadcast gradients to their input's shape and cast them to its dtype."""
+    checked = None
+    for i, ((nxt, nr), g) in enumerate(zip(node.next_functions, outputs, strict=True)):
+        if g is None or nxt is None:
+            continue
+        if create_graph and not isinstance(g, Tensor):
+            g = Tensor._wrap(g, nxt.device)
+        elif not create_graph and isinstance(g, Tensor):
+            g = g._data
+        shape, dtype = nxt._out_meta[nr]
+        fixed = g
+        if g.shape != shape:
+            if not can_sum_to(g.shape, shape):
+                raise RuntimeError(
+                    f"Function {node.name()} returned an invalid gradient at index {i} - got "
+                    f"{list(g.shape)} but expected shape compatible with {list(shape)}"
+                )
+            fixed = sum_to(g, shape)
+        if fixed.dtype != dtype:
+            fixed = cast(fixed, dtype)
+        if fixed is not outputs[i]:
+            if checked is None:
+                checked = list(outputs)
+            checked[i] = fixed
+    return outputs if checked is None else tuple(checked)
+
+
+def materialize(node: Node, inputs: list, create_graph: bool) -> list:
+    """Fill missing gradients of a multi-output node with zeros of the output's shape."""
+    from .devices import array_module  # noqa: PLC0415
+
+    xp = array_module(node.device)
+    filled = list(inputs)
+    for i, g in enumerate(filled):
+        if g is None:
+            shape, dtype = node._out_meta[i]
+            zeros = xp.zeros(shape, dtype)
+            filled[i] = Tensor._wrap(zeros, node.device) if create_graph else zeros
+    return filled
+
+
+def check_nan(node: Node, outputs: tuple) -> None:
+    """Anomaly mode: refuse NaN gradients, naming the node that made them."""
+    from .ops.dual import xp_of  # noqa: PLC0415
+
+    for i, g in enumerate(outputs):
+        if g is None:
+            continue
+        data = g._data if isinstance(g, Tensor) else g
+        if data.dtype.kind in "fc" and bool(xp_of(data).isnan(data).any()):
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
+
+
+# ------------------------------------------------------------------------ hooks
+def _to_tensor(g: Any, node: Node) -> Any:
+    if g is None or isinstance(g, Tensor):
+        return g
+    return Tensor._wrap(g, node.device)
+
+
+def _like(result: Any, original: Any) -> Any:
+    if result is None:
+        return None
+    if isinstance(original, Tensor) or not isinstance(result, Tensor):
+        return result
+    return result._data
+
+
+def run_pre_hooks(node: Node, hooks: Any, inputs: list) -> list:
+    """Tensor hooks, then retain_grad, then node pre-hooks, in PyTorch's order."""
+    inputs = list(inputs)
+    for nr, bucket in hooks.tensor_pre.items():
+        for hook in list(bucket):
+            if inputs[nr] is None:
+                continue
+            result = hook(_to_tensor(inputs[nr], node))
+            if result is not None:
+                inputs[nr] = _like(result, inputs[nr])
+    for nr, ref in hooks.retains_grad.items():
+        tensor = ref()
+        g = inputs[nr]
+        if tensor is None or g is None:
+            continue
+        g = g if isinstance(g, Tensor) else Tensor._wrap(g.copy(), node.device)
+        tensor.grad = g if tensor.grad is None else tensor.grad + g
+    if hooks.pre:
+        as_tensors = tuple(_to_tensor(g, node) for g in inputs)
+        for hook in list(hooks.pre):
+            result = hook(as_tensors)
+            if result is not None:
+                as_tensors = tuple(result)
+        inputs = [_like(t, g) for t, g in zip(as_tensors, inputs, strict=True)]
+    return inputs
+
+
+def run_post_hooks(node: Node, hooks: Any, outputs: tuple, inputs: list) -> tuple:
+    """Node post-hooks `hook(grad_inputs, grad_outputs)`; a returned tuple replaces grad_inputs."""
+    grad_inputs = tuple(_to_tensor(g, node) for g in outputs)
+    grad_outputs = tuple(_to_tensor(g, node) for g in inputs)
+    for hook in list(hooks.post):
+        result = hook(grad_inputs, grad_outputs)
+        if result is not None:
+            grad_inputs = tuple(result)
+    return tuple(_like(t, g) for t, g in zip(grad_inputs, outputs, strict=True))
+
+
+def describe_node(node: Node) -> str:
+    """`MulBackward0 (sequence_nr 12) on sim:0` for error notes."""
+    return f"{node.name()} (sequence_nr {node._seq}) on {node.device}"
+
+
+__all__ = ["GraphRoot", "GraphTask", "compute_dependencies", "compute_exec_info", "describe"]

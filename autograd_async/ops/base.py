@@ -1,0 +1,222 @@
+"""The base of every differentiable op: the policy shared by all ops lives here, the math in subclasses.
+
+An op instance is the graph node (`grad_fn`) of its outputs, so recording an op costs one node and its
+output tensors. `Op.apply` checks devices, decides which inputs need a gradient, saves tensors with
+their version, runs the subclass's `forward` on raw arrays and wraps the results. A subclass writes only
+`forward(*arrays, **kwargs)` and `backward(*grads)`; `backward` gets arrays, or Tensors when the engine
+builds a differentiable backward (`create_graph=True`), and uses operators and `ops.dual` helpers that
+work on both.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+import weakref
+from typing import Any, ClassVar
+
+from ..devices import Device, DeviceError
+from ..grad_mode import anomaly_enabled, grad_enabled
+from ..graph import Node, grad_accumulator, next_sequence_nr
+from ..recording import forward_sink
+from ..tensor import Tensor
+
+RELEASED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward."
+)
+
+
+def describe(t: Tensor) -> str:
+    """A short description of a tensor for error messages: dtype, shape, device."""
+    return f"[{t.dtype} tensor of shape {tuple(t.shape)} on {t.device}]"
+
+
+class Op(Node):
+    """A differentiable op and, once applied, the backward node of its outputs."""
+
+    __slots__ = ("needs_input_grad", "_saved", "_saved_versions", "_out_ref", "_saved_out")
+
+    # Indices of inputs whose tensors backward needs (checked against in-place changes).
+    saved_inputs: ClassVar[tuple[int, ...]] = ()
+    # Whether backward needs output 0 (saved as its array, checked like an input).
+    saves_output: ClassVar[bool] = False
+    # Outputs that never carry a gradient (e.g. indices of max).
+    non_differentiable_outputs: ClassVar[tuple[int, ...]] = ()
+    # Whether output 0 shares storage with input 0 when the backend returns a view.
+    is_view: ClassVar[bool] = False
+    # The name of the op's function, for the profiler's forward records.
+    op_name: ClassVar[str] = ""
+    _own_slots: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own: list[str] = []
+        for klass in cls.__mro__:
+            if klass is Op:
+                break
+            own.extend(s for s in klass.__dict__.get("__slots__", ()) if s != "__weakref__")
+        cls._own_slots = tuple(own)
+        if not cls.__dict__.get("op_name"):
+            cls.op_name = cls.__name__.removesuffix("Backward0").lower()
+
+    def forward(self, *arrays: Any, **kwargs: Any) -> Any:
+        """Compute the outputs from input arrays; store what backward needs in slots."""
+        raise NotImplementedError
+
+    def backward(self, *grads: Any) -> Any:
+        """Gradients for each input (None where not needed) from the outputs' gradients."""
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *inputs: Any, **kwargs: Any) -> Any:
+        """Run the op on tensors (and Python scalars), recording a node when gradients are needed."""
+        dev: Device | None = None
+        arrays = []
+        requires = False
+        for x in inputs:
+            if isinstance(x, Tensor):
+                if dev is None:
+                    dev = x.device
+                elif x.device is not dev:
+                    raise DeviceError(
+                        f"{cls.op_name}: expected all tensors to be on the same device, "
+                        f"but found at least two devices, {dev} and {x.device}"
+                    )
+                arrays.append(x._data)
+                requires = requires or x._rg
+            else:
+                arrays.append(x)
+        if dev is None:
+            raise TypeError(f"{cls.op_name}: expected at least one Tensor argument")
+        node = object.__new__(cls)
+        node.device = dev
+        node._hooks = None
+        node._metadata = None
+        node._released = False
+        requires = requires and grad_enabled.get()
+        sink = forward_sink.get()
+        started = time.perf_counter_ns() if sink is not None else 0
+        if requires:
+            node.needs_input_grad = tuple(isinstance(x, Tensor) and x._rg for x in inputs)
+            out = node.forward(*arrays, **kwargs)
+            node._seq = next_sequence_nr()
+            node._link(inputs)
+        else:
+            node.needs_input_grad = (False,) * len(inputs)
+            out = node.forward(*arrays, **kwargs)
+        result = node._wrap_outputs(out, inputs, requires)
+        if sink is not None:
+            node._record_forward(sink, started, inputs, out, requires)
+        return result
+
+    def _link(self, inputs: tuple) -> None:
+        edges = []
+        for x in inputs:
+            if isinstance(x, Tensor) and x._rg:
+                fn = x.grad_fn
+                edges.append((fn, x._output_nr) if fn is not None else (grad_accumulator(x), 0))
+            else:
+                edges.append((None, 0))
+        self.next_functions = tuple(edges)
+        saved = tuple(inputs[i] for i in self.saved_inputs)
+        self._saved = saved
+        self._saved_versions = tuple(t._version if isinstance(t, Tensor) else 0 for t in saved)
+        if anomaly_enabled.get():
+            self.metadata["traceback_"] = traceback.format_stack()[:-3]
+
+    def _wrap_outputs(self, out: Any, inputs: tuple, requires: bool) -> Any:
+        dev = self.device
+        base = None
+        if self.is_view:
+            src = inputs[0]
+            base = src._base or src
+        if type(out) is not tuple:
+            if not requires:
+                return Tensor._wrap(out, dev, None, 0, base)
+            self._out_meta = ((out.shape, out.dtype),)
+            t = Tensor._wrap(out, dev, self, 0, base)
+            if self.saves_output:
+                self._saved_out = out
+                self._out_ref = weakref.ref(t)
+            return t
+        if not requires:
+            return tuple(Tensor._wrap(o, dev) for o in out)
+        self._out_meta = tuple((o.shape, o.dtype) for o in out)
+        skip = self.non_differentiable_outputs
+        tensors = tuple(
+            Tensor._wrap(o, dev) if i in skip else Tensor._wrap(o, dev, self, i)
+            for i, o in enumerate(out)
+        )
+        if self.saves_output:
+            self._saved_out = out[0]
+            self._out_ref = weakref.ref(tensors[0])
+        return tensors
+
+    def _record_forward(self, sink: Any, started: int, inputs: tuple, out: Any, requires: bool):
+        import threading  # noqa: PLC0415 - only when profiling
+
+        from ..engine.trace_events import ForwardOp  # noqa: PLC0415
+
+        thread = threading.current_thread()
+        outs = out if type(out) is tuple else (out,)
+        sink.record(
+            ForwardOp(
+                thread.ident or 0,
+                thread.name,
+                self.op_name,
+                self._seq if requires else -1,
+                started,
+                time.perf_counter_ns(),
+                tuple(tuple(x.shape) for x in inputs if isinstance(x, Tensor)),
+                tuple(tuple(o.shape) for o in outs),
+            )
+        )
+
+    # ------------------------------------------------------------- for backward
+    def saved(self, like: Any) -> tuple:
+        """The saved inputs (and output last, if saved): arrays, or Tensors when `like` is a Tensor."""
+        if self._released:
+            raise RuntimeError(RELEASED_MESSAGE)
+        differentiable = isinstance(like, Tensor)
+        values = []
+        for t, version in zip(self._saved, self._saved_versions, strict=True):
+            if isinstance(t, Tensor):
+                if t._version != version:
+                    self._raise_version_error(t, version)
+                values.append(t if differentiable else t._data)
+            else:
+                values.append(t)
+        if self.saves_output:
+            out = self._out_ref()
+            if out is not None and out._version != 0:
+                self._raise_version_error(out, 0)
+            if differentiable:
+                values.append(out if out is not None else Tensor._wrap(self._saved_out, self.device, self, 0))
+            else:
+                values.append(self._saved_out)
+        return tuple(values)
+
+    def _raise_version_error(self, t: Tensor, expected: int) -> None:
+        origin = (
+            f"output {t._output_nr} of {t.grad_fn.name()}" if t.grad_fn is not None else "a leaf"
+        )
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an inplace "
+            f"operation: {describe(t)}, which is {origin}, is at version {t._version}; expected "
+            f"version {expected} instead. Hint: enable anomaly detection to find the operation that "
+            "failed to compute its gradient, with autograd_async.autograd.set_detect_anomaly(True)."
+        )
+
+    def release_saved(self) -> None:
+        """Drop saved tensors and the op's own saved state."""
+        self._released = True
+        self._saved = None
+        self._saved_out = None
+        for name in self._own_slots:
+            try:
+                delattr(self, name)
+            except AttributeError:
+                pass

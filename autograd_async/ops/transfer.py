@@ -1,0 +1,58 @@
+"""Moving a tensor to another device or dtype: the cross-device edge of a graph.
+
+`ToCopyBackward0` lives on the destination device (where its gradient arrives) and sends the gradient
+back to the source device in its backward, so the engine hands the result to the source's worker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..devices import Device, check_available, move_array
+from .base import Op
+
+
+class ToCopyBackward0(Op):
+    __slots__ = ("_src", "_src_dtype")
+    op_name = "to"
+
+    def forward(self, a: Any, device: Device, dtype: Any) -> Any:
+        self._src = self.device
+        self._src_dtype = a.dtype
+        out = a
+        if device is not self.device:
+            out = move_array(a, self.device, device)
+            self.device = device
+        if dtype is not None and out.dtype != dtype:
+            out = out.astype(dtype)
+        return out
+
+    def backward(self, g: Any) -> Any:
+        from ..tensor import Tensor  # noqa: PLC0415
+
+        if isinstance(g, Tensor):
+            return g.to(self._src, dtype=self._src_dtype)
+        if self.device is not self._src:
+            g = move_array(g, self.device, self._src)
+        if g.dtype != self._src_dtype:
+            g = g.astype(self._src_dtype)
+        return g
+
+
+def to(tensor: Any, *args: Any, device: Any = None, dtype: Any = None, copy: bool = False) -> Any:
+    """Copy to a device and/or dtype: `t.to('sim:0')`, `t.to(float64)`, `t.to('cpu', float32)`."""
+    from ..tensor import Tensor, as_dtype  # noqa: PLC0415
+
+    for arg in args:
+        if isinstance(arg, (str, Device)):
+            device = arg
+        elif isinstance(arg, Tensor):
+            device, dtype = arg.device, arg.dtype
+        else:
+            dtype = arg
+    dst = tensor.device if device is None else Device(device)
+    check_available(dst)
+    dtype = as_dtype(dtype)
+    if dst is tensor.device and (dtype is None or dtype == tensor.dtype) and not copy:
+        return tensor
+    return ToCopyBackward0.apply(tensor, device=dst, dtype=dtype)

@@ -1,0 +1,347 @@
+"""The Tensor: an array on a device plus its place in the autograd graph.
+
+Op methods (`+`, `sum`, `reshape`, ...) are installed by `autograd_async.ops`, which holds their math;
+this module holds the state every tensor carries and the operations that are not graph ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import devices as _devices
+from .devices import CPU, Device
+from .graph import Node, RemovableHandle
+
+float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
+int8, int16, int32, int64 = np.dtype("int8"), np.dtype("int16"), np.dtype("int32"), np.dtype("int64")
+uint8, bool_ = np.dtype("uint8"), np.dtype("bool")
+complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
+DEFAULT_FLOAT = float32
+
+
+def as_dtype(dtype: Any) -> np.dtype | None:
+    """Normalise a dtype argument (None, a NumPy dtype, a name, `float`/`int`/`bool`)."""
+    if dtype is None:
+        return None
+    if dtype is float:
+        return DEFAULT_FLOAT
+    if dtype is int:
+        return int64
+    if dtype is bool:
+        return bool_
+    try:
+        return np.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(f"unknown dtype {dtype!r}") from exc
+
+
+def infer_array(data: Any, dtype: Any, dev: Device) -> Any:
+    """An array on `dev` from Python data or an array, with PyTorch's default dtypes."""
+    dtype = as_dtype(dtype)
+    if isinstance(data, Tensor):
+        data = data._data
+    if dtype is None and not hasattr(data, "dtype"):
+        probe = np.asarray(data)
+        if probe.dtype == np.float64:
+            dtype = DEFAULT_FLOAT
+        elif probe.dtype == np.complex128:
+            dtype = complex64
+        elif probe.dtype.kind in "iu":
+            dtype = int64
+        elif probe.dtype.kind not in "fcb":
+            raise TypeError(f"cannot make a tensor from data of dtype {probe.dtype}")
+        data = probe
+    elif hasattr(data, "dtype") and np.dtype(data.dtype).kind not in "biufc":
+        raise TypeError(f"cannot make a tensor from an array of dtype {data.dtype}")
+    return _devices.asarray_on(data, dev, dtype)
+
+
+class Tensor:
+    """An n-dimensional array on a device, recording the operations that made it."""
+
+    __slots__ = (
+        "_data",
+        "_rg",
+        "grad",
+        "grad_fn",
+        "_output_nr",
+        "device",
+        "_base",
+        "_ver",
+        "_hooks",
+        "_post_acc_hooks",
+        "_grad_accumulator",
+        "__weakref__",
+    )
+
+    grad: Tensor | None
+    grad_fn: Node | None
+
+    def __init__(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False):
+        dev = CPU if device is None else Device(device)
+        _devices.check_available(dev)
+        self._init(infer_array(data, dtype, dev), dev, None, 0, None)
+        if requires_grad:
+            self.requires_grad_(True)
+
+    def _init(self, data: Any, dev: Device, grad_fn: Node | None, output_nr: int, base: Any) -> None:
+        self._data = data
+        self.device = dev
+        self.grad_fn = grad_fn
+        self._rg = grad_fn is not None
+        self._output_nr = output_nr
+        self._base = base
+        self._ver = 0
+        self.grad = None
+        self._hooks = None
+        self._post_acc_hooks = None
+        self._grad_accumulator = None
+
+    @classmethod
+    def _wrap(
+        cls, data: Any, dev: Device, grad_fn: Node | None = None, output_nr: int = 0, base: Any = None
+    ) -> Tensor:
+        """Make a tensor around an existing array without copying or checking (internal)."""
+        t = object.__new__(cls)
+        t._init(data, dev, grad_fn, output_nr, base)
+        return t
+
+    # ----------------------------------------------------------------- attributes
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The tensor's shape."""
+        return self._data.shape
+
+    def size(self, dim: int | None = None) -> tuple[int, ...] | int:
+        """The shape, or the length of dimension `dim`."""
+        return self._data.shape if dim is None else self._data.shape[dim]
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The element type (a NumPy dtype)."""
+        return self._data.dtype
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return self._data.ndim
+
+    def dim(self) -> int:
+        """The number of dimensions."""
+        return self._data.ndim
+
+    def numel(self) -> int:
+        """The number of elements."""
+        return int(self._data.size)
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors not made by a recorded op."""
+        return self.grad_fn is None
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether gradients flow to this tensor."""
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set `requires_grad` on a leaf, in place; returns self."""
+        if self.grad_fn is not None:
+            if requires_grad:
+                return self
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach()."
+            )
+        if requires_grad and self._data.dtype.kind not in "fc":
+            raise RuntimeError(
+                f"only Tensors of floating point and complex dtype can require gradients, "
+                f"got {self._data.dtype}"
+            )
+        self._rg = bool(requires_grad)
+        return self
+
+    @property
+    def _version(self) -> int:
+        """How many in-place changes the tensor's storage has seen (shared with its views)."""
+        return (self._base or self)._ver
+
+    def _bump_version(self) -> None:
+        (self._base or self)._ver += 1
+
+    @property
+    def data(self) -> Tensor:
+        """A tensor sharing this one's storage, outside the graph."""
+        return Tensor._wrap(self._data, self.device)
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be set to a Tensor, got {type(value).__name__}")
+        self._data = value._data
+        self.device = value.device
+
+    @property
+    def retains_grad(self) -> bool:
+        """True for a non-leaf whose `.grad` is kept (see `retain_grad`)."""
+        fn = self.grad_fn
+        return bool(fn is not None and fn._hooks and self._output_nr in fn._hooks.retains_grad)
+
+    @property
+    def T(self) -> Tensor:  # noqa: N802 - PyTorch's name
+        """The tensor with its dimensions reversed."""
+        return self.permute(*range(self.ndim - 1, -1, -1))
+
+    @property
+    def mT(self) -> Tensor:  # noqa: N802
+        """The tensor with its last two dimensions swapped."""
+        return self.transpose(-2, -1)
+
+    # -------------------------------------------------------------- graph helpers
+    def retain_grad(self) -> None:
+        """Keep `.grad` for this non-leaf tensor after backward."""
+        if not self._rg:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is not None:
+            self.grad_fn._retain_grad_of(self)
+
+    def register_hook(self, hook: Callable) -> RemovableHandle:
+        """Call `hook(grad)` when this tensor's gradient is computed; it may return a new one."""
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            return self.grad_fn._register_tensor_pre_hook(self._output_nr, hook)
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(hook)
+        return RemovableHandle(self._hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable) -> RemovableHandle:
+        """Call `hook(tensor)` after a gradient has been accumulated into this leaf's `.grad`."""
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors"
+            )
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = []
+        self._post_acc_hooks.append(hook)
+        return RemovableHandle(self._post_acc_hooks, hook)
+
+    def backward(
+        self,
+        gradient: Any = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: Any = None,
+    ) -> None:
+        """Compute gradients of this tensor into the leaves' `.grad` (blocks the calling thread)."""
+        from .autograd.api import backward  # noqa: PLC0415 - the API sits above tensors
+
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    async def backward_async(
+        self,
+        gradient: Any = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: Any = None,
+    ) -> None:
+        """Like `backward`, awaited: the caller's event loop keeps running meanwhile."""
+        from .autograd.api import backward_async  # noqa: PLC0415
+
+        await backward_async(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self) -> Tensor:
+        """A tensor sharing storage (and version counter) with this one, outside the graph."""
+        return Tensor._wrap(self._data, self.device, None, 0, self._base or self)
+
+    def detach_(self) -> Tensor:
+        """Take this tensor out of the graph, in place."""
+        self.grad_fn = None
+        self._rg = False
+        return self
+
+    # -------------------------------------------------------------- conversions
+    def numpy(self) -> np.ndarray:
+        """The tensor's NumPy array (shares memory); cpu tensors that don't require grad only."""
+        if self._rg:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
+            )
+        if self.device is not CPU:
+            raise TypeError(
+                f"can't convert {self.device} device type tensor to numpy. "
+                "Use Tensor.to('cpu') to copy the tensor to host memory first."
+            )
+        return self._data
+
+    def item(self) -> Any:
+        """The value of a one-element tensor as a Python number."""
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
+            )
+        return self._data.item()
+
+    def tolist(self) -> Any:
+        """The tensor as (nested) Python lists."""
+        return self._data.tolist()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        data = self._data if not _devices.is_cupy_array(self._data) else self._data.get()
+        return data if dtype is None else data.astype(dtype)
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iu":
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with {self._data.size} elements is ambiguous"
+            )
+        return bool(self._data.item())
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        body = np.array2string(
+            np.asarray(self.__array__()), separator=", ", prefix="tensor(", precision=4
+        )
+        extras = []
+        if self.device is not CPU:
+            extras.append(f"device='{self.device}'")
+        if self._data.dtype not in (DEFAULT_FLOAT, int64, bool_):
+            extras.append(f"dtype={self._data.dtype}")
+        if self.grad_fn is not None:
+            extras.append(f"grad_fn=<{self.grad_fn.name()}>")
+        elif self._rg:
+            extras.append("requires_grad=True")
+        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
