@@ -1,0 +1,5 @@
+"""Neural-network building blocks (PyTorch's `torch.nn`)."""
+
+from . import functional
+
+__all__ = ["functional"]

@@ -1,0 +1,1 @@
+"""`nn.functional`: relu, gelu, softmax, log_softmax, cross_entropy, mse_loss, dropout, linear."""
