@@ -223,10 +223,10 @@ class MessageSpec:
         for key, ftype in self.required.items():
             if key not in fields:
                 raise ProtocolError(f"message {self.name!r} is missing required field {key!r}")
-            ftype.check(fields[key], f"field {key!r} of message {self.name!r}", n_arrays)
+            ftype.check(fields[key], f"message {self.name!r}, field {key!r}", n_arrays)
         for key, ftype in self.optional.items():
             if key in fields:
-                ftype.check(fields[key], f"field {key!r} of message {self.name!r}", n_arrays)
+                ftype.check(fields[key], f"message {self.name!r}, field {key!r}", n_arrays)
 
 
 def _field_name(key: Any) -> str:

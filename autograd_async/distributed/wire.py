@@ -104,7 +104,14 @@ def unpack_header(raw: bytes) -> Any:
     except msgpack.StackError:
         raise ProtocolError("header is nested too deeply") from None
     except Exception as exc:  # msgpack signals bad input with many exception types
-        raise ProtocolError(f"header is not valid msgpack: {type(exc).__name__}: {exc}") from None
+        text = str(exc)
+        if "max_bin_len" in text:
+            text = "binary (bin) values are not allowed; arrays travel as buffers"
+        elif "strict_map_key" in text:
+            text = f"map keys must be str ({text})"
+        else:
+            text = f"{type(exc).__name__}: {text}"
+        raise ProtocolError(f"header is not valid msgpack: {text}") from None
 
 
 def pack_header(header: Mapping[str, Any]) -> bytes:
@@ -360,13 +367,13 @@ class FrameReader:
     def _parse_lengths(self) -> None:
         self._lengths = struct.unpack_from(f"<{self._nbuf}Q", self._buf, self._start)
         self._start += 8 * self._nbuf
+        self._state, self._need = _HEADER_STATE, self._header_len
         # Refuse before allocating anything: the declared sizes are untrusted.
         total = self.frame_size
         if total > self.max_frame_bytes:
             raise ProtocolError(
                 f"frame of {total} bytes exceeds the max frame size {self.max_frame_bytes}"
             )
-        self._state, self._need = _HEADER_STATE, self._header_len
 
     def _parse_header(self) -> None:
         raw = bytes(self._view[self._start : self._start + self._header_len])

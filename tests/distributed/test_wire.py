@@ -160,7 +160,8 @@ def test_reader_handles_any_split_of_a_stream_of_frames():
 
 
 def test_a_refused_header_does_not_break_the_stream():
-    bad = raw_frame(request_header(method=5), [b"\0" * 16], lengths=[16])
+    meta = [{"dtype": "float64", "shape": [2]}]
+    bad = raw_frame(request_header(method=5, arrays=meta), [b"\0" * 16])
     good = b"".join(encode_frame("ping", {"id": 9}))
     reader = FrameReader()
     reader.feed(bad + good)
@@ -205,13 +206,21 @@ def test_extra_unknown_field():
 
 
 def test_nested_value_of_wrong_type():
-    text = refused(raw_frame(request_header(kwargs={"a": {"b": [1, b"raw"]}})))
-    assert "kwargs" in text and ".a.b[1]" in text
+    # An empty bin key passes msgpack's own checks (strict_map_key allows bytes keys).
+    text = refused(raw_frame(request_header(kwargs={"a": {"b": [1, {b"": 2}]}})))
+    assert "field 'kwargs'" in text and ".a.b[1] has a non-str key bytes b''" in text
+
+
+def test_wrong_item_type_in_a_typed_list():
+    registry = MessageRegistry()
+    registry.register("names", required={"names": list[str]})
+    text = refused(raw_frame({"msg": "names", "names": ["a", 3]}), registry=registry)
+    assert "message 'names', field 'names'[1] must be str, got int 3" in text
 
 
 def test_non_str_key_in_kwargs():
     text = refused(raw_frame(request_header(kwargs={"a": {1: 2}})))
-    assert "non-str key int 1" in text
+    assert "map keys must be str" in text
 
 
 def test_arrays_on_a_message_that_carries_none():
@@ -237,7 +246,7 @@ def test_too_many_dimensions():
 
 def test_oversized_shape():
     header = request_header(arrays=[{"dtype": "float64", "shape": [1 << 40, 1 << 40]}])
-    text = refused(raw_frame(header, lengths=[8]), max_frame_bytes=1 << 20)
+    text = refused(raw_frame(header, [b"\0" * 8]), max_frame_bytes=1 << 20)
     assert "array 0" in text and "more than the max frame size" in text
 
 
@@ -315,7 +324,7 @@ def test_header_with_ext_type():
 
 def test_header_with_bin_value():
     data = raw_frame(msgpack.packb(request_header(kwargs={"a": b"xyz"}), use_bin_type=True))
-    assert "not valid msgpack" in refused(data)
+    assert "bin) values are not allowed" in refused(data)
 
 
 def test_header_with_deep_nesting():
@@ -346,7 +355,7 @@ def test_sender_refuses_unencodable_kwargs():
 
 def test_sender_refuses_numpy_scalars_in_kwargs():
     with pytest.raises(ProtocolError):
-        encode_frame("request", {**REQUEST, "kwargs": {"a": np.float64(1.0)}})
+        encode_frame("request", {**REQUEST, "kwargs": {"a": np.float32(1.0)}})
 
 
 def test_sender_validates_its_own_fields():
