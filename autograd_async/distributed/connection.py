@@ -1,8 +1,9 @@
 """Authenticated, multiplexed connections over asyncio (or uvloop) stream transports.
 
 `connect` opens a client `Connection`; `serve` starts a `Server` that runs an async handler
-for each request as its own task. Frames are decoded by `wire.FrameReader`, driven here from
-an `asyncio.BufferedProtocol` so that array bytes land directly in their final numpy arrays.
+for each request as its own task. Frames move through `wire.FrameProtocol`, an
+`asyncio.BufferedProtocol` that lands array bytes directly in their final numpy arrays; this
+module adds the handshake, request multiplexing, handler tasks, backpressure and lifecycles.
 The transports are those of the running loop: uvloop's when uvloop runs the loop.
 """
 
@@ -14,7 +15,6 @@ import inspect
 import itertools
 import logging
 import ssl as ssl_module
-from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +28,7 @@ from .errors import (
     ProtocolError,
     RemoteError,
     WorkerLostError,
+    error_fields,
 )
 from .schema import MessageRegistry
 from .wire import (
@@ -35,8 +36,7 @@ from .wire import (
     DEFAULT_MAX_HEADER_BYTES,
     BadFrame,
     Frame,
-    FrameReader,
-    encode_frame,
+    FrameProtocol,
 )
 
 __all__ = [
@@ -58,9 +58,7 @@ DEFAULT_HANDSHAKE_TIMEOUT = 10.0
 DEFAULT_MAX_PENDING = 256
 # Until a peer has authenticated it may only send small handshake frames: a stranger must
 # not be able to make us allocate a large buffer.
-_PREAUTH_MAX_FRAME_BYTES = 64 * 1024
-_PREAUTH_MAX_HEADER_BYTES = 16 * 1024
-_MAX_ERROR_MESSAGE = 16 * 1024
+_PREAUTH_LIMITS = {"first_frame_bytes": 64 * 1024, "first_header_bytes": 16 * 1024}
 _CLOSE_GRACE = 5.0
 
 Arrays = list[np.ndarray]
@@ -85,150 +83,15 @@ class ConnectionInfo:
     connection_id: int
 
 
-class _FrameProtocol(asyncio.BufferedProtocol):
-    """Shared plumbing: frame decoding, writing without copies, flow control, closing."""
-
-    def __init__(self, registry: MessageRegistry | None, max_frame_bytes: int,
-                 max_header_bytes: int) -> None:
-        self.registry = registry
-        self.max_frame_bytes = max_frame_bytes
-        self.max_header_bytes = max_header_bytes
-        self.reader = FrameReader(registry=registry, max_frame_bytes=_PREAUTH_MAX_FRAME_BYTES,
-                                  max_header_bytes=_PREAUTH_MAX_HEADER_BYTES)
-        self.transport: asyncio.Transport | None = None
-        self.loop = asyncio.get_running_loop()
-        self.closed = self.loop.create_future()
-        self.close_reason: str | None = None
-        self._write_paused = False
-        self._drain_waiters: deque[asyncio.Future[None]] = deque()
-        self._writelines = False
-
-    # -- asyncio callbacks -------------------------------------------------------------
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # uvloop's are not subclasses
-        # The stdlib's generic writelines joins its chunks (a full copy); write them one by
-        # one there. uvloop and newer asyncio transports gather them without copying.
-        self._writelines = type(transport).writelines is not asyncio.WriteTransport.writelines
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return self.reader.get_buffer(sizehint)
-
-    def buffer_updated(self, nbytes: int) -> None:
-        try:
-            self.reader.buffer_updated(nbytes)
-        except ProtocolError as exc:
-            # Framing is broken: the stream cannot be resynchronised, so drop it.
-            self._abort(f"broken framing: {exc}")
-            return
-        events = self.reader.events
-        while events and not self._closing:
-            self.on_event(events.popleft())
-        events.clear()
-
-    def eof_received(self) -> bool:
-        try:
-            self.reader.eof()
-        except ProtocolError as exc:
-            self.close_reason = self.close_reason or str(exc)
-        return False  # close our side too
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if exc is not None and self.close_reason is None:
-            self.close_reason = f"{type(exc).__name__}: {exc}"
-        self._wake_drainers(self.lost_error())
-        if not self.closed.done():
-            self.closed.set_result(None)
-
-    def pause_writing(self) -> None:
-        self._write_paused = True
-        self.update_reading()
-
-    def resume_writing(self) -> None:
-        self._write_paused = False
-        self._wake_drainers(None)
-        self.update_reading()
-
-    # -- hooks for subclasses ----------------------------------------------------------
-    def on_event(self, event: Frame | BadFrame) -> None:
-        raise NotImplementedError
-
-    def lost_error(self) -> Exception:
-        return ConnectionClosedError("connection closed")
-
-    def update_reading(self) -> None:
-        """Pause or resume reading from the peer (backpressure); clients always read."""
-
-    # -- helpers -----------------------------------------------------------------------
-    @property
-    def _closing(self) -> bool:
-        return self.transport is None or self.transport.is_closing()
-
-    def send(self, msg: str, fields: Mapping[str, Any], arrays: Sequence[Any] = ()) -> None:
-        """Encode and write one frame; the arrays' memory is handed to the transport."""
-        chunks = encode_frame(msg, fields, arrays, registry=self.registry,
-                              max_frame_bytes=self.max_frame_bytes,
-                              max_header_bytes=self.max_header_bytes)
-        if self._closing:
-            raise self.lost_error()
-        assert self.transport is not None
-        if self._writelines:
-            self.transport.writelines(chunks)
-        else:
-            for chunk in chunks:
-                self.transport.write(chunk)
-
-    async def drain(self) -> None:
-        """Wait until the transport's write buffer is below its low-water mark."""
-        if self._closing:
-            raise self.lost_error()
-        if not self._write_paused:
-            return
-        waiter = self.loop.create_future()
-        self._drain_waiters.append(waiter)
-        await waiter
-
-    def _wake_drainers(self, exc: Exception | None) -> None:
-        while self._drain_waiters:
-            waiter = self._drain_waiters.popleft()
-            if not waiter.done():
-                if exc is None:
-                    waiter.set_result(None)
-                else:
-                    waiter.set_exception(exc)
-
-    def _abort(self, reason: str) -> None:
-        self.close_reason = self.close_reason or reason
-        if self.transport is not None:
-            self.transport.abort()
-
-    def _open_limits(self) -> None:
-        self.reader.max_frame_bytes = self.max_frame_bytes
-        self.reader.max_header_bytes = self.max_header_bytes
-
-
-def _error_fields(exc: BaseException, request_id: int | None) -> dict[str, Any]:
-    message = str(exc)
-    if len(message) > _MAX_ERROR_MESSAGE:
-        message = message[:_MAX_ERROR_MESSAGE] + "... [truncated]"
-    fields: dict[str, Any] = {"id": request_id, "type": type(exc).__name__, "message": message}
-    for attr in ("node", "worker"):
-        value = getattr(exc, attr, None)
-        if isinstance(value, str):
-            fields[attr] = value
-    context_id = getattr(exc, "context_id", None)
-    if isinstance(context_id, int) and not isinstance(context_id, bool):
-        fields["context_id"] = context_id
-    return fields
-
-
 # ---------------------------------------------------------------------------------------
 # client side
 
 
-class _ClientProtocol(_FrameProtocol):
+class _ClientProtocol(FrameProtocol):
     def __init__(self, token: bytes, name: str, registry: MessageRegistry | None,
                  max_frame_bytes: int, max_header_bytes: int) -> None:
-        super().__init__(registry, max_frame_bytes, max_header_bytes)
+        super().__init__(registry=registry, max_frame_bytes=max_frame_bytes,
+                         max_header_bytes=max_header_bytes, **_PREAUTH_LIMITS)
         self.handshake = ClientHandshake(token, name)
         self.handshake_done: asyncio.Future[None] = self.loop.create_future()
         self.pending: dict[int, asyncio.Future[Any]] = {}
@@ -251,11 +114,8 @@ class _ClientProtocol(_FrameProtocol):
         elif event.msg == "pong":
             self._resolve(event.id, self.loop.time())
         elif event.msg == "error":
-            f = event.fields
-            error = RemoteError(f["type"], f["message"], node=f.get("node"),
-                                worker=f.get("worker", self.peer_name),
-                                context_id=f.get("context_id"))
-            self._fail(f["id"], error, f"server {self.peer_name!r} reported {error}")
+            error = RemoteError.from_fields(event.fields, self.peer_name)
+            self._fail(event.id, error, f"server {self.peer_name!r} reported {error}")
         else:
             logger.warning("ignoring unexpected %r message from server %r", event.msg,
                            self.peer_name)
@@ -270,10 +130,10 @@ class _ClientProtocol(_FrameProtocol):
         except (ProtocolError, AuthenticationError) as exc:
             if not self.handshake_done.done():
                 self.handshake_done.set_exception(exc)
-            self._abort(str(exc))
+            self.abort(str(exc))
             return
         if self.handshake.done:
-            self._open_limits()
+            self.open_limits()
             self.handshake_done.set_result(None)
 
     def _resolve(self, request_id: int | None, value: Any) -> None:
@@ -368,22 +228,24 @@ class Connection:
         timeout = self.request_timeout if timeout is None else timeout
         fut = protocol.loop.create_future()
         protocol.pending[request_id] = fut
-        sent = answered = False
+        sent = False
         try:
             async with asyncio.timeout(timeout):
                 protocol.send(msg, {"id": request_id, **fields}, arrays)
                 sent = True
                 await protocol.drain()
-                result = await fut
-                answered = True
-                return result
+                return await fut
         except TimeoutError:
             raise TimeoutError(
                 f"{what} to {self.peer_name!r} got no answer within {timeout} s"
             ) from None
         finally:
             protocol.pending.pop(request_id, None)
-            if sent and not answered and not fut.done() and not protocol._closing:
+            if fut.done() and not fut.cancelled():
+                fut.exception()  # failed while we were still sending: already raised above
+            # Awaiting `fut` cancels it on timeout/cancellation; an answered one is done.
+            unanswered = fut.cancelled() or not fut.done()
+            if sent and unanswered and not protocol.is_closing:
                 # Timed out or cancelled: tell the server to stop working on it.
                 try:
                     protocol.send("cancel", {"id": request_id})
@@ -474,9 +336,10 @@ async def connect(
 # server side
 
 
-class _ServerProtocol(_FrameProtocol):
+class _ServerProtocol(FrameProtocol):
     def __init__(self, server: Server, connection_id: int) -> None:
-        super().__init__(server.registry, server.max_frame_bytes, server.max_header_bytes)
+        super().__init__(registry=server.registry, max_frame_bytes=server.max_frame_bytes,
+                         max_header_bytes=server.max_header_bytes, **_PREAUTH_LIMITS)
         self.server = server
         self.connection_id = connection_id
         self.handshake = ServerHandshake(server.token, server.name)
@@ -497,7 +360,7 @@ class _ServerProtocol(_FrameProtocol):
     def _handshake_expired(self) -> None:
         if not self.handshake.done:
             logger.warning("server %r: handshake with %s timed out", self.server.name, self._peer)
-            self._abort("handshake timed out")
+            self.abort("handshake timed out")
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
@@ -544,21 +407,21 @@ class _ServerProtocol(_FrameProtocol):
             # Nothing from an unauthenticated peer is processed, not even for an error reply.
             logger.warning("server %r: closing unauthenticated connection from %s: %s",
                            self.server.name, self._peer, exc)
-            self._abort(str(exc))
+            self.abort(str(exc))
             return
         if reply is not None:
             self.send(*reply)
         if self.handshake.done:
             if self._timer is not None:
                 self._timer.cancel()
-            self._open_limits()
+            self.open_limits()
             self.info = ConnectionInfo(self.handshake.peer_name or "?", self._peer,
                                        self.server.name, self.connection_id)
             logger.debug("server %r: %r authenticated", self.server.name, self.info.peer_name)
 
     def _send_error(self, exc: BaseException, request_id: int | None) -> None:
         try:
-            self.send("error", _error_fields(exc, request_id))
+            self.send("error", error_fields(exc, request_id))
         except (ProtocolError, ConnectionClosedError) as send_exc:
             logger.debug("server %r: could not send error frame: %s", self.server.name, send_exc)
 
@@ -591,7 +454,7 @@ class _ServerProtocol(_FrameProtocol):
         except asyncio.CancelledError:
             raise  # cancelled by the client (cancel frame) or by shutdown: nobody to answer
         except Exception as exc:
-            if not self._closing:  # else the client went away: nobody to tell
+            if not self.is_closing:  # else the client went away: nobody to tell
                 self._send_error(exc, request_id)
         finally:
             self.tasks.pop(request_id, None)

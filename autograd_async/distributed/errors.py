@@ -6,6 +6,9 @@ for users without knowing how the bytes travelled.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 __all__ = [
     "AuthenticationError",
     "ConnectionClosedError",
@@ -13,7 +16,11 @@ __all__ = [
     "ProtocolError",
     "RemoteError",
     "WorkerLostError",
+    "error_fields",
 ]
+
+# Error messages travel in headers, which have a size limit.
+MAX_ERROR_MESSAGE = 16 * 1024
 
 
 class DistributedError(Exception):
@@ -85,6 +92,12 @@ class RemoteError(DistributedError):
         suffix = f" [{', '.join(where)}]" if where else ""
         super().__init__(f"{remote_type}: {message}{suffix}")
 
+    @classmethod
+    def from_fields(cls, fields: Mapping[str, Any], worker: str | None = None) -> RemoteError:
+        """Rebuild from the fields of an `error` frame; `worker` fills in a missing one."""
+        return cls(fields["type"], fields["message"], node=fields.get("node"),
+                   worker=fields.get("worker", worker), context_id=fields.get("context_id"))
+
     def __reduce__(self):
         return (
             _rebuild_remote,
@@ -100,3 +113,19 @@ def _rebuild_remote(
     context_id: int | None,
 ) -> RemoteError:
     return RemoteError(remote_type, message, node=node, worker=worker, context_id=context_id)
+
+
+def error_fields(exc: BaseException, request_id: int | None) -> dict[str, Any]:
+    """Fields of the `error` frame reporting `exc`: type name, message, node/worker/context."""
+    message = str(exc)
+    if len(message) > MAX_ERROR_MESSAGE:
+        message = message[:MAX_ERROR_MESSAGE] + "... [truncated]"
+    fields: dict[str, Any] = {"id": request_id, "type": type(exc).__name__, "message": message}
+    for attr in ("node", "worker"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, str):
+            fields[attr] = value
+    context_id = getattr(exc, "context_id", None)
+    if isinstance(context_id, int) and not isinstance(context_id, bool):
+        fields["context_id"] = context_id
+    return fields

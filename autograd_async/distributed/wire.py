@@ -13,6 +13,7 @@ is plain synchronous code (no sockets, no loop) so that it can be tested and fuz
 
 from __future__ import annotations
 
+import asyncio
 import struct
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -22,7 +23,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from .errors import ProtocolError
+from .errors import ConnectionClosedError, ProtocolError
 from .schema import DEFAULT_REGISTRY, MessageRegistry, wire_dtype_name
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "VERSION",
     "BadFrame",
     "Frame",
+    "FrameProtocol",
     "FrameReader",
     "decode_frame",
     "encode_frame",
@@ -454,3 +456,133 @@ def decode_frame(
         raise event.error
     return event
 
+
+class FrameProtocol(asyncio.BufferedProtocol):
+    """Drives a FrameReader from a transport, writes frames without copying their arrays.
+
+    Subclasses handle decoded frames in `on_event`. Until `open_limits` is called the
+    reader enforces the (smaller) `first_*` limits, e.g. while a peer is unauthenticated.
+    """
+
+    def __init__(self, *, registry: MessageRegistry | None, max_frame_bytes: int,
+                 max_header_bytes: int, first_frame_bytes: int,
+                 first_header_bytes: int) -> None:
+        self.registry = registry
+        self.max_frame_bytes = max_frame_bytes
+        self.max_header_bytes = max_header_bytes
+        self.reader = FrameReader(registry=registry, max_frame_bytes=first_frame_bytes,
+                                  max_header_bytes=first_header_bytes)
+        self.transport: asyncio.Transport | None = None
+        self.loop = asyncio.get_running_loop()
+        self.closed = self.loop.create_future()
+        self.close_reason: str | None = None
+        self._write_paused = False
+        self._drain_waiters: deque[asyncio.Future[None]] = deque()
+        self._writelines = False
+
+    # -- asyncio callbacks -------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's are not subclasses
+        # The stdlib's generic writelines joins its chunks (a full copy); write them one by
+        # one there. uvloop and newer asyncio transports gather them without copying.
+        self._writelines = type(transport).writelines is not asyncio.WriteTransport.writelines
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.reader.get_buffer(sizehint)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        try:
+            self.reader.buffer_updated(nbytes)
+        except ProtocolError as exc:
+            # Framing is broken: the stream cannot be resynchronised, so drop it.
+            self.abort(f"broken framing: {exc}")
+            return
+        events = self.reader.events
+        while events and not self.is_closing:
+            self.on_event(events.popleft())
+        events.clear()
+
+    def eof_received(self) -> bool:
+        try:
+            self.reader.eof()
+        except ProtocolError as exc:
+            self.close_reason = self.close_reason or str(exc)
+        return False  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None and self.close_reason is None:
+            self.close_reason = f"{type(exc).__name__}: {exc}"
+        self._wake_drainers(self.lost_error())
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+        self.update_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._wake_drainers(None)
+        self.update_reading()
+
+    # -- hooks for subclasses ----------------------------------------------------------
+    def on_event(self, event: Frame | BadFrame) -> None:
+        """Handle one decoded (or refused) frame."""
+        raise NotImplementedError
+
+    def lost_error(self) -> Exception:
+        """The exception that operations on a closed connection raise."""
+        return ConnectionClosedError("connection closed")
+
+    def update_reading(self) -> None:
+        """Pause or resume reading from the peer (backpressure); clients always read."""
+
+    # -- helpers -----------------------------------------------------------------------
+    @property
+    def is_closing(self) -> bool:
+        """True once the transport is gone or going."""
+        return self.transport is None or self.transport.is_closing()
+
+    def send(self, msg: str, fields: Mapping[str, Any], arrays: Sequence[Any] = ()) -> None:
+        """Encode and write one frame; the arrays' memory is handed to the transport."""
+        chunks = encode_frame(msg, fields, arrays, registry=self.registry,
+                              max_frame_bytes=self.max_frame_bytes,
+                              max_header_bytes=self.max_header_bytes)
+        if self.is_closing:
+            raise self.lost_error()
+        assert self.transport is not None
+        if self._writelines:
+            self.transport.writelines(chunks)
+        else:
+            for chunk in chunks:
+                self.transport.write(chunk)
+
+    async def drain(self) -> None:
+        """Wait until the transport's write buffer is below its low-water mark."""
+        if self.is_closing:
+            raise self.lost_error()
+        if not self._write_paused:
+            return
+        waiter = self.loop.create_future()
+        self._drain_waiters.append(waiter)
+        await waiter
+
+    def _wake_drainers(self, exc: Exception | None) -> None:
+        while self._drain_waiters:
+            waiter = self._drain_waiters.popleft()
+            if not waiter.done():
+                if exc is None:
+                    waiter.set_result(None)
+                else:
+                    waiter.set_exception(exc)
+
+    def abort(self, reason: str) -> None:
+        """Drop the connection at once, remembering why."""
+        self.close_reason = self.close_reason or reason
+        if self.transport is not None:
+            self.transport.abort()
+
+    def open_limits(self) -> None:
+        """Switch the reader from the first-frame limits to the full ones."""
+        self.reader.max_frame_bytes = self.max_frame_bytes
+        self.reader.max_header_bytes = self.max_header_bytes
