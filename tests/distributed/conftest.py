@@ -105,7 +105,7 @@ def raw() -> SimpleNamespace:
 
 _SERVER_SCRIPT = textwrap.dedent(
     """
-    import asyncio, os, sys
+    import asyncio, logging, os, sys
     import numpy as np
     import uvloop
     from autograd_async.distributed import serve
@@ -116,6 +116,7 @@ _SERVER_SCRIPT = textwrap.dedent(
         return {"method": method, "peer": info.peer_name}, arrays
 
     async def main():
+        logging.basicConfig(level=logging.ERROR)  # thousands of refusals are expected
         server = await serve(handler, token=os.environb[b"AG_TOKEN"], name="proc",
                              max_frame_bytes=int(sys.argv[1]), handshake_timeout=5.0)
         print(server.address[1], flush=True)
