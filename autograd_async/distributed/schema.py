@@ -55,13 +55,23 @@ ALLOWED_DTYPES: dict[str, np.dtype] = {
 _HEADER_KEYS = ("msg", "arrays")
 
 
+# Both byte orders map to the same wire name (the sender swaps big-endian data). A dict
+# lookup, because `dtype.name` is slow Python code inside NumPy and runs for every array.
+_WIRE_NAMES: dict[np.dtype, str] = {
+    dt: name
+    for name, little in ALLOWED_DTYPES.items()
+    for dt in (little, little.newbyteorder(">"))
+}
+
+
 def wire_dtype_name(dtype: np.dtype) -> str:
     """Return the wire name of a numeric dtype, or raise ProtocolError for any other dtype."""
-    if dtype.kind in "biufc" and dtype.fields is None and dtype.subdtype is None:
-        name = dtype.name
-        if name in ALLOWED_DTYPES:
-            return name
-    raise ProtocolError(f"dtype {str(dtype)!r} cannot be sent: only numeric dtypes are allowed")
+    name = _WIRE_NAMES.get(dtype)
+    if name is None:
+        raise ProtocolError(
+            f"dtype {str(dtype)!r} cannot be sent: only numeric dtypes are allowed"
+        )
+    return name
 
 
 def _kind(value: Any) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import sys
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ import msgpack
 import numpy as np
 
 from .errors import ConnectionClosedError, ProtocolError
-from .schema import DEFAULT_REGISTRY, MessageRegistry, wire_dtype_name
+from .schema import ALLOWED_DTYPES, DEFAULT_REGISTRY, MessageRegistry, wire_dtype_name
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
@@ -124,15 +125,15 @@ def pack_header(header: Mapping[str, Any]) -> bytes:
         raise ProtocolError(f"header cannot be encoded: {exc}") from None
 
 
-def _wire_array(value: Any) -> np.ndarray:
-    """Return a C-contiguous little-endian array of an allowed dtype, copying only if needed."""
+def _wire_array(value: Any) -> tuple[np.ndarray, str]:
+    """A C-contiguous little-endian array of an allowed dtype (copied only if needed), and
+    its wire dtype name."""
     arr = np.asarray(value)
-    wire_dtype_name(arr.dtype)  # raises ProtocolError for object/void/str dtypes
-    little = arr.dtype.newbyteorder("<")
-    if arr.dtype != little:  # big-endian input: the wire is little-endian
-        arr = arr.astype(little)
+    name = wire_dtype_name(arr.dtype)  # raises ProtocolError for object/void/str dtypes
+    if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and sys.byteorder == "big"):
+        arr = arr.astype(ALLOWED_DTYPES[name])  # the wire is little-endian
     # Not np.ascontiguousarray: it turns 0-d arrays into 1-d ones.
-    return arr if arr.flags.c_contiguous else arr.copy(order="C")
+    return (arr if arr.flags.c_contiguous else arr.copy(order="C")), name
 
 
 def _byte_view(arr: np.ndarray) -> memoryview:
@@ -151,13 +152,16 @@ def encode_frame(
 ) -> list[bytes | memoryview]:
     """Encode a message as chunks for `transport.writelines`; large arrays are not copied."""
     registry = DEFAULT_REGISTRY if registry is None else registry
-    wire_arrays = [_wire_array(a) for a in arrays]
+    converted = [_wire_array(a) for a in arrays]
+    wire_arrays = [arr for arr, _ in converted]
     if len(wire_arrays) > MAX_BUFFERS:
         raise ProtocolError(f"a frame carries at most {MAX_BUFFERS} arrays, got {len(arrays)}")
+    if "msg" in fields or "arrays" in fields:
+        raise ProtocolError("fields 'msg' and 'arrays' are reserved by the wire format")
     header = {"msg": msg, **fields}
     if wire_arrays:
         header["arrays"] = [
-            {"dtype": a.dtype.name, "shape": list(a.shape)} for a in wire_arrays
+            {"dtype": name, "shape": list(arr.shape)} for arr, name in converted
         ]
     raw = pack_header(header)
     if len(raw) > max_header_bytes:
@@ -165,9 +169,13 @@ def encode_frame(
             f"header of {len(raw)} bytes exceeds the max header size {max_header_bytes}"
         )
     lengths = [a.nbytes for a in wire_arrays]
-    # Validate what the receiver will see (tuples become lists, etc.), so that mistakes
-    # surface at the sender with the same message the receiver would give.
-    registry.validate(unpack_header(raw), lengths, max_frame_bytes)
+    # Check the fields as the receiver will see them (tuples become lists, etc.), so that
+    # mistakes surface at the sender with the same message the receiver would give. The
+    # array metadata was built just above and needs no second look.
+    seen = unpack_header(raw)
+    seen.pop("msg")
+    seen.pop("arrays", None)
+    registry.get(msg).check_fields(seen, len(wire_arrays))
     total = PREFIX.size + 8 * len(lengths) + len(raw) + sum(lengths)
     if total > max_frame_bytes:
         raise ProtocolError(f"frame of {total} bytes exceeds the max frame size {max_frame_bytes}")

@@ -412,3 +412,8 @@ def test_default_registry_holds_the_core_messages():
     assert core <= names
     with pytest.raises(ValueError):
         register_message("request", required={"id": int})
+
+
+def test_sender_refuses_reserved_field_names():
+    with pytest.raises(ProtocolError, match="reserved"):
+        encode_frame("request", {**REQUEST, "msg": "response"})
