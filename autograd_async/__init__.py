@@ -34,6 +34,7 @@ from .devices import (
 )
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .ops import *  # noqa: F403 - the op functions: add, mul, matmul, sum, ...
+from .serialization import load, save
 from .tensor import (
     Tensor,
     bool_,
@@ -79,6 +80,7 @@ __all__ = [
     "int32",
     "int64",
     "is_grad_enabled",
+    "load",
     "manual_seed",
     "no_grad",
     "ones",
@@ -87,6 +89,7 @@ __all__ = [
     "rand_like",
     "randn",
     "randn_like",
+    "save",
     "set_grad_enabled",
     "set_sim_device_count",
     "sim_device_count",

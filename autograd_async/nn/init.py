@@ -1,0 +1,185 @@
+"""`nn.init`: fill weights in place (outside the graph) with PyTorch's fan and gain rules.
+
+Samples are drawn on the host from the default generator of `autograd_async.creation` (or the
+`generator` given), cast to the tensor's dtype and copied into its storage on its own device.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+
+from .. import creation
+from ..devices import asarray_on
+from ..grad_mode import no_grad
+from ..tensor import Tensor
+
+_LINEAR_FNS = (
+    "linear",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+)
+
+
+def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
+    """The recommended gain for a nonlinearity (PyTorch's table)."""
+    if nonlinearity in _LINEAR_FNS or nonlinearity == "sigmoid":
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif isinstance(param, (int, float)) and not isinstance(param, bool):
+            slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + slope**2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
+    """(fan_in, fan_out) of a weight: dims 1 and 0 times the receptive field size."""
+    if tensor.ndim < 2:
+        raise ValueError(
+            "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions"
+        )
+    receptive_field = math.prod(tensor.shape[2:])
+    return tensor.shape[1] * receptive_field, tensor.shape[0] * receptive_field
+
+
+def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
+    mode = mode.lower()
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def _rng(generator: creation.Generator | None) -> np.random.Generator:
+    return (generator or creation.default_generator).rng
+
+
+def _fill_(tensor: Tensor, host: Any) -> Tensor:
+    """Copy host values into the tensor's storage in place and bump its version."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"nn.init expects a Tensor, got {type(tensor).__name__}")
+    with no_grad():
+        values = asarray_on(np.asarray(host, dtype=tensor.dtype), tensor.device)
+        tensor._data[...] = values
+        tensor._bump_version()
+    return tensor
+
+
+def uniform_(
+    tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: creation.Generator | None = None
+) -> Tensor:
+    """Fill with samples from U(a, b)."""
+    return _fill_(tensor, _rng(generator).uniform(a, b, tensor.shape))
+
+
+def normal_(
+    tensor: Tensor,
+    mean: float = 0.0,
+    std: float = 1.0,
+    generator: creation.Generator | None = None,
+) -> Tensor:
+    """Fill with samples from N(mean, std**2)."""
+    return _fill_(tensor, _rng(generator).normal(mean, std, tensor.shape))
+
+
+def constant_(tensor: Tensor, val: float) -> Tensor:
+    """Fill with `val`."""
+    return _fill_(tensor, np.full(tensor.shape, val))
+
+
+def ones_(tensor: Tensor) -> Tensor:
+    """Fill with ones."""
+    return constant_(tensor, 1.0)
+
+
+def zeros_(tensor: Tensor) -> Tensor:
+    """Fill with zeros."""
+    return constant_(tensor, 0.0)
+
+
+def _is_empty(tensor: Tensor) -> bool:
+    if tensor.numel() == 0:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
+        return True
+    return False
+
+
+def xavier_uniform_(
+    tensor: Tensor, gain: float = 1.0, generator: creation.Generator | None = None
+) -> Tensor:
+    """Glorot uniform: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    bound = math.sqrt(3.0) * std
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def xavier_normal_(
+    tensor: Tensor, gain: float = 1.0, generator: creation.Generator | None = None
+) -> Tensor:
+    """Glorot normal: N(0, std**2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    return normal_(tensor, 0.0, std, generator)
+
+
+def kaiming_uniform_(
+    tensor: Tensor,
+    a: float = 0.0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator: creation.Generator | None = None,
+) -> Tensor:
+    """He uniform: U(-b, b) with b = gain * sqrt(3 / fan)."""
+    if _is_empty(tensor):
+        return tensor
+    fan = _calculate_correct_fan(tensor, mode)
+    std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    bound = math.sqrt(3.0) * std
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(
+    tensor: Tensor,
+    a: float = 0.0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator: creation.Generator | None = None,
+) -> Tensor:
+    """He normal: N(0, std**2) with std = gain / sqrt(fan)."""
+    if _is_empty(tensor):
+        return tensor
+    fan = _calculate_correct_fan(tensor, mode)
+    std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    return normal_(tensor, 0.0, std, generator)
+
+
+__all__ = [
+    "calculate_gain",
+    "constant_",
+    "kaiming_normal_",
+    "kaiming_uniform_",
+    "normal_",
+    "ones_",
+    "uniform_",
+    "xavier_normal_",
+    "xavier_uniform_",
+    "zeros_",
+]

@@ -1,0 +1,125 @@
+"""Containers: `Sequential` (chains its children) and `ModuleList` (holds modules in a list)."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from .module import Module
+
+
+def _index(idx: int, size: int, kind: str) -> int:
+    idx = operator.index(idx)
+    if not -size <= idx < size:
+        raise IndexError(f"index {idx} is out of range for {kind} of length {size}")
+    return idx % size
+
+
+class Sequential(Module):
+    """Calls its modules in order, feeding each one's output to the next."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], dict):
+            for name, module in args[0].items():
+                self.add_module(name, module)
+        else:
+            for i, module in enumerate(args):
+                self.add_module(str(i), module)
+
+    def __getitem__(self, idx: int | slice) -> Any:
+        if isinstance(idx, slice):
+            return Sequential(dict(list(self._modules.items())[idx]))
+        return list(self._modules.values())[_index(idx, len(self), "Sequential")]
+
+    def __setitem__(self, idx: int, module: Module) -> None:
+        key = list(self._modules)[_index(idx, len(self), "Sequential")]
+        self.add_module(key, module)
+
+    def __delitem__(self, idx: int | slice) -> None:
+        keys = list(self._modules)
+        doomed = (
+            keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys), "Sequential")]]
+        )
+        for key in doomed:
+            del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def append(self, module: Module) -> Sequential:
+        """Add a module at the end; returns self."""
+        self.add_module(str(len(self)), module)
+        return self
+
+    def forward(self, input: Any) -> Any:
+        """Each module applied in turn."""
+        for module in self._modules.values():
+            input = module(input)
+        return input
+
+
+class ModuleList(Module):
+    """A list of modules, registered so that their parameters are found."""
+
+    def __init__(self, modules: Iterable[Module] | None = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __getitem__(self, idx: int | slice) -> Any:
+        values = list(self._modules.values())
+        if isinstance(idx, slice):
+            return ModuleList(values[idx])
+        return values[_index(idx, len(values), "ModuleList")]
+
+    def __setitem__(self, idx: int, module: Module) -> None:
+        self.add_module(str(_index(idx, len(self), "ModuleList")), module)
+
+    def __delitem__(self, idx: int | slice) -> None:
+        values = list(self._modules.values())
+        if isinstance(idx, slice):
+            del values[idx]
+        else:
+            del values[_index(idx, len(values), "ModuleList")]
+        self._modules.clear()
+        for i, module in enumerate(values):
+            self.add_module(str(i), module)
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
+        return self.extend(modules)
+
+    def append(self, module: Module) -> ModuleList:
+        """Add a module at the end; returns self."""
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> ModuleList:
+        """Add modules at the end; returns self."""
+        if isinstance(modules, Module) and not isinstance(modules, (ModuleList, Sequential)):
+            raise TypeError("ModuleList.extend should be called with an iterable of modules")
+        for module in modules:
+            self.append(module)
+        return self
+
+    def insert(self, index: int, module: Module) -> None:
+        """Insert a module before `index`."""
+        values = list(self._modules.values())
+        values.insert(index, module)
+        self._modules.clear()
+        for i, item in enumerate(values):
+            self.add_module(str(i), item)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """ModuleList has no forward: iterate it and call its modules."""
+        raise NotImplementedError("ModuleList is not callable; iterate it and call its modules")

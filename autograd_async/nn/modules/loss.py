@@ -1,0 +1,59 @@
+"""Loss modules: `CrossEntropyLoss` and `MSELoss` (thin wrappers over `nn.functional`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...tensor import Tensor
+from .. import functional as F  # noqa: N812 - PyTorch's alias
+from .module import Module
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+class _Loss(Module):
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__()
+        if reduction not in _REDUCTIONS:
+            raise ValueError(f"{reduction} is not a valid value for reduction")
+        self.reduction = reduction
+
+
+class MSELoss(_Loss):
+    """Mean squared error between input and target."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """mse_loss(input, target, reduction)."""
+        if self.reduction == "mean":
+            return F.mse_loss(input, target)
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class CrossEntropyLoss(_Loss):
+    """Cross entropy between logits and class indices (or class probabilities)."""
+
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        ignore_index: int = -100,
+        reduction: str = "mean",
+        label_smoothing: float = 0.0,
+    ) -> None:
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """cross_entropy(input, target, ...) with this module's settings."""
+        # Only settings that differ from the defaults are passed on.
+        options: dict[str, Any] = {}
+        if self.weight is not None:
+            options["weight"] = self.weight
+        if self.ignore_index != -100:
+            options["ignore_index"] = self.ignore_index
+        if self.reduction != "mean":
+            options["reduction"] = self.reduction
+        if self.label_smoothing != 0.0:
+            options["label_smoothing"] = self.label_smoothing
+        return F.cross_entropy(input, target, **options)

@@ -1,0 +1,89 @@
+"""`LayerNorm`: normalise over the trailing `normalized_shape` dims, then scale and shift."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ... import creation
+from ...tensor import Tensor
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+
+def layer_norm(
+    input: Tensor,
+    normalized_shape: tuple[int, ...],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """(x - mean) / sqrt(var + eps) * weight + bias over the trailing dims (biased variance)."""
+    n = len(normalized_shape)
+    if tuple(input.shape[input.ndim - n :]) != tuple(normalized_shape) or input.ndim < n:
+        raise RuntimeError(
+            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"[*, {', '.join(str(s) for s in normalized_shape)}], but got input of size "
+            f"{list(input.shape)}"
+        )
+    dims = tuple(range(input.ndim - n, input.ndim))
+    centred = input - input.mean(dim=dims, keepdim=True)
+    var = (centred * centred).mean(dim=dims, keepdim=True)
+    out = centred / (var + eps).sqrt()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+class LayerNorm(Module):
+    """Layer normalisation (Ba et al.) with an optional elementwise affine transform."""
+
+    def __init__(
+        self,
+        normalized_shape: int | tuple[int, ...],
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(
+                creation.empty(self.normalized_shape, dtype=dtype, device=device)
+            )
+            if bias:
+                self.bias = Parameter(
+                    creation.empty(self.normalized_shape, dtype=dtype, device=device)
+                )
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """weight to ones, bias to zeros."""
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Normalised input."""
+        return layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        """Shape, eps, whether affine and whether there is a bias."""
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, "
+            f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
+        )

@@ -1,0 +1,89 @@
+"""`Embedding`: a lookup table indexed by integer tensors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ... import creation
+from ...grad_mode import no_grad
+from ...tensor import Tensor
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+    """Rows of `weight` picked by the integer tensor `input`; padding_idx rows get no gradient."""
+    if input.dtype.kind not in "iu":
+        raise TypeError(
+            f"Expected tensor for argument #1 'indices' to have an integer dtype; got {input.dtype}"
+        )
+    out = weight[input]
+    if padding_idx is not None and out.requires_grad:
+        keep = Tensor._wrap(
+            (input._data != padding_idx)[..., None].astype(weight.dtype), input.device
+        )
+        out.register_hook(lambda grad: grad * keep)
+    return out
+
+
+class Embedding(Module):
+    """A (num_embeddings, embedding_dim) table; `forward(indices)` returns the indexed rows."""
+
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        padding_idx: int | None = None,
+        _weight: Tensor | None = None,
+        _freeze: bool = False,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError("Padding_idx must be within num_embeddings")
+            padding_idx %= num_embeddings
+        self.padding_idx = padding_idx
+        if _weight is None:
+            self.weight = Parameter(
+                creation.empty(num_embeddings, embedding_dim, dtype=dtype, device=device),
+                requires_grad=not _freeze,
+            )
+            self.reset_parameters()
+        else:
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise ValueError("Shape of weight does not match num_embeddings and embedding_dim")
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+
+    @classmethod
+    def from_pretrained(
+        cls, embeddings: Tensor, freeze: bool = True, padding_idx: int | None = None
+    ) -> Embedding:
+        """An Embedding whose table is `embeddings` (frozen by default)."""
+        if embeddings.ndim != 2:
+            raise ValueError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        return cls(rows, cols, padding_idx=padding_idx, _weight=embeddings, _freeze=freeze)
+
+    def reset_parameters(self) -> None:
+        """N(0, 1) entries, the padding row zeroed."""
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight._data[self.padding_idx] = 0
+                self.weight._bump_version()
+
+    def forward(self, input: Tensor) -> Tensor:
+        """The rows of the table at `input`'s indices."""
+        return embedding(input, self.weight, self.padding_idx)
+
+    def extra_repr(self) -> str:
+        """Table size and padding index."""
+        text = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            text += f", padding_idx={self.padding_idx}"
+        return text

@@ -1,0 +1,77 @@
+"""`SGD`: stochastic gradient descent with momentum, dampening, Nesterov, weight decay, maximize."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..devices import array_module
+from ..grad_mode import no_grad
+from ..tensor import Tensor
+from .optimizer import Optimizer, grad_array
+
+
+class SGD(Optimizer):
+    """PyTorch's SGD update, step for step (`torch.optim.SGD`'s single-tensor form)."""
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        momentum: float = 0.0,
+        dampening: float = 0.0,
+        weight_decay: float = 0.0,
+        nesterov: bool = False,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = {
+            "lr": lr,
+            "momentum": momentum,
+            "dampening": dampening,
+            "weight_decay": weight_decay,
+            "nesterov": nesterov,
+            "maximize": maximize,
+        }
+        super().__init__(params, defaults)
+
+    @no_grad()
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One SGD update of every parameter that has a gradient."""
+        loss = self._evaluate(closure)
+        for group in self.param_groups:
+            lr, momentum = group["lr"], group["momentum"]
+            dampening, weight_decay = group["dampening"], group["weight_decay"]
+            for param in group["params"]:
+                grad = grad_array(param)
+                if grad is None:
+                    continue
+                if group["maximize"]:
+                    grad = -grad
+                data = param._data
+                if weight_decay != 0:
+                    grad = grad + weight_decay * data
+                if momentum != 0:
+                    state = self.state[param]
+                    buf_t = state.get("momentum_buffer")
+                    if buf_t is None:
+                        # (an array even for 0-d parameters, whose arithmetic gives scalars)
+                        buf = array_module(param.device).array(grad, copy=True)
+                        state["momentum_buffer"] = Tensor._wrap(buf, param.device)
+                    else:
+                        buf = buf_t._data
+                        buf *= momentum
+                        buf += (1 - dampening) * grad
+                        buf_t._bump_version()
+                    grad = grad + momentum * buf if group["nesterov"] else buf
+                data += -lr * grad
+                param._bump_version()
+        return loss
