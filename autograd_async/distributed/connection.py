@@ -538,9 +538,7 @@ class Server:
                 conn.transport.close()
 
     async def wait_closed(self) -> None:
-        """Wait for the listener, the connections and the handler tasks to finish."""
-        if self._server is not None:
-            await self._server.wait_closed()
+        """Wait for the connections, the handler tasks and the listener to finish."""
         conns = list(self._connections)
         waits = [asyncio.shield(c.closed) for c in conns]
         waits += [t for c in conns for t in c.tasks.values()]
@@ -550,8 +548,14 @@ class Server:
                 if not conn.closed.done() and conn.transport is not None:
                     conn.transport.abort()
             if late:
-                logger.warning("server %r: %d handlers ignored cancellation", self.name,
-                               len(late))
+                logger.warning("server %r: %d connections or handlers did not finish in time",
+                               self.name, len(late))
+        if self._server is not None:
+            try:
+                async with asyncio.timeout(_CLOSE_GRACE):
+                    await self._server.wait_closed()
+            except TimeoutError:
+                logger.warning("server %r: listener did not close in time", self.name)
 
     async def aclose(self) -> None:
         """Close and wait until closed."""

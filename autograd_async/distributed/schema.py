@@ -36,6 +36,7 @@ __all__ = [
     "NonNegativeInt",
     "SimpleMap",
     "get_message_spec",
+    "register_core_messages",
     "register_message",
     "wire_dtype_name",
 ]
