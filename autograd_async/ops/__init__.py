@@ -1,72 +1,57 @@
-"""Differentiable ops: module functions, installed as Tensor methods and operators."""
+"""Differentiable ops: module functions, installed as Tensor methods and operators.
+
+Each family module holds its op classes (the math) and public functions (argument handling,
+PyTorch's names and errors); this package collects the functions into `__all__` and puts them on
+`Tensor`.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..tensor import Tensor
-from .arithmetic import (
-    AddBackward0,
-    DivBackward0,
-    MulBackward0,
-    NegBackward0,
-    SubBackward0,
-    TanhBackward0,
-)
+from ..tensor import Tensor, bool_, float16, float32, float64, int32, int64
+from . import arithmetic, comparison, elementwise, indexing, reduction, shape
 from .transfer import to
 
+_FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison)
 
-def add(input: Any, other: Any) -> Tensor:
-    """input + other, broadcast."""
-    return AddBackward0.apply(input, other)
-
-
-def sub(input: Any, other: Any) -> Tensor:
-    """input - other, broadcast."""
-    return SubBackward0.apply(input, other)
+FUNCTIONS: dict[str, Any] = {}
+for _family in _FAMILIES:
+    FUNCTIONS.update(getattr(_family, "FUNCTIONS", {}))
 
 
-def mul(input: Any, other: Any) -> Tensor:
-    """input * other, broadcast."""
-    return MulBackward0.apply(input, other)
+def _cast(dtype: Any) -> Any:
+    def cast(self: Tensor) -> Tensor:
+        return to(self, dtype=dtype)
 
-
-def div(input: Any, other: Any) -> Tensor:
-    """input / other, broadcast."""
-    return DivBackward0.apply(input, other)
-
-
-def neg(input: Tensor) -> Tensor:
-    """-input."""
-    return NegBackward0.apply(input)
-
-
-def tanh(input: Tensor) -> Tensor:
-    """Elementwise tanh."""
-    return TanhBackward0.apply(input)
+    cast.__doc__ = f"The tensor as {dtype} (itself when it already is)."
+    return cast
 
 
 def _install() -> None:
-    methods = {
-        "__add__": add,
-        "__radd__": lambda a, b: add(b, a),
-        "__sub__": sub,
-        "__rsub__": lambda a, b: sub(b, a),
-        "__mul__": mul,
-        "__rmul__": lambda a, b: mul(b, a),
-        "__truediv__": div,
-        "__rtruediv__": lambda a, b: div(b, a),
-        "__neg__": neg,
-        "add": add,
-        "sub": sub,
-        "mul": mul,
-        "div": div,
-        "neg": neg,
-        "tanh": tanh,
-        "to": to,
-    }
+    methods: dict[str, Any] = dict(FUNCTIONS)
+    for family in _FAMILIES:
+        methods.update(getattr(family, "OPERATORS", {}))
+        methods.update(getattr(family, "METHODS", {}))
+    methods.update(
+        {
+            "to": to,
+            "float": _cast(float32),
+            "double": _cast(float64),
+            "half": _cast(float16),
+            "long": _cast(int64),
+            "int": _cast(int32),
+            "bool": _cast(bool_),
+            "type_as": lambda self, other: to(self, dtype=other.dtype),
+        }
+    )
     for name, fn in methods.items():
         setattr(Tensor, name, fn)
+    # `ndarray op tensor` defers to the tensor's reflected operator instead of converting it.
+    Tensor.__array_ufunc__ = None
 
 
 _install()
+globals().update(FUNCTIONS)
+
+__all__ = sorted(n for n in FUNCTIONS if n not in ("allclose", "equal")) + ["allclose", "equal"]

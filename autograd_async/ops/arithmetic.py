@@ -1,36 +1,78 @@
-"""Arithmetic ops: + - * / ** and negation, with NumPy broadcasting.
+"""Arithmetic ops: + - * / ** and negation with NumPy broadcasting, and matrix products.
 
-Broadcast gradients are reduced to each input's shape by the engine (one policy, in one place), so the
-rules here return gradients in the broadcast shape.
+Broadcast gradients are reduced to each input's shape by the engine (one policy, in one place), so
+the rules here return gradients in the broadcast shape. Operands are promoted with PyTorch's rules
+(`promotion.promote`) before NumPy sees them; the engine casts each gradient back to its input's
+dtype.
 """
 
 from __future__ import annotations
 
+import math
+from numbers import Number
 from typing import Any
 
+import numpy as np
+
+from ..tensor import Tensor
 from .base import Op
+from .dual import as_array, data_of, log, swap_last, unsqueeze, where, xp_of, zeros_like
+from .promotion import FLOAT32, promote, scalar
 
 
 class AddBackward0(Op):
-    __slots__ = ()
+    __slots__ = ("_alpha",)
     op_name = "add"
 
-    def forward(self, a: Any, b: Any) -> Any:
-        return a + b
+    def forward(self, a: Any, b: Any, alpha: Any = 1, out: Any = None) -> Any:
+        a, b = promote(a, b)
+        self._alpha = alpha
+        if alpha != 1:
+            b = b * alpha
+        if out is not None:
+            return xp_of(out).add(a, b, out=out)
+        return as_array(a + b)
 
     def backward(self, g: Any) -> tuple:
-        return g, g
+        alpha = self._alpha
+        gb = None
+        if self.needs_input_grad[1]:
+            gb = g if alpha == 1 else g * alpha
+        return g, gb
 
 
 class SubBackward0(Op):
-    __slots__ = ()
+    __slots__ = ("_alpha",)
     op_name = "sub"
 
-    def forward(self, a: Any, b: Any) -> Any:
-        return a - b
+    def forward(self, a: Any, b: Any, alpha: Any = 1, out: Any = None) -> Any:
+        a, b = promote(a, b)
+        self._alpha = alpha
+        if alpha != 1:
+            b = b * alpha
+        if out is not None:
+            return xp_of(out).subtract(a, b, out=out)
+        return as_array(a - b)
 
     def backward(self, g: Any) -> tuple:
-        return g, (-g if self.needs_input_grad[1] else None)
+        gb = None
+        if self.needs_input_grad[1]:
+            gb = -g if self._alpha == 1 else g * -self._alpha
+        return g, gb
+
+
+class RsubBackward1(Op):
+    """`other - input` for a scalar `other` (Python's `2 - x`)."""
+
+    __slots__ = ()
+    op_name = "rsub"
+
+    def forward(self, a: Any, b: Any) -> Any:
+        a, b = promote(a, b)
+        return as_array(b - a)
+
+    def backward(self, g: Any) -> tuple:
+        return -g, None
 
 
 class MulBackward0(Op):
@@ -38,8 +80,11 @@ class MulBackward0(Op):
     op_name = "mul"
     saved_inputs = (0, 1)
 
-    def forward(self, a: Any, b: Any) -> Any:
-        return a * b
+    def forward(self, a: Any, b: Any, out: Any = None) -> Any:
+        a, b = promote(a, b)
+        if out is not None:
+            return xp_of(out).multiply(a, b, out=out)
+        return as_array(a * b)
 
     def backward(self, g: Any) -> tuple:
         a, b = self.saved(g)
@@ -52,8 +97,17 @@ class DivBackward0(Op):
     op_name = "div"
     saved_inputs = (0, 1)
 
-    def forward(self, a: Any, b: Any) -> Any:
-        return a / b
+    def forward(self, a: Any, b: Any, out: Any = None) -> Any:
+        a, b = promote(a, b)
+        if _integral(a) and _integral(b):
+            # True division of integers gives the default float, as in PyTorch.
+            if hasattr(a, "astype"):
+                a = a.astype(FLOAT32)
+            else:
+                b = b.astype(FLOAT32)
+        if out is not None:
+            return xp_of(out).divide(a, b, out=out)
+        return as_array(a / b)
 
     def backward(self, g: Any) -> tuple:
         a, b = self.saved(g)
@@ -63,31 +117,313 @@ class DivBackward0(Op):
         return ga, gb
 
 
+def _integral(x: Any) -> bool:
+    if isinstance(x, int):
+        return True
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and dtype.kind in "biu"
+
+
 class NegBackward0(Op):
     __slots__ = ()
     op_name = "neg"
 
     def forward(self, a: Any) -> Any:
-        return -a
+        if a.dtype.kind == "b":
+            raise RuntimeError(
+                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                "to invert a mask, use the `~` or `logical_not()` operator instead."
+            )
+        return as_array(-a)
 
     def backward(self, g: Any) -> Any:
         return -g
 
 
-class TanhBackward0(Op):
+class PowBackward0(Op):
+    """`input ** exponent` for a scalar exponent."""
+
     __slots__ = ()
-    op_name = "tanh"
+    op_name = "pow"
+    saved_inputs = (0, 1)
+
+    def forward(self, a: Any, p: Any) -> Any:
+        a, p = promote(a, p)
+        if a.dtype.kind in "iu" and isinstance(p, int) and p < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        return as_array(a**p)
+
+    def backward(self, g: Any) -> tuple:
+        a, p = self.saved(g)
+        if p == 0:
+            return zeros_like(g * a), None
+        if p == 1:
+            return g, None
+        if p == 2:
+            return g * (a * 2), None
+        return g * (p * a ** (p - 1)), None
+
+
+class PowBackward1(Op):
+    """`input ** exponent` for two tensors."""
+
+    __slots__ = ()
+    op_name = "pow"
+    saved_inputs = (0, 1)
     saves_output = True
 
-    def forward(self, a: Any) -> Any:
-        return self._xp(a).tanh(a)
+    def forward(self, a: Any, b: Any) -> Any:
+        a, b = promote(a, b)
+        return as_array(a**b)
 
-    def backward(self, g: Any) -> Any:
-        (y,) = self.saved(g)
-        return g * (1 - y * y)
+    def backward(self, g: Any) -> tuple:
+        a, b, out = self.saved(g)
+        need = self.needs_input_grad
+        ga = gb = None
+        if need[0]:
+            # d/da a**b = b * a**(b-1), taken as 0 where b == 0 (PyTorch's convention at a == 0).
+            ga = where(data_of(b) == 0, 0.0, g * b * a ** (b - 1))
+        if need[1]:
+            a_data, b_data = data_of(a), data_of(b)
+            ga_zero = (a_data == 0) & (b_data >= 0)
+            gb = where(ga_zero, 0.0, g * out * log(a))
+        return ga, gb
 
-    @staticmethod
-    def _xp(a: Any) -> Any:
-        from .dual import xp_of  # noqa: PLC0415
 
-        return xp_of(a)
+class PowBackward2(Op):
+    """`base ** exponent` for a scalar base (Python's `2 ** x`)."""
+
+    __slots__ = ()
+    op_name = "pow"
+    saved_inputs = (0,)
+    saves_output = True
+
+    def forward(self, base: Any, b: Any) -> Any:
+        base, b = promote(base, b)
+        return as_array(base**b)
+
+    def backward(self, g: Any) -> tuple:
+        base, out = self.saved(g)
+        if base == 0:
+            # 0 ** b has no slope in b where b >= 0; PyTorch masks the -inf * 0 there.
+            return None, g * 0
+        return None, g * out * math.log(base)
+
+
+# ------------------------------------------------------------------ matmul
+class _MatmulBase(Op):
+    """Matrix products with NumPy's matmul rules: 1-D operands, batch dims that broadcast."""
+
+    __slots__ = ()
+    op_name = "matmul"
+    saved_inputs = (0, 1)
+
+    def forward(self, a: Any, b: Any) -> Any:
+        a, b = promote(a, b)
+        return as_array(a @ b)
+
+    def backward(self, g: Any) -> tuple:
+        a, b = self.saved(g)
+        need = self.needs_input_grad
+        ga = gb = None
+        a_vec, b_vec = a.ndim == 1, b.ndim == 1
+        if a_vec and b_vec:  # dot: g is 0-d
+            return (g * b if need[0] else None), (g * a if need[1] else None)
+        if b_vec:  # (..., m, k) @ (k,) -> (..., m)
+            if need[0]:
+                ga = unsqueeze(g, -1) * b
+            if need[1]:
+                gb = (swap_last(a) @ unsqueeze(g, -1)).reshape(g.shape[:-1] + (b.shape[0],))
+            return ga, gb
+        if a_vec:  # (k,) @ (..., k, n) -> (..., n)
+            if need[0]:
+                ga = (b @ unsqueeze(g, -1)).reshape(g.shape[:-1] + (a.shape[0],))
+            if need[1]:
+                gb = unsqueeze(a, -1) * unsqueeze(g, -2)
+            return ga, gb
+        # Exactly two products; transposes are views that BLAS reads without a copy.
+        if need[0]:
+            ga = g @ swap_last(b)
+        if need[1]:
+            gb = swap_last(a) @ g
+        return ga, gb
+
+
+class MmBackward0(_MatmulBase):
+    __slots__ = ()
+
+
+class MvBackward0(_MatmulBase):
+    __slots__ = ()
+
+
+class DotBackward0(_MatmulBase):
+    __slots__ = ()
+
+
+class BmmBackward0(_MatmulBase):
+    __slots__ = ()
+
+
+def _dims(shape: tuple[int, ...]) -> str:
+    return "x".join(str(n) for n in shape) or "scalar"
+
+
+def _check_matmul(a: Tensor, b: Tensor) -> type[_MatmulBase]:
+    sa, sb = a.shape, b.shape
+    if not sa or not sb:
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {len(sa)}D and "
+            f"{len(sb)}D"
+        )
+    k_a = sa[-1]
+    k_b = sb[0] if len(sb) == 1 else sb[-2]
+    if k_a != k_b:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({_dims(sa)} and {_dims(sb)})"
+        )
+    if len(sa) > 2 and len(sb) > 2:
+        try:
+            np.broadcast_shapes(sa[:-2], sb[:-2])
+        except ValueError:
+            raise RuntimeError(
+                f"matmul: batch dimensions of shapes {tuple(sa)} and {tuple(sb)} cannot be "
+                "broadcast"
+            ) from None
+    if len(sa) == 1:
+        return DotBackward0 if len(sb) == 1 else MmBackward0 if len(sb) == 2 else BmmBackward0
+    if len(sa) == 2:
+        return MvBackward0 if len(sb) == 1 else MmBackward0 if len(sb) == 2 else BmmBackward0
+    return BmmBackward0
+
+
+# ---------------------------------------------------------------- functions
+def _operand(x: Any, op: str) -> Any:
+    if isinstance(x, (Tensor, bool, int, float, complex)):
+        return x
+    if isinstance(x, Number):
+        return scalar(x)
+    raise TypeError(f"{op}(): expected a Tensor or a number, got {type(x).__name__}")
+
+
+def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """input + alpha * other, broadcast."""
+    return AddBackward0.apply(_operand(input, "add"), _operand(other, "add"), alpha=alpha)
+
+
+def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """input - alpha * other, broadcast."""
+    return SubBackward0.apply(_operand(input, "sub"), _operand(other, "sub"), alpha=alpha)
+
+
+def rsub(input: Tensor, other: Any) -> Tensor:
+    """other - input (PyTorch's `rsub`)."""
+    if isinstance(other, Tensor):
+        return sub(other, input)
+    return RsubBackward1.apply(input, _operand(other, "rsub"))
+
+
+def mul(input: Any, other: Any) -> Tensor:
+    """input * other, broadcast."""
+    return MulBackward0.apply(_operand(input, "mul"), _operand(other, "mul"))
+
+
+def div(input: Any, other: Any) -> Tensor:
+    """input / other, broadcast (true division: integers give float32)."""
+    return DivBackward0.apply(_operand(input, "div"), _operand(other, "div"))
+
+
+def neg(input: Tensor) -> Tensor:
+    """-input."""
+    return NegBackward0.apply(input)
+
+
+def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - PyTorch's name
+    """input ** exponent for tensors and scalars in either place."""
+    input, exponent = _operand(input, "pow"), _operand(exponent, "pow")
+    if not isinstance(exponent, Tensor):
+        return PowBackward0.apply(input, exponent)
+    if not isinstance(input, Tensor):
+        return PowBackward2.apply(input, exponent)
+    return PowBackward1.apply(input, exponent)
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """Matrix product with NumPy's rules (1-D operands, broadcast batch dimensions)."""
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        raise TypeError(
+            f"matmul(): expected Tensors, got {type(input).__name__} and {type(other).__name__}"
+        )
+    return _check_matmul(input, other).apply(input, other)
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Product of two matrices."""
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"mm: expected 2-D tensors, got {input.ndim}D and {mat2.ndim}D")
+    return matmul(input, mat2)
+
+
+def dot(input: Tensor, other: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors."""
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(
+            f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors"
+        )
+    return matmul(input, other)
+
+
+def _reflected(fn: Any) -> Any:
+    def method(self: Tensor, other: Any) -> Any:
+        if not isinstance(other, (Tensor, Number)):
+            return NotImplemented
+        return fn(other, self)
+
+    return method
+
+
+def _forward(fn: Any) -> Any:
+    def method(self: Tensor, other: Any) -> Any:
+        if not isinstance(other, (Tensor, Number)):
+            return NotImplemented
+        return fn(self, other)
+
+    return method
+
+
+OPERATORS = {
+    "__add__": _forward(add),
+    "__radd__": _reflected(add),
+    "__sub__": _forward(sub),
+    "__rsub__": lambda self, other: (
+        rsub(self, other) if isinstance(other, (Tensor, Number)) else NotImplemented
+    ),
+    "__mul__": _forward(mul),
+    "__rmul__": _reflected(mul),
+    "__truediv__": _forward(div),
+    "__rtruediv__": _reflected(div),
+    "__pow__": _forward(pow),
+    "__rpow__": _reflected(pow),
+    "__matmul__": lambda self, other: (
+        matmul(self, other) if isinstance(other, Tensor) else NotImplemented
+    ),
+    "__neg__": neg,
+}
+
+FUNCTIONS = {
+    "add": add,
+    "sub": sub,
+    "subtract": sub,
+    "rsub": rsub,
+    "mul": mul,
+    "multiply": mul,
+    "div": div,
+    "divide": div,
+    "true_divide": div,
+    "neg": neg,
+    "negative": neg,
+    "pow": pow,
+    "matmul": matmul,
+    "mm": mm,
+    "dot": dot,
+}

@@ -1,0 +1,181 @@
+"""Comparisons and logical tests: bool tensors that carry no gradient, and other non-graph ops."""
+
+from __future__ import annotations
+
+from numbers import Number
+from typing import Any
+
+from ..devices import DeviceError
+from ..tensor import Tensor
+from .dual import as_array, xp_of
+from .promotion import promote, scalar
+
+
+def _no_grad_op(name: str, fn: Any, *inputs: Any) -> Tensor:
+    """Apply `fn` to the inputs' arrays and wrap the result outside the graph."""
+    dev = None
+    arrays = []
+    for x in inputs:
+        if isinstance(x, Tensor):
+            if dev is None:
+                dev = x.device
+            elif x.device is not dev:
+                raise DeviceError(
+                    f"{name}: expected all tensors to be on the same device, but found at least "
+                    f"two devices, {dev} and {x.device}"
+                )
+            arrays.append(x._data)
+        else:
+            arrays.append(scalar(x))
+    return Tensor._wrap(as_array(fn(*arrays)), dev)
+
+
+def _compare(name: str, ufunc: str) -> Any:
+    def compare(input: Tensor, other: Any) -> Tensor:
+        return _no_grad_op(
+            name, lambda a, b: getattr(xp_of(a), ufunc)(*promote(a, b)), input, other
+        )
+
+    compare.__name__ = name
+    compare.__doc__ = f"Elementwise `{ufunc}` as a bool tensor (no gradient)."
+    return compare
+
+
+eq = _compare("eq", "equal")
+ne = _compare("ne", "not_equal")
+lt = _compare("lt", "less")
+le = _compare("le", "less_equal")
+gt = _compare("gt", "greater")
+ge = _compare("ge", "greater_equal")
+
+
+def _unary(name: str, ufunc: str) -> Any:
+    def test(input: Tensor) -> Tensor:
+        return _no_grad_op(name, lambda a: getattr(xp_of(a), ufunc)(a), input)
+
+    test.__name__ = name
+    test.__doc__ = f"Elementwise `{ufunc}` (no gradient)."
+    return test
+
+
+isnan = _unary("isnan", "isnan")
+isinf = _unary("isinf", "isinf")
+isfinite = _unary("isfinite", "isfinite")
+
+
+def logical_not(input: Tensor) -> Tensor:
+    """Elementwise not, as a bool tensor."""
+    return _no_grad_op("logical_not", lambda a: xp_of(a).logical_not(a), input)
+
+
+def _logical(name: str, ufunc: str) -> Any:
+    def logical(input: Tensor, other: Any) -> Tensor:
+        return _no_grad_op(name, lambda a, b: getattr(xp_of(a), ufunc)(a, b), input, other)
+
+    logical.__name__ = name
+    logical.__doc__ = f"Elementwise `{ufunc}` as a bool tensor."
+    return logical
+
+
+logical_and = _logical("logical_and", "logical_and")
+logical_or = _logical("logical_or", "logical_or")
+logical_xor = _logical("logical_xor", "logical_xor")
+
+
+def _bitwise(name: str, ufunc: str) -> Any:
+    def bitwise(input: Tensor, other: Any) -> Tensor:
+        if input.dtype.kind not in "biu":
+            raise RuntimeError(f"\"{name}_cpu\" not implemented for '{input.dtype}'")
+        return _no_grad_op(name, lambda a, b: getattr(xp_of(a), ufunc)(*promote(a, b)), input,
+                           other)
+
+    bitwise.__name__ = name
+    bitwise.__doc__ = f"Elementwise `{ufunc}` of bool or integer tensors."
+    return bitwise
+
+
+bitwise_and = _bitwise("bitwise_and", "bitwise_and")
+bitwise_or = _bitwise("bitwise_or", "bitwise_or")
+bitwise_xor = _bitwise("bitwise_xor", "bitwise_xor")
+
+
+def bitwise_not(input: Tensor) -> Tensor:
+    """Elementwise not of a bool or integer tensor."""
+    if input.dtype.kind not in "biu":
+        raise RuntimeError(f"\"bitwise_not_cpu\" not implemented for '{input.dtype}'")
+    return _no_grad_op("bitwise_not", lambda a: xp_of(a).invert(a), input)
+
+
+def sign(input: Tensor) -> Tensor:
+    """Elementwise sign (-1, 0 or 1); its gradient is zero, so it records no graph."""
+    return _no_grad_op("sign", lambda a: xp_of(a).sign(a), input)
+
+
+def floor_divide(input: Any, other: Any) -> Tensor:
+    """Elementwise floor(input / other) (no gradient, as its derivative is zero)."""
+    return _no_grad_op("floor_divide", lambda a, b: xp_of(a).floor_divide(*promote(a, b)),
+                       input, other)
+
+
+def remainder(input: Any, other: Any) -> Tensor:
+    """Elementwise Python-style remainder (no gradient recorded)."""
+    return _no_grad_op("remainder", lambda a, b: xp_of(a).remainder(*promote(a, b)), input, other)
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8,
+             equal_nan: bool = False) -> bool:
+    """True when all elements are close (|a - b| <= atol + rtol * |b|)."""
+    a, b = input._data, other._data
+    return bool(xp_of(a).allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """True when both tensors have the same shape and elements."""
+    return input.shape == other.shape and bool((input._data == other._data).all())
+
+
+def _binary_method(fn: Any) -> Any:
+    def method(self: Tensor, other: Any) -> Any:
+        if not isinstance(other, (Tensor, Number)):
+            return NotImplemented
+        return fn(self, other)
+
+    return method
+
+
+def _reflected(fn: Any) -> Any:
+    def method(self: Tensor, other: Any) -> Any:
+        if not isinstance(other, (Tensor, Number)):
+            return NotImplemented
+        return fn(other, self) if isinstance(other, Tensor) else fn(
+            Tensor._wrap(xp_of(self._data).asarray(other), self.device), self
+        )
+
+    return method
+
+
+FUNCTIONS = {
+    "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
+    "not_equal": ne, "less": lt, "less_equal": le, "greater": gt, "greater_equal": ge,
+    "isnan": isnan, "isinf": isinf, "isfinite": isfinite,
+    "logical_not": logical_not, "logical_and": logical_and, "logical_or": logical_or,
+    "logical_xor": logical_xor, "bitwise_and": bitwise_and, "bitwise_or": bitwise_or,
+    "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not, "sign": sign,
+    "floor_divide": floor_divide, "remainder": remainder, "allclose": allclose, "equal": equal,
+}
+METHODS = {
+    "__eq__": _binary_method(eq),
+    "__ne__": _binary_method(ne),
+    "__lt__": _binary_method(lt),
+    "__le__": _binary_method(le),
+    "__gt__": _binary_method(gt),
+    "__ge__": _binary_method(ge),
+    "__invert__": bitwise_not,
+    "__and__": _binary_method(bitwise_and),
+    "__or__": _binary_method(bitwise_or),
+    "__xor__": _binary_method(bitwise_xor),
+    "__floordiv__": _binary_method(floor_divide),
+    "__rfloordiv__": _reflected(floor_divide),
+    "__mod__": _binary_method(remainder),
+    "__rmod__": _reflected(remainder),
+}

@@ -1,0 +1,343 @@
+"""Elementwise ops: abs exp log sqrt sin cos tanh sigmoid relu clamp maximum minimum where.
+
+Ops that produce floats from integer tensors (exp, log, ...) compute in float32, as PyTorch does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..tensor import Tensor
+from . import dual
+from .base import Op
+from .dual import as_array, data_of, mul_const, sign, xp_of
+from .promotion import as_float, promote, result_type, scalar
+
+
+class AbsBackward0(Op):
+    __slots__ = ()
+    saved_inputs = (0,)
+
+    def forward(self, a: Any) -> Any:
+        return as_array(xp_of(a).abs(a))
+
+    def backward(self, g: Any) -> Any:
+        (a,) = self.saved(g)
+        return mul_const(g, sign(a))
+
+
+class ExpBackward0(Op):
+    __slots__ = ()
+    saves_output = True
+
+    def forward(self, a: Any) -> Any:
+        return as_array(xp_of(a).exp(as_float(a)))
+
+    def backward(self, g: Any) -> Any:
+        (y,) = self.saved(g)
+        return g * y
+
+
+class LogBackward0(Op):
+    __slots__ = ()
+    saved_inputs = (0,)
+
+    def forward(self, a: Any) -> Any:
+        return as_array(xp_of(a).log(as_float(a)))
+
+    def backward(self, g: Any) -> Any:
+        (a,) = self.saved(g)
+        return g / a
+
+
+class SqrtBackward0(Op):
+    __slots__ = ()
+    saves_output = True
+
+    def forward(self, a: Any) -> Any:
+        return as_array(xp_of(a).sqrt(as_float(a)))
+
+    def backward(self, g: Any) -> Any:
+        (y,) = self.saved(g)
+        return g / (y * 2)
+
+
+class SinBackward0(Op):
+    __slots__ = ()
+    saved_inputs = (0,)
+
+    def forward(self, a: Any) -> Any:
+        return as_array(xp_of(a).sin(as_float(a)))
+
+    def backward(self, g: Any) -> Any:
+        (a,) = self.saved(g)
+        return g * dual.cos(a)
+
+
+class CosBackward0(Op):
+    __slots__ = ()
+    saved_inputs = (0,)
+
+    def forward(self, a: Any) -> Any:
+        return as_array(xp_of(a).cos(as_float(a)))
+
+    def backward(self, g: Any) -> Any:
+        (a,) = self.saved(g)
+        return -(g * dual.sin(a))
+
+
+class TanhBackward0(Op):
+    __slots__ = ()
+    saves_output = True
+
+    def forward(self, a: Any) -> Any:
+        return as_array(xp_of(a).tanh(as_float(a)))
+
+    def backward(self, g: Any) -> Any:
+        (y,) = self.saved(g)
+        return g * (1 - y * y)
+
+
+def sigmoid_array(a: Any) -> Any:
+    """1 / (1 + exp(-a)) without overflow: exp only ever sees -|a|."""
+    xp = xp_of(a)
+    e = xp.exp(-xp.abs(a))
+    r = 1 / (1 + e)
+    return as_array(xp.where(a >= 0, r, e * r))
+
+
+class SigmoidBackward0(Op):
+    __slots__ = ()
+    saves_output = True
+
+    def forward(self, a: Any) -> Any:
+        return sigmoid_array(as_float(a))
+
+    def backward(self, g: Any) -> Any:
+        (y,) = self.saved(g)
+        return g * (y * (1 - y))
+
+
+class ReluBackward0(Op):
+    __slots__ = ()
+    saves_output = True
+
+    def forward(self, a: Any) -> Any:
+        return as_array(xp_of(a).maximum(a, 0))
+
+    def backward(self, g: Any) -> Any:
+        (y,) = self.saved(g)
+        if isinstance(g, Tensor):
+            mask = data_of(y) > 0
+            return mul_const(g, mask.astype(g.dtype))
+        # One pass into a buffer we own: g may be shared with other nodes, so never write into it.
+        xp = xp_of(g)
+        return xp.multiply(g, y > 0, out=xp.empty(y.shape, g.dtype))
+
+
+class ClampBackward1(Op):
+    __slots__ = ("_min", "_max")
+    saved_inputs = (0,)
+    op_name = "clamp"
+
+    def forward(self, a: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+        self._min, self._max = min, max
+        dtype = result_type(a, *(v for v in (min, max) if v is not None))
+        if dtype != a.dtype:
+            a = a.astype(dtype)
+        return as_array(xp_of(a).clip(a, min, max))
+
+    def backward(self, g: Any) -> Any:
+        (a,) = self.saved(g)
+        a = data_of(a)
+        # The gradient passes where min <= a <= max, bounds included (PyTorch's convention).
+        keep = None
+        if self._min is not None:
+            keep = a >= self._min
+        if self._max is not None:
+            below = a <= self._max
+            keep = below if keep is None else keep & below
+        return mul_const(g, keep.astype(g.dtype))
+
+
+class MaximumBackward0(Op):
+    __slots__ = ()
+    saved_inputs = (0, 1)
+
+    def forward(self, a: Any, b: Any) -> Any:
+        a, b = promote(a, b)
+        return as_array(xp_of(a).maximum(a, b))
+
+    def backward(self, g: Any) -> tuple:
+        a, b = self.saved(g)
+        return _split_between(g, data_of(a) > data_of(b), data_of(a) == data_of(b), self)
+
+
+class MinimumBackward0(Op):
+    __slots__ = ()
+    saved_inputs = (0, 1)
+
+    def forward(self, a: Any, b: Any) -> Any:
+        a, b = promote(a, b)
+        return as_array(xp_of(a).minimum(a, b))
+
+    def backward(self, g: Any) -> tuple:
+        a, b = self.saved(g)
+        return _split_between(g, data_of(a) < data_of(b), data_of(a) == data_of(b), self)
+
+
+def _split_between(g: Any, wins: Any, ties: Any, node: Op) -> tuple:
+    # Ties share the gradient evenly, as PyTorch's maximum/minimum do.
+    dtype = g.dtype
+    weight = wins.astype(dtype) + ties.astype(dtype) * 0.5
+    need = node.needs_input_grad
+    ga = mul_const(g, weight) if need[0] else None
+    gb = mul_const(g, 1 - weight) if need[1] else None
+    return ga, gb
+
+
+class WhereBackward0(Op):
+    __slots__ = ()
+    saved_inputs = (0,)
+
+    def forward(self, cond: Any, a: Any, b: Any) -> Any:
+        a, b = promote(a, b)
+        out = xp_of(cond).where(cond, a, b)
+        if not hasattr(a, "dtype") and not hasattr(b, "dtype"):
+            out = out.astype(result_type(a, b))  # two Python scalars: float32, not float64
+        return as_array(out)
+
+    def backward(self, g: Any) -> tuple:
+        (cond,) = self.saved(g)
+        cond = data_of(cond)
+        need = self.needs_input_grad
+        ga = dual.where(cond, g, 0.0) if need[1] else None
+        gb = dual.where(cond, 0.0, g) if need[2] else None
+        return None, ga, gb
+
+
+# ---------------------------------------------------------------- functions
+def abs(input: Tensor) -> Tensor:  # noqa: A001 - PyTorch's name
+    """Elementwise |input|."""
+    return AbsBackward0.apply(input)
+
+
+def exp(input: Tensor) -> Tensor:
+    """Elementwise e ** input."""
+    return ExpBackward0.apply(input)
+
+
+def log(input: Tensor) -> Tensor:
+    """Elementwise natural logarithm."""
+    return LogBackward0.apply(input)
+
+
+def sqrt(input: Tensor) -> Tensor:
+    """Elementwise square root."""
+    return SqrtBackward0.apply(input)
+
+
+def sin(input: Tensor) -> Tensor:
+    """Elementwise sine."""
+    return SinBackward0.apply(input)
+
+
+def cos(input: Tensor) -> Tensor:
+    """Elementwise cosine."""
+    return CosBackward0.apply(input)
+
+
+def tanh(input: Tensor) -> Tensor:
+    """Elementwise hyperbolic tangent."""
+    return TanhBackward0.apply(input)
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    """Elementwise logistic function 1 / (1 + exp(-input))."""
+    return SigmoidBackward0.apply(input)
+
+
+def relu(input: Tensor) -> Tensor:
+    """Elementwise max(input, 0)."""
+    return ReluBackward0.apply(input)
+
+
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    """Limit values to [min, max] (either bound may be None)."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = input
+        if min is not None:
+            out = maximum(out, min)
+        if max is not None:
+            out = minimum(out, max)
+        return out
+    return ClampBackward1.apply(
+        input, min=None if min is None else scalar(min), max=None if max is None else scalar(max)
+    )
+
+
+def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002
+    """max(input, min)."""
+    return clamp(input, min=min)
+
+
+def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
+    """min(input, max)."""
+    return clamp(input, max=max)
+
+
+def maximum(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise maximum of two tensors (ties share the gradient)."""
+    return MaximumBackward0.apply(input, other)
+
+
+def minimum(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise minimum of two tensors (ties share the gradient)."""
+    return MinimumBackward0.apply(input, other)
+
+
+def where(condition: Tensor, input: Any, other: Any) -> Tensor:
+    """`input` where `condition` holds, else `other` (scalars allowed for either)."""
+    if not isinstance(condition, Tensor):
+        raise TypeError(f"where(): condition must be a Tensor, got {type(condition).__name__}")
+    if condition.dtype.kind != "b":
+        raise RuntimeError(
+            f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+            f"{condition.dtype}"
+        )
+    return WhereBackward0.apply(condition, scalar(input), scalar(other))
+
+
+def square(input: Tensor) -> Tensor:
+    """input ** 2."""
+    return input**2
+
+
+def reciprocal(input: Tensor) -> Tensor:
+    """1 / input."""
+    return 1.0 / input
+
+
+FUNCTIONS = {
+    "abs": abs,
+    "exp": exp,
+    "log": log,
+    "sqrt": sqrt,
+    "sin": sin,
+    "cos": cos,
+    "tanh": tanh,
+    "sigmoid": sigmoid,
+    "relu": relu,
+    "clamp": clamp,
+    "clip": clamp,
+    "clamp_min": clamp_min,
+    "clamp_max": clamp_max,
+    "maximum": maximum,
+    "minimum": minimum,
+    "where": where,
+    "square": square,
+    "reciprocal": reciprocal,
+}
+METHODS = {"__abs__": abs}

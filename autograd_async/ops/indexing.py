@@ -1,0 +1,137 @@
+"""Indexing: `tensor[key]` with ints, slices, None, Ellipsis, boolean masks and integer arrays.
+
+Basic keys (ints, slices, None, Ellipsis) give views (`SelectBackward0`, `SliceBackward0`); keys
+with arrays give copies (`IndexBackward0`). Backward scatters the gradient into zeros of the input's
+shape, accumulating at repeated indices (`np.add.at`).
+"""
+
+from __future__ import annotations
+
+from types import EllipsisType
+from typing import Any
+
+import numpy as np
+
+from ..tensor import Tensor
+from .base import Op
+from .dual import as_array, getitem, xp_of
+
+_BASIC = (int, slice, type(None), EllipsisType)
+
+
+def is_basic(key: tuple) -> bool:
+    """True when the key selects a view: only ints, slices, None and Ellipsis."""
+    return all(isinstance(k, _BASIC) and not isinstance(k, bool) for k in key)
+
+
+def _has_int_arrays(key: tuple) -> bool:
+    return any(getattr(k, "dtype", None) is not None and k.dtype.kind in "iu" for k in key)
+
+
+def normalize_key(key: Any, data: Any) -> tuple:
+    """A tuple key of ints, slices, None, Ellipsis and arrays on `data`'s backend."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    xp = xp_of(data)
+    out = []
+    for k in key:
+        if isinstance(k, Tensor):
+            k = k._data
+            if k.ndim == 0 and k.dtype.kind in "iu":
+                k = int(k)
+            elif xp is not np:
+                k = xp.asarray(k)
+        elif isinstance(k, (list, np.ndarray)) or (xp is not np and hasattr(k, "dtype")):
+            k = xp.asarray(k)
+            if k.dtype.kind == "f" and k.size == 0:
+                k = k.astype(np.int64)  # `x[[]]` selects nothing
+        elif isinstance(k, np.generic):
+            k = k.item()
+        elif not isinstance(k, (*_BASIC, bool)):
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
+                f"are valid indices (got {type(k).__name__})"
+            )
+        if getattr(k, "dtype", None) is not None and k.dtype.kind not in "iub":
+            raise IndexError(
+                f"tensors used as indices must be long, int, byte or bool tensors, got {k.dtype}"
+            )
+        out.append(k)
+    return tuple(out)
+
+
+def scatter_into_zeros(g: Any, key: tuple, shape: tuple[int, ...], accumulate: bool) -> Any:
+    """Zeros of `shape` with `g` added at `key` (repeated indices accumulate)."""
+    xp = xp_of(g)
+    out = xp.zeros(shape, g.dtype)
+    if not accumulate:
+        out[key] = g
+    elif xp is np:
+        np.add.at(out, key, g)
+    else:
+        import cupyx  # noqa: PLC0415 - only reached with CuPy arrays
+
+        cupyx.scatter_add(out, key, g)
+    return out
+
+
+class _IndexBase(Op):
+    __slots__ = ("_key", "_shape")
+    op_name = "index"
+
+    def forward(self, a: Any, key: tuple) -> Any:
+        self._key = key
+        self._shape = a.shape
+        return as_array(a[key])
+
+    def backward(self, g: Any) -> Any:
+        if isinstance(g, Tensor):
+            return IndexAccumulateBackward0.apply(g, key=self._key, shape=self._shape)
+        return scatter_into_zeros(g, self._key, self._shape, _has_int_arrays(self._key))
+
+
+class SelectBackward0(_IndexBase):
+    __slots__ = ()
+    op_name = "select"
+    is_view = True
+
+    def forward(self, a: Any, key: tuple) -> Any:
+        # A trailing Ellipsis makes NumPy return a 0-d view instead of a scalar copy.
+        if Ellipsis not in key:
+            key = (*key, Ellipsis)
+        return super().forward(a, key)
+
+
+class SliceBackward0(SelectBackward0):
+    __slots__ = ()
+    op_name = "slice"
+
+
+class IndexBackward0(_IndexBase):
+    __slots__ = ()
+
+
+class IndexAccumulateBackward0(Op):
+    """Zeros with `g` added at `key`: the backward of indexing, differentiable for create_graph."""
+
+    __slots__ = ("_key",)
+    op_name = "index_put"
+
+    def forward(self, g: Any, key: tuple, shape: tuple[int, ...]) -> Any:
+        self._key = key
+        return scatter_into_zeros(g, key, shape, _has_int_arrays(key))
+
+    def backward(self, gg: Any) -> Any:
+        return getitem(gg, self._key)
+
+
+def index(input: Tensor, key: Any) -> Tensor:
+    """`input[key]`: a view for basic keys, a copy for masks and integer arrays."""
+    key = normalize_key(key, input._data)
+    if is_basic(key):
+        op = SelectBackward0 if all(isinstance(k, int) for k in key) else SliceBackward0
+        return op.apply(input, key=key)
+    return IndexBackward0.apply(input, key=key)
+
+
+METHODS = {"__getitem__": index}

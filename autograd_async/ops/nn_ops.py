@@ -1,0 +1,254 @@
+"""Neural-network ops as single fused nodes: linear, softmax, log_softmax, cross entropy, gelu, erf,
+mse loss and dropout.
+
+`LinearBackward0` and `CrossEntropyLossBackward0` are one node each, with no temporaries beyond what
+a hand-written NumPy step needs: a training step of an MLP spends its time in BLAS, not in copies.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..tensor import Tensor
+from . import dual
+from .base import Op
+from .dual import as_array, exp, mul_const, sum_dims, xp_of
+from .reduction import logsumexp_array
+
+_SQRT_HALF = math.sqrt(0.5)
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+_TANH_K = math.sqrt(2 / math.pi)
+
+
+def erf_array(a: Any) -> Any:
+    """The error function of an array (SciPy's or CuPy's when present, else math.erf)."""
+    xp = xp_of(a)
+    if xp is not np:
+        from cupyx.scipy.special import erf  # noqa: PLC0415
+
+        return erf(a)
+    try:
+        from scipy.special import erf  # noqa: PLC0415 - optional, and slow to import
+    except ImportError:
+        return np.vectorize(math.erf, otypes=[a.dtype])(a) if a.size else a.copy()
+    return as_array(erf(a).astype(a.dtype, copy=False))
+
+
+class ErfBackward0(Op):
+    __slots__ = ()
+    saved_inputs = (0,)
+
+    def forward(self, a: Any) -> Any:
+        return erf_array(a)
+
+    def backward(self, g: Any) -> Any:
+        (a,) = self.saved(g)
+        return g * (exp(-(a * a)) * (2 / math.sqrt(math.pi)))
+
+
+def _erf(x: Any) -> Any:
+    return ErfBackward0.apply(x) if isinstance(x, Tensor) else erf_array(x)
+
+
+class LinearBackward0(Op):
+    """x @ weight.T + bias in one node: backward is two matmuls and a column sum."""
+
+    __slots__ = ()
+    op_name = "linear"
+    saved_inputs = (0, 1)
+
+    def forward(self, x: Any, w: Any, b: Any = None) -> Any:
+        out = x @ w.T
+        if b is not None:
+            out += b  # `out` is a fresh buffer: adding in place saves a temporary
+        return as_array(out)
+
+    def backward(self, g: Any) -> tuple:
+        x, w = self.saved(g)[:2]
+        need = self.needs_input_grad
+        gx = g @ w if need[0] else None
+        gw = gb = None
+        if need[1]:
+            if x.ndim == 1:
+                gw = dual.unsqueeze(g, -1) * x
+            elif x.ndim == 2:
+                gw = g.T @ x
+            else:
+                gw = g.reshape((-1, g.shape[-1])).T @ x.reshape((-1, x.shape[-1]))
+        if len(need) > 2 and need[2]:
+            gb = sum_dims(g, tuple(range(g.ndim - 1))) if g.ndim > 1 else g
+        return (gx, gw, gb) if len(need) > 2 else (gx, gw)
+
+
+def softmax_array(a: Any, axis: int) -> Any:
+    """exp(a) / sum(exp(a)) along `axis`, shifted by the max so exp never overflows."""
+    xp = xp_of(a)
+    e = xp.exp(a - a.max(axis=axis, keepdims=True))
+    e /= e.sum(axis=axis, keepdims=True)
+    return as_array(e)
+
+
+class SoftmaxBackward0(Op):
+    __slots__ = ("_dim",)
+    op_name = "softmax"
+    saves_output = True
+
+    def forward(self, a: Any, dim: int) -> Any:
+        self._dim = dim
+        return softmax_array(a, dim)
+
+    def backward(self, g: Any) -> Any:
+        (y,) = self.saved(g)
+        gy = g * y
+        return gy - y * sum_dims(gy, self._dim, True)
+
+
+class LogSoftmaxBackward0(Op):
+    __slots__ = ("_dim",)
+    op_name = "log_softmax"
+    saves_output = True
+
+    def forward(self, a: Any, dim: int) -> Any:
+        self._dim = dim
+        return as_array(a - logsumexp_array(a, (dim,), True))
+
+    def backward(self, g: Any) -> Any:
+        (y,) = self.saved(g)
+        return g - exp(y) * sum_dims(g, self._dim, True)
+
+
+class CrossEntropyLossBackward0(Op):
+    """log_softmax + nll_loss over class indices in one node; backward is (softmax - onehot) / N."""
+
+    __slots__ = ("_probs", "_hit", "_keep", "_count", "_reduction", "_axis")
+    op_name = "cross_entropy"
+    saved_inputs = (0,)
+
+    def forward(self, x: Any, target: Any, reduction: str, ignore_index: int) -> Any:
+        xp = xp_of(x)
+        axis = 1 if x.ndim > 1 else 0
+        self._axis, self._reduction = axis, reduction
+        keep = target != ignore_index
+        index = xp.expand_dims(xp.where(keep, target, 0), axis)
+        shifted = x - x.max(axis=axis, keepdims=True)
+        e = xp.exp(shifted)
+        total = e.sum(axis=axis, keepdims=True)
+        picked = xp.take_along_axis(shifted, index, axis=axis) - xp.log(total)
+        losses = -xp.squeeze(picked, axis) * keep
+        e /= total  # the softmax, kept for backward
+        self._probs = e
+        self._keep = keep
+        self._hit = index
+        self._count = int(keep.sum())
+        if reduction == "none":
+            return as_array(losses)
+        out = losses.sum()
+        if reduction == "mean":
+            out = out / self._count if self._count else out * float("nan")
+        return as_array(xp.asarray(out, dtype=x.dtype))
+
+    def _scale(self, g: Any) -> Any:
+        """The output gradient, shaped to broadcast against the per-class gradient."""
+        keep = xp_of(self._keep).expand_dims(self._keep, self._axis).astype(g.dtype)
+        if self._reduction == "none":
+            return mul_const(dual.unsqueeze(g, self._axis), keep)
+        divisor = self._count if self._reduction == "mean" and self._count else 1
+        return mul_const(g, keep / divisor)
+
+    def backward(self, g: Any, *_: Any) -> tuple:
+        probs = self._probs
+        xp = xp_of(probs)
+        classes = probs.shape[self._axis]
+        positions = xp.arange(classes).reshape((-1,) + (1,) * (probs.ndim - self._axis - 1))
+        onehot = positions == self._hit
+        if isinstance(g, Tensor):  # differentiable: recompute the softmax in the graph
+            (x,) = self.saved(g)
+            probs = softmax(x, self._axis)
+            return (probs - Tensor._wrap(onehot.astype(g.dtype), g.device)) * self._scale(g), None
+        grad = probs - onehot  # a fresh buffer (probs stays intact for a retained graph)
+        grad *= self._scale(g)
+        return grad, None
+
+
+class MseLossBackward0(Op):
+    __slots__ = ("_reduction",)
+    op_name = "mse_loss"
+    saved_inputs = (0, 1)
+
+    def forward(self, a: Any, b: Any, reduction: str) -> Any:
+        self._reduction = reduction
+        d = a - b
+        d *= d
+        if reduction == "none":
+            return as_array(d)
+        return as_array(d.mean() if reduction == "mean" else d.sum())
+
+    def backward(self, g: Any) -> tuple:
+        a, b = self.saved(g)
+        d = a - b
+        scale = 2 / d.size if self._reduction == "mean" else 2
+        grad = g * d * scale
+        need = self.needs_input_grad
+        return (grad if need[0] else None), (-grad if need[1] else None)
+
+
+class GeluBackward0(Op):
+    __slots__ = ("_tanh",)
+    op_name = "gelu"
+    saved_inputs = (0,)
+
+    def forward(self, a: Any, approximate: str) -> Any:
+        self._tanh = approximate == "tanh"
+        xp = xp_of(a)
+        if self._tanh:
+            inner = _TANH_K * (a + 0.044715 * a * a * a)
+            return as_array(0.5 * a * (1 + xp.tanh(inner)))
+        return as_array(0.5 * a * (1 + erf_array(a * _SQRT_HALF)))
+
+    def backward(self, g: Any) -> Any:
+        (x,) = self.saved(g)
+        if self._tanh:
+            t = dual.tanh(_TANH_K * (x + 0.044715 * x * x * x))
+            slope = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * (_TANH_K * (1 + 0.134145 * x * x))
+        else:
+            cdf = 0.5 * (1 + _erf(x * _SQRT_HALF))
+            slope = cdf + x * exp(x * x * -0.5) * _INV_SQRT_2PI
+        return g * slope
+
+
+class NativeDropoutBackward0(Op):
+    __slots__ = ("_mask",)
+    op_name = "dropout"
+
+    def forward(self, a: Any, p: float, rng: Any) -> Any:
+        xp = xp_of(a)
+        if xp is np:
+            draws = rng.random(a.shape, dtype=np.float32)
+        else:
+            draws = xp.random.random(a.shape, dtype=np.float32)
+        mask = draws >= p
+        scaled = mask.astype(a.dtype)
+        scaled *= 1 / (1 - p)
+        self._mask = scaled
+        return as_array(a * scaled)
+
+    def backward(self, g: Any) -> Any:
+        return mul_const(g, self._mask)
+
+
+def softmax(input: Tensor, dim: int) -> Tensor:
+    """exp(input) / sum(exp(input)) along `dim`."""
+    from .reduction import normalize_dim  # noqa: PLC0415
+
+    return SoftmaxBackward0.apply(input, dim=normalize_dim(dim, input.ndim))
+
+
+def erf(input: Tensor) -> Tensor:
+    """Elementwise error function."""
+    return ErfBackward0.apply(input)
+
+
+FUNCTIONS = {"erf": erf, "softmax": softmax}
