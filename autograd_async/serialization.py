@@ -52,6 +52,7 @@ class _Writer:
         return name
 
     def encode(self, obj: Any, path: str) -> list:
+        """The JSON node of `obj` (found at `path`, named in errors)."""
         if isinstance(obj, Tensor):
             from .nn.parameter import Parameter  # noqa: PLC0415 - nn sits above this module
 
@@ -159,6 +160,7 @@ class _Reader:
         return tensor
 
     def decode(self, node: Any, path: str) -> Any:
+        """The object a JSON node stands for."""
         if not isinstance(node, list) or not node or not isinstance(node[0], str):
             raise ValueError(f"corrupt checkpoint: malformed entry at {path}")
         kind = node[0]

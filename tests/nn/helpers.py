@@ -8,7 +8,8 @@ import autograd_async as aa
 from autograd_async.nn import functional as F  # noqa: N812
 
 
-def _has(name: str) -> bool:
+def has_op(name: str) -> bool:
+    """True when the op (`F.linear`, a Tensor method, or `indexing`) exists."""
     if name.startswith("F."):
         return hasattr(F, name[2:])
     if name == "indexing":
@@ -18,5 +19,5 @@ def _has(name: str) -> bool:
 
 def needs(*names: str) -> pytest.MarkDecorator:
     """Skip unless every op named exists ('F.linear', 'sum', 'indexing', ...)."""
-    missing = [n for n in names if not _has(n)]
+    missing = [n for n in names if not has_op(n)]
     return pytest.mark.skipif(bool(missing), reason=f"ops not implemented yet: {missing}")
