@@ -115,6 +115,7 @@ def test_map_location(tmp_path, map_location, expected):
 
 def test_unavailable_device_suggests_map_location(tmp_path):
     aa.save({"w": aa.zeros(2, device="sim:1")}, tmp_path / "x.npz")
+    configured = aa.sim_device_count()
     aa.set_sim_device_count(1)
     try:
         with pytest.raises(aa.DeviceError, match="map_location='cpu'"):
@@ -122,7 +123,7 @@ def test_unavailable_device_suggests_map_location(tmp_path):
         out = aa.load(tmp_path / "x.npz", map_location="cpu")
         assert str(out["w"].device) == "cpu"
     finally:
-        aa.set_sim_device_count(2)
+        aa.set_sim_device_count(configured)
 
 
 def test_optimizer_state_round_trip(tmp_path):
