@@ -138,27 +138,64 @@ class GraphTask:
     # --------------------------------------------------------------- buffers
     def deposit(self, node: Node, nr: int, grad: Any) -> list | None:
         """Add `grad` to `node`'s input `nr`; returns its inputs when the node becomes ready."""
+        deps = self.dependencies
+        left = deps[node] - 1
         buffers = self.buffers
-        buf = buffers.get(node)
-        if buf is None:
-            buf = buffers[node] = [None] * len(node._out_meta) if node._out_meta else [None]
+        if left == 0:
+            del deps[node]
+            buf = buffers.pop(node, None)
+            if buf is None:  # the only gradient this node receives: no buffer needed
+                slots = len(node._out_meta)
+                if slots <= 1:
+                    return [grad]
+                buf = [None] * slots
+                buf[nr] = grad
+                return buf
+        else:
+            deps[node] = left
+            buf = buffers.get(node)
+            if buf is None:
+                buf = buffers[node] = [None] * max(len(node._out_meta), 1)
         if grad is not None:
             held = buf[nr]
             buf[nr] = grad if held is None else held + grad
-        deps = self.dependencies
-        left = deps[node] - 1
-        if left:
-            deps[node] = left
-            return None
-        del deps[node]
-        return buffers.pop(node)
+        return buf if left == 0 else None
 
     # -------------------------------------------------------------- evaluate
     def evaluate(self, node: Node, inputs: list) -> tuple:
         """Run one node: hooks, captures, its backward, checks. Returns its output gradients.
 
         The result pairs with `node.next_functions`; an empty tuple means nothing flows on.
+        The common case (one gradient in, no hooks, captures, create_graph or anomaly mode) takes
+        a short path: backward graphs are mostly chains of such nodes.
         """
+        if (
+            len(inputs) != 1
+            or inputs[0] is None
+            or node._hooks is not None
+            or self.captures is not None
+            or self.create_graph
+            or self.anomaly
+            or node._released
+        ):
+            return self._evaluate_general(node, inputs)
+        outputs = node.backward(inputs[0])
+        if type(outputs) is not tuple:
+            outputs = (outputs,)
+        edges = node.next_functions
+        if len(outputs) != len(edges):
+            self.after_backward(node, inputs, outputs)  # raises the count error
+        for (nxt, nr), g in zip(edges, outputs):
+            if g is not None and nxt is not None:
+                shape, dtype = nxt._out_meta[nr]
+                if g.shape != shape or g.dtype != dtype or type(g) is Tensor:
+                    outputs = validate_outputs(node, outputs, False)
+                    break
+        if not self.keep_graph:
+            node.release_saved()
+        return outputs
+
+    def _evaluate_general(self, node: Node, inputs: list) -> tuple:
         inputs = self.before_backward(node, inputs)
         if inputs is None:
             return ()

@@ -214,21 +214,28 @@ class DeviceWorker:
             return
         started = time.perf_counter_ns()
         budget = PASS_BUDGET
-        while ready and budget:
-            budget -= 1
+        while ready and budget > 0:
             _, _, node, task, inputs = heappop(ready)
-            self._execute(node, task, inputs)
+            # A node that `_execute` hands back outranks everything queued: run it without a
+            # round trip through the heap (the common case in chains).
+            while node is not None:
+                budget -= 1
+                node, inputs = self._execute(node, task, inputs)
+                if node is not None and budget <= 0:
+                    self.push(task, node, inputs)  # out of budget: it waits its turn in the queue
+                    break
         self.busy_ns += time.perf_counter_ns() - started
         if ready and not self._resume_pending:
             self._resume_pending = True
             self.loop.call_soon(self._run_ready)
 
-    def _execute(self, node: Node, task: GraphTask, inputs: list) -> None:
+    def _execute(self, node: Node, task: GraphTask, inputs: list) -> tuple:
+        """Run one node and route its gradients; returns a node to run next directly, if any."""
         if task.finished:
-            return
+            return None, None
         if node.is_async:
             self._spawn_async(node, task, inputs)
-            return
+            return None, None
         if grad_enabled.get() is not task.create_graph:
             grad_enabled.set(task.create_graph)
         previous = self.running_task
@@ -244,13 +251,14 @@ class DeviceWorker:
         except BaseException as exc:  # noqa: BLE001 - a node's failure fails its task only
             self.running_task = previous
             self.engine.fail_task(task, exc, node, self)
-            return
+            return None, None
         self.running_task = previous
         self.nodes_run += 1
-        self._route(task, node, outputs)
+        return self._route(task, node, outputs)
 
-    def _route(self, task: GraphTask, node: Node, outputs: tuple) -> None:
-        delta = -1
+    def _route(self, task: GraphTask, node: Node, outputs: tuple) -> tuple:
+        """Deposit gradients for local nodes, hand the rest to their devices' workers."""
+        now_ready = None
         handoffs = None
         if outputs:
             device = self.device
@@ -260,22 +268,37 @@ class DeviceWorker:
                 if nxt.device is device:
                     inputs = task.deposit(nxt, nr, grad)
                     if inputs is not None:
-                        self.push(task, nxt, inputs)
-                        delta += 1
+                        if now_ready is None:
+                            now_ready = []
+                        now_ready.append((nxt, inputs))
                 else:
                     if handoffs is None:
                         handoffs = []
                     handoffs.append((nxt, nr, grad))
+        if handoffs is None and now_ready is not None and len(now_ready) == 1:
+            nxt, inputs = now_ready[0]
+            ready = self.ready
+            key = -((task.reentrant_depth << 64) | nxt._seq)
+            if not ready or key < ready[0][0]:
+                return nxt, inputs  # this unit of work continues as that node: no count change
+            self.push(task, nxt, inputs)
+            return None, None
+        delta = -1
+        if now_ready is not None:
+            for nxt, inputs in now_ready:
+                self.push(task, nxt, inputs)
+            delta += len(now_ready)
         if handoffs is None:
             if delta and task.add_outstanding(delta):
                 self.engine.finish_task(task)
-            return
+            return None, None
         # Count the handoffs before sending them, so a fast receiver cannot finish the task early.
         task.add_outstanding(delta + len(handoffs))
         sent = time.perf_counter_ns() if self.engine.trace_sink is not None else 0
         for nxt, nr, grad in handoffs:
             self.handoffs_out += 1
             self.engine.worker(nxt.device).submit((DELIVER, task, nxt, nr, grad, node, self, sent))
+        return None, None
 
     def _record_run(self, sink: Any, node: Node, task: GraphTask, inputs: list, outputs: tuple,
                     begun: int) -> None:
@@ -333,7 +356,9 @@ class DeviceWorker:
         if sink is not None:
             self._record_run(sink, node, task, inputs, outputs, begun)
         self.nodes_run += 1
-        self._route(task, node, outputs)
+        nxt, nxt_inputs = self._route(task, node, outputs)
+        if nxt is not None:
+            self.push(task, nxt, nxt_inputs)
         self._run_ready()
 
     # ------------------------------------------------------ reentrant backward
@@ -354,7 +379,8 @@ class DeviceWorker:
                 self._take_inbox()
                 if self.ready:
                     _, _, node, owner, inputs = heappop(self.ready)
-                    self._execute(node, owner, inputs)
+                    while node is not None:
+                        node, inputs = self._execute(node, owner, inputs)
                     continue
                 if task.finished:
                     break

@@ -123,7 +123,7 @@ class Op(Node):
         self.next_functions = tuple(edges)
         saved = tuple(inputs[i] for i in self.saved_inputs)
         self._saved = saved
-        self._saved_versions = tuple(t._version if isinstance(t, Tensor) else 0 for t in saved)
+        self._saved_versions = tuple(t._version if isinstance(t, Tensor) else None for t in saved)
         if anomaly_enabled.get():
             self.metadata["traceback_"] = traceback.format_stack()[:-3]
 
@@ -178,23 +178,25 @@ class Op(Node):
     # ------------------------------------------------------------- for backward
     def saved(self, like: Any) -> tuple:
         """The saved inputs (and output last, if saved): arrays, or Tensors when `like` is a Tensor."""
-        if self._released:
+        saved = self._saved
+        if saved is None or self._released:
             raise RuntimeError(RELEASED_MESSAGE)
+        for t, version in zip(saved, self._saved_versions):
+            if version is not None and (t._base or t)._ver != version:
+                self._raise_version_error(t, version)
         differentiable = isinstance(like, Tensor)
-        values = []
-        for t, version in zip(self._saved, self._saved_versions, strict=True):
-            if isinstance(t, Tensor):
-                if t._version != version:
-                    self._raise_version_error(t, version)
-                values.append(t if differentiable else t._data)
-            else:
-                values.append(t)
+        if differentiable:
+            values = list(saved)
+        else:
+            values = [t._data if t.__class__ is Tensor or isinstance(t, Tensor) else t for t in saved]
         if self.saves_output:
             out = self._out_ref()
             if out is not None and out._version != 0:
                 self._raise_version_error(out, 0)
             if differentiable:
-                values.append(out if out is not None else Tensor._wrap(self._saved_out, self.device, self, 0))
+                values.append(
+                    out if out is not None else Tensor._wrap(self._saved_out, self.device, self, 0)
+                )
             else:
                 values.append(self._saved_out)
         return tuple(values)
