@@ -12,6 +12,7 @@ from ..grad_mode import (
 from ..graph import Node
 from .api import backward, backward_async, grad, grad_async
 from .function import Function, FunctionCtx
+from .gradcheck import gradcheck, gradgradcheck
 
 __all__ = [
     "Function",
@@ -23,6 +24,8 @@ __all__ = [
     "enable_grad",
     "grad",
     "grad_async",
+    "gradcheck",
+    "gradgradcheck",
     "is_anomaly_enabled",
     "is_grad_enabled",
     "no_grad",

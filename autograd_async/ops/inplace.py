@@ -2,10 +2,10 @@
 
 Each bumps the version counter of the tensor's storage, which the saved-tensor check of `Op.saved`
 reads. Under grad mode a non-leaf gets a new history: its `grad_fn` becomes the in-place op's node,
-whose first edge points at the old `grad_fn`. The node's input 0 is a snapshot of the old tensor (its
-history, and its data when backward needs the old values). When the tensor is a view, its base gets an
-`AsStridedScatterBackward0` node that routes the gradient of the changed region to the view's new
-history and the rest to the base's old one.
+whose first edge points at the old `grad_fn`. The node's input 0 is a snapshot of the old tensor
+(its history, and its data when backward needs the old values). When the tensor is a view, its base
+gets an `AsStridedScatterBackward0` node that routes the gradient of the changed region to the
+view's new history and the rest to the base's old one.
 """
 
 from __future__ import annotations

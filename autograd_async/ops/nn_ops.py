@@ -189,7 +189,7 @@ class MseLossBackward0(Op):
     def backward(self, g: Any) -> tuple:
         a, b = self.saved(g)
         d = a - b
-        scale = 2 / d.size if self._reduction == "mean" else 2
+        scale = 2 / max(math.prod(d.shape), 1) if self._reduction == "mean" else 2
         grad = g * d * scale
         need = self.needs_input_grad
         return (grad if need[0] else None), (-grad if need[1] else None)
