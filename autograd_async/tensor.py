@@ -172,10 +172,12 @@ class Tensor:
     @property
     def _version(self) -> int:
         """How many in-place changes the tensor's storage has seen (shared with its views)."""
-        return (self._base or self)._ver
+        base = self._base
+        return (base if base is not None else self)._ver
 
     def _bump_version(self) -> None:
-        (self._base or self)._ver += 1
+        base = self._base
+        (base if base is not None else self)._ver += 1
 
     @property
     def data(self) -> Tensor:
@@ -263,7 +265,8 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """A tensor sharing storage (and version counter) with this one, outside the graph."""
-        return Tensor._wrap(self._data, self.device, None, 0, self._base or self)
+        base = self._base
+        return Tensor._wrap(self._data, self.device, None, 0, base if base is not None else self)
 
     def detach_(self) -> Tensor:
         """Take this tensor out of the graph, in place."""

@@ -132,7 +132,7 @@ class Op(Node):
         base = None
         if self.is_view:
             src = inputs[0]
-            base = src._base or src
+            base = src._base if src._base is not None else src
         if type(out) is not tuple:
             if not requires:
                 return Tensor._wrap(out, dev, None, 0, base)
@@ -182,7 +182,7 @@ class Op(Node):
         if saved is None or self._released:
             raise RuntimeError(RELEASED_MESSAGE)
         for t, version in zip(saved, self._saved_versions):
-            if version is not None and (t._base or t)._ver != version:
+            if version is not None and t._version != version:
                 self._raise_version_error(t, version)
         differentiable = isinstance(like, Tensor)
         if differentiable:
