@@ -98,7 +98,7 @@ def to_chrome_trace(events: Iterable[Any], *, pid: int | None = None) -> dict[st
             s = _Slice(key, ev.start_ns, ev.end_ns, ev.name, CAT_BACKWARD, {
                 "name": ev.name,
                 "device": ev.device,
-                "sequence_nr": ev.sequence_nr,
+                "sequence_nr": _signed(ev.sequence_nr),
                 "task_id": ev.task_id,
                 "node_id": ev.node_id,
                 "input_shapes": _shapes(ev.input_shapes),
@@ -120,7 +120,7 @@ def to_chrome_trace(events: Iterable[Any], *, pid: int | None = None) -> dict[st
             add(key, ev.thread_name, _Slice(key, ev.start_ns, ev.end_ns, ev.name, CAT_FORWARD, {
                 "name": ev.name,
                 "thread": ev.thread_name,
-                "sequence_nr": ev.sequence_nr,
+                "sequence_nr": _signed(ev.sequence_nr),
                 "input_shapes": _shapes(ev.input_shapes),
                 "output_shapes": _shapes(ev.output_shapes),
             }))
@@ -129,7 +129,7 @@ def to_chrome_trace(events: Iterable[Any], *, pid: int | None = None) -> dict[st
             add(key, f"{ev.device} stream", _Slice(key, ev.start_ns, ev.end_ns, ev.name, CAT_GPU, {
                 "name": ev.name,
                 "device": ev.device,
-                "sequence_nr": ev.sequence_nr,
+                "sequence_nr": _signed(ev.sequence_nr),
                 "task_id": ev.task_id,
                 "node_id": ev.node_id,
             }))
@@ -233,6 +233,14 @@ def load_trace(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
         raise ValueError(f"{path}: not a Chrome trace (no traceEvents list)")
     return data
+
+
+def _signed(n: int) -> int:
+    """A uint64 sequence number as int64: AccumulateGrad's UINT64_MAX becomes -1.
+
+    JavaScript viewers read JSON numbers as doubles, which cannot hold 2**64 - 1 exactly.
+    """
+    return n - (1 << 64) if n >= (1 << 63) else n
 
 
 def _shapes(shapes: Any) -> Any:
