@@ -4,8 +4,9 @@
 
 The chain alternates `y = y * 1.0001 + 0.5` and `y = y.tanh()` on a (4,) float64 tensor, so the time
 is the engine's per-node overhead, which is what a trace sink adds to. Each repeat builds a fresh
-graph (untimed) and times one `backward()`; profiled and plain runs alternate so drift hits both
-alike. Prints the medians and their ratio; `--check` exits 1 when the ratio is above `--limit`.
+graph (untimed) and times one `backward()`, in three modes that take turns so drift hits all alike:
+no sink, a sink that drops every record (the engine's cost of building them) and `profile()`.
+Prints the medians and the profile/off ratio; `--check` exits 1 when it is above `--limit`.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ import numpy as np
 # Run from a checkout without installing: the repository root holds the package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autograd_async.creation import tensor  # noqa: E402
+from autograd_async import ones_like, tensor  # noqa: E402
+from autograd_async.engine import get_engine  # noqa: E402
 from autograd_async.profiler import profile  # noqa: E402
 
 
 def build_chain(n_ops: int, device: str) -> tuple[object, object]:
-    """A leaf and the scalar at the end of an `n_ops`-op chain of (4,) float64 tensors."""
+    """A leaf and the (4,) output at the end of an `n_ops`-op chain of float64 tensors."""
     x = tensor(np.linspace(-1.0, 1.0, 4), dtype=np.float64, device=device, requires_grad=True)
     y = x
     ops = 0
@@ -40,30 +42,50 @@ def build_chain(n_ops: int, device: str) -> tuple[object, object]:
             y = y.tanh()
             ops += 1
         affine = not affine
-    return x, y.sum()
+    return x, y
 
 
-def time_backward(n_ops: int, device: str, profiled: bool) -> tuple[float, int]:
-    """Seconds for one backward of a fresh chain, and how many records the profile kept."""
-    _, loss = build_chain(n_ops, device)
+class _DiscardingSink:
+    """A sink that keeps nothing: what is left is the engine's cost of building the records."""
+
+    gpu_timing = False
+
+    def record(self, event: object) -> None:
+        """Drop the record."""
+
+
+def time_backward(n_ops: int, device: str, mode: str) -> tuple[float, int]:
+    """Seconds for one backward of a fresh chain in `mode` (off, discard, profile); records kept.
+
+    `discard` installs a sink that drops every record, which separates the engine's cost of
+    building records from the profiler's cost of keeping them.
+    """
+    _, out = build_chain(n_ops, device)
+    seed = ones_like(out)  # backward(ones) is sum().backward() without the reduction node
     gc.collect()
     gc.disable()  # a collection inside the timed region is noise, not profiler cost
     try:
-        if profiled:
+        if mode == "profile":
             with profile() as prof:
                 start = time.perf_counter()
-                loss.backward()
+                out.backward(seed)
                 elapsed = time.perf_counter() - start
             return elapsed, len(prof.events)
-        start = time.perf_counter()
-        loss.backward()
-        return time.perf_counter() - start, 0
+        engine = get_engine()
+        if mode == "discard":
+            engine.set_trace_sink(_DiscardingSink())
+        try:
+            start = time.perf_counter()
+            out.backward(seed)
+            return time.perf_counter() - start, 0
+        finally:
+            engine.set_trace_sink(None)
     finally:
         gc.enable()
 
 
 def main() -> int:
-    """Run the benchmark and print both medians and their ratio."""
+    """Run the benchmark and print the medians and the on/off ratio."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=20_000, help="ops in the chain")
     parser.add_argument("--repeats", type=int, default=7, help="timed runs of each kind")
@@ -72,25 +94,32 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when the ratio > --limit")
     args = parser.parse_args()
 
-    time_backward(args.ops, args.device, False)  # warm-up: threads, loops, caches
-    time_backward(args.ops, args.device, True)
-    plain: list[float] = []
-    profiled: list[float] = []
+    modes = ("off", "discard", "profile")
+    for mode in modes:
+        time_backward(args.ops, args.device, mode)  # warm-up: threads, loops, caches
+    runs: dict[str, list[float]] = {mode: [] for mode in modes}
     records = 0
     for i in range(args.repeats):
-        # Alternate which goes first so a slow phase of the machine is shared by both.
-        order = (False, True) if i % 2 == 0 else (True, False)
-        for with_profile in order:
-            elapsed, n = time_backward(args.ops, args.device, with_profile)
-            (profiled if with_profile else plain).append(elapsed)
+        # Rotate which goes first so a slow phase of the machine is shared by all modes.
+        for mode in modes[i % 3:] + modes[: i % 3]:
+            elapsed, n = time_backward(args.ops, args.device, mode)
+            runs[mode].append(elapsed)
             records = max(records, n)
-    off, on = statistics.median(plain), statistics.median(profiled)
+    off, discard, on = (statistics.median(runs[mode]) for mode in modes)
     ratio = on / off
     print(f"chain of {args.ops} ops on {args.device}, median of {args.repeats} backward runs")
-    print(f"  profiling off: {off * 1e3:8.2f} ms  (runs: {_ms(plain)})")
-    print(f"  profiling on:  {on * 1e3:8.2f} ms  (runs: {_ms(profiled)}; {records} records)")
-    print(f"  ratio on/off:  {ratio:.3f}  (limit {args.limit:.2f})")
+    print(f"  profiling off:          {off * 1e3:8.2f} ms  (runs: {_ms(runs['off'])})")
+    print(f"  sink dropping records:  {discard * 1e3:8.2f} ms  (runs: {_ms(runs['discard'])})")
+    print(f"  profiling on:           {on * 1e3:8.2f} ms  (runs: {_ms(runs['profile'])}; "
+          f"{records} records)")
+    print(f"  ratio on/off:           {ratio:.3f}  (limit {args.limit:.2f}); of the added time, "
+          f"{_share(discard - off, on - off)} is the engine building records, "
+          f"{_share(on - discard, on - off)} the profiler keeping them")
     return 1 if args.check and ratio > args.limit else 0
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.0f}%" if whole > 0 else "n/a"
 
 
 def _ms(runs: list[float]) -> str:
