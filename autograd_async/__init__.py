@@ -2,7 +2,7 @@
 worker thread and asyncio event loop per device and that callers can `await`."""
 
 from . import ops as _ops  # noqa: F401 - installs the op methods on Tensor
-from . import autograd
+from . import autograd, engine, nn, optim, profiler
 from .creation import (
     Generator,
     arange,
@@ -60,6 +60,10 @@ __all__ = [
     "arange",
     "as_tensor",
     "autograd",
+    "engine",
+    "nn",
+    "optim",
+    "profiler",
     "bool_",
     "complex64",
     "complex128",

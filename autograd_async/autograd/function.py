@@ -129,11 +129,7 @@ class Function:
         if not requires:
             return out
         outputs = out if isinstance(out, tuple) else (out,)
-        node.next_functions = tuple(
-            (a.grad_fn, a._output_nr) if a.grad_fn is not None else (grad_accumulator(a), 0)
-            if isinstance(a, Tensor) and a._rg else (None, 0)
-            for a in args
-        )
+        node.next_functions = tuple(_edge(a) for a in args)
         node._seq = next_sequence_nr()
         first = next((o for o in outputs if isinstance(o, Tensor)), None)
         node.device = first.device if first is not None else tensors[0].device
@@ -159,6 +155,14 @@ class Function:
             t._output_nr = i
             wrapped.append(t)
         return tuple(wrapped) if isinstance(out, tuple) else wrapped[0]
+
+
+def _edge(arg: Any) -> tuple:
+    if not isinstance(arg, Tensor) or not arg._rg:
+        return (None, 0)
+    if arg.grad_fn is not None:
+        return (arg.grad_fn, arg._output_nr)
+    return (grad_accumulator(arg), 0)
 
 
 class FunctionCtx(BackwardCFunction):
