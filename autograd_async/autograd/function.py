@@ -147,9 +147,9 @@ class Function:
                 o._rg = False
                 wrapped.append(o)
                 continue
-            t = o if o.grad_fn is None and not o._rg and o not in tensors else Tensor._wrap(
-                o._data, o.device, None, 0, o._base
-            )
+            fresh = o.grad_fn is None and not o._rg and all(o is not t for t in tensors)
+            # An input returned as-is gets a new tensor object, so the input keeps its own history.
+            t = o if fresh else Tensor._wrap(o._data, o.device, None, 0, o._base)
             t.grad_fn = node
             t._rg = True
             t._output_nr = i
