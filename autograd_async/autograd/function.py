@@ -79,13 +79,19 @@ class BackwardCFunction(Node):
 
     def backward(self, *grads: Any) -> Any:
         """Call the Function's backward with Tensors."""
-        result = self._function.backward(self, *self._wrap_grads(grads))
-        return result if isinstance(result, tuple) else (result,)
+        return self._trim(self._function.backward(self, *self._wrap_grads(grads)))
 
     async def backward_async(self, *grads: Any) -> Any:
         """Await the Function's async backward with Tensors."""
-        result = await self._function.backward(self, *self._wrap_grads(grads))
-        return result if isinstance(result, tuple) else (result,)
+        return self._trim(await self._function.backward(self, *self._wrap_grads(grads)))
+
+    def _trim(self, result: Any) -> tuple:
+        """As PyTorch: extra trailing None gradients (for defaulted arguments) are dropped."""
+        result = result if isinstance(result, tuple) else (result,)
+        wanted = len(self.next_functions)
+        if len(result) > wanted and all(g is None for g in result[wanted:]):
+            result = result[:wanted]
+        return result
 
 
 class Function:
