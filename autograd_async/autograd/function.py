@@ -101,7 +101,7 @@ class Function:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        is_async = inspect.iscoroutinefunction(cls.__dict__.get("backward", cls.backward))
+        is_async = inspect.iscoroutinefunction(cls.backward)
         namespace: dict[str, Any] = {"_function": cls, "is_async": is_async}
         if is_async:
             namespace["backward"] = BackwardCFunction.backward_async
