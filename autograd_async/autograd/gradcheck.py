@@ -1,4 +1,4 @@
-"""`gradcheck` and `gradgradcheck`: analytical Jacobians (from the engine) against central differences.
+"""`gradcheck` and `gradgradcheck`: engine Jacobians against central differences.
 
 As in PyTorch, inputs that require grad must be float64: with float32 the finite differences are too
 coarse for the default tolerances to mean anything.

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..devices import DeviceError
 from ..grad_mode import grad_enabled
 from ..tensor import Tensor, infer_array
 from .arithmetic import AddBackward0, SubBackward0, div, mul
@@ -216,9 +217,14 @@ def _commit(t: Tensor, result: Tensor) -> Tensor:
     return t
 
 
-def _operand(t: Tensor, other: Any) -> Any:
+def _operand(t: Tensor, other: Any, move: bool = False) -> Any:
     if isinstance(other, Tensor):
         if other.device is not t.device:
+            if not move:  # only copies cross devices, as in PyTorch
+                raise DeviceError(
+                    f"expected all tensors to be on the same device, but found at least two "
+                    f"devices, {t.device} and {other.device}"
+                )
             return other.to(t.device)
         return other
     if isinstance(other, Number):
@@ -335,7 +341,7 @@ def fill_(input: Tensor, value: Any) -> Tensor:
 
 def copy_(input: Tensor, src: Any) -> Tensor:
     """Copy `src`'s values (broadcast, cast, from any device) into `input`."""
-    src = _operand(input, src)
+    src = _operand(input, src, move=True)
     _check_shape(input, src)
     if _recording(input, src):
         return _commit(input, CopyBackwards.apply(_snapshot(input), src))
@@ -347,7 +353,7 @@ def copy_(input: Tensor, src: Any) -> Tensor:
 def setitem(input: Tensor, key: Any, value: Any) -> None:
     """`input[key] = value`, recorded as CopySlices (basic keys) or IndexPutBackward0."""
     key = normalize_key(key, input._data)
-    value = _operand(input, value)
+    value = _operand(input, value, move=True)
     if isinstance(value, Tensor) and value.dtype != input.dtype:
         value = value.to(dtype=input.dtype)
     if _recording(input, value):
