@@ -1,0 +1,87 @@
+"""Custom Functions that record where and when the engine ran their backward."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import autograd_async as aa
+
+
+@dataclass
+class Visit:
+    """Where one backward ran."""
+
+    tag: str
+    thread: threading.Thread
+    loop: asyncio.AbstractEventLoop | None
+    device: str
+
+
+@dataclass
+class Recorder:
+    """Collects Visits in execution order (list.append is atomic across threads)."""
+
+    visits: list[Visit] = field(default_factory=list)
+
+    def tags(self) -> list[str]:
+        """The tags in the order their backward ran."""
+        return [v.tag for v in self.visits]
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class Probe(aa.autograd.Function):
+    """Identity whose backward records its thread, loop and device, optionally sleeping."""
+
+    @staticmethod
+    def forward(ctx: Any, x: aa.Tensor, recorder: Recorder, tag: str, sleep: float = 0.0):
+        ctx.recorder, ctx.tag, ctx.sleep, ctx.dev = recorder, tag, sleep, str(x.device)
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx: Any, g: aa.Tensor):
+        if ctx.sleep:
+            time.sleep(ctx.sleep)
+        ctx.recorder.visits.append(
+            Visit(ctx.tag, threading.current_thread(), _running_loop(), ctx.dev)
+        )
+        return g, None, None, None
+
+
+class AsyncProbe(aa.autograd.Function):
+    """Identity whose async backward awaits `asyncio.sleep` on its device loop, then records."""
+
+    @staticmethod
+    def forward(ctx: Any, x: aa.Tensor, recorder: Recorder, tag: str, sleep: float = 0.0):
+        ctx.recorder, ctx.tag, ctx.sleep, ctx.dev = recorder, tag, sleep, str(x.device)
+        return x * 1.0
+
+    @staticmethod
+    async def backward(ctx: Any, g: aa.Tensor):
+        await asyncio.sleep(ctx.sleep)
+        ctx.recorder.visits.append(
+            Visit(ctx.tag, threading.current_thread(), _running_loop(), ctx.dev)
+        )
+        return g, None, None, None
+
+
+class Boom(aa.autograd.Function):
+    """Identity whose backward raises the given exception."""
+
+    @staticmethod
+    def forward(ctx: Any, x: aa.Tensor, error: BaseException):
+        ctx.error = error
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx: Any, g: aa.Tensor):
+        raise ctx.error
