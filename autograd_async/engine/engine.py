@@ -184,7 +184,9 @@ class Engine:
                 failure.append(exc)
 
         helper = threading.Thread(
-            target=context.run, args=(drive,), name=f"{threading.current_thread().name}:reentrant",
+            target=context.run,
+            args=(drive,),
+            name=f"{worker.thread.name}:reentrant-depth-{task.reentrant_depth}",
             daemon=True,
         )
         helper.start()
