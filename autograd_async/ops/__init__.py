@@ -28,8 +28,12 @@ def _cast(dtype: Any) -> Any:
     return cast
 
 
+# Functions of several tensors that PyTorch has no method for.
+_NOT_METHODS = ("cat", "concat", "concatenate", "stack")
+
+
 def _install() -> None:
-    methods: dict[str, Any] = dict(FUNCTIONS)
+    methods = {k: v for k, v in FUNCTIONS.items() if k not in _NOT_METHODS}
     for family in _FAMILIES:
         methods.update(getattr(family, "OPERATORS", {}))
         methods.update(getattr(family, "METHODS", {}))
@@ -43,6 +47,8 @@ def _install() -> None:
             "int": _cast(int32),
             "bool": _cast(bool_),
             "type_as": lambda self, other: to(self, dtype=other.dtype),
+            # x.where(condition, y): the tensor is the value where the condition holds.
+            "where": lambda self, condition, other: elementwise.where(condition, self, other),
         }
     )
     for name, fn in methods.items():

@@ -219,3 +219,14 @@ def test_no_graph_without_grad() -> None:
         y = x * 2
     assert y.grad_fn is None and not y.requires_grad
     assert (aa.randn(3) * 2).grad_fn is None
+
+
+def test_casts_and_where_method() -> None:
+    x = aa.tensor([1.5, -2.0], requires_grad=True)
+    assert x.double().dtype == aa.float64 and x.half().dtype == aa.float16
+    assert x.long().tolist() == [1, -2] and x.int().dtype == aa.int32
+    assert x.bool().dtype == aa.bool_ and x.float() is x
+    (x.double() * 2).sum().backward()
+    assert x.grad.dtype == aa.float32 and x.grad.tolist() == [2.0, 2.0]
+    assert x.where(x > 0, 0.0).tolist() == [1.5, 0.0]
+    assert not hasattr(aa.Tensor, "cat")
