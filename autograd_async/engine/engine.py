@@ -75,7 +75,7 @@ class Engine:
     def worker(self, device: Device) -> DeviceWorker:
         """The worker of `device`, started on first use."""
         found = self._workers.get(device)
-        if found is not None:
+        if found is not None and self._state == "open":
             return found
         with self._lock:
             self.check_open()

@@ -38,8 +38,10 @@ async def test_callers_loop_keeps_ticking_during_a_slow_backward():
     await ticking
     assert elapsed >= 0.45, "the slow nodes really ran"
     gaps = np.diff(ticks)
-    assert len(ticks) > 40
-    assert gaps.max() < 0.05, f"caller's loop stalled for {gaps.max() * 1000:.1f} ms"
+    # Blocking the loop would show as one gap as long as the whole backward (>= 450 ms); the bound
+    # leaves room for a busy shared machine's scheduling noise.
+    assert len(ticks) > 20
+    assert gaps.max() < 0.15, f"caller's loop stalled for {gaps.max() * 1000:.1f} ms"
     np.testing.assert_allclose(x.grad.numpy(), [1.0, 1.0])
 
 

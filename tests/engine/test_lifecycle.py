@@ -1,0 +1,78 @@
+"""Engines start on first use, shut down explicitly or at exit, and refuse work after shutdown."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import autograd_async as aa
+from autograd_async.engine import Engine, EngineClosedError, get_engine
+
+
+def _backward_once():
+    x = aa.tensor([1.0, 2.0], requires_grad=True)
+    (x.to("sim:0") * 2.0).to("cpu").sum().backward()
+    return x.grad.numpy()
+
+
+def test_scoped_engine_serves_its_block_then_closes():
+    with Engine() as engine:
+        assert get_engine() is engine
+        np.testing.assert_allclose(_backward_once(), [2.0, 2.0])
+        workers = list(engine.workers().values())
+        assert {str(w.device) for w in workers} >= {"cpu", "sim:0"}
+        assert all(w.alive for w in workers)
+    assert engine.state == "closed"
+    assert all(not w.alive for w in workers)
+    assert get_engine() is not engine
+    with pytest.raises(EngineClosedError, match="shut down"):
+        engine.worker(aa.device("cpu"))
+
+
+async def test_async_context_manager():
+    async with Engine() as engine:
+        x = aa.tensor([3.0], requires_grad=True)
+        await (x * x).sum().backward_async()
+        assert x.grad.item() == 6.0
+        assert get_engine() is engine
+    assert engine.state == "closed"
+
+
+def test_default_engine_restarts_after_shutdown():
+    first = get_engine()
+    _backward_once()
+    aa.engine.shutdown()
+    assert first.state == "closed"
+    np.testing.assert_allclose(_backward_once(), [2.0, 2.0])
+    assert get_engine() is not first and get_engine().state == "open"
+
+
+def test_stats_count_nodes_and_busy_time():
+    engine = get_engine()
+    engine.reset_stats()
+    x = aa.tensor([1.0], requires_grad=True)
+    ((x * 2.0).tanh() * 3.0).sum().backward()
+    stats = engine.stats()["cpu"]
+    assert stats.nodes_run == 5  # Sum, Mul, Tanh, Mul, AccumulateGrad
+    assert stats.busy_ns > 0 and stats.queue_depth == 0
+
+
+def test_interpreter_exit_shuts_down_cleanly():
+    code = (
+        "import autograd_async as aa\n"
+        "x = aa.tensor([1.0], requires_grad=True)\n"
+        "(x.to('sim:0') * 2.0).to('cpu').sum().backward()\n"
+        "print(x.grad.item())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "2.0"
+    assert done.stderr == ""
+
+
+def test_unknown_loop_kind_is_refused():
+    with pytest.raises(ValueError, match="loop kind must be one of"):
+        Engine(loop="trio")
