@@ -233,6 +233,10 @@ def _operand(t: Tensor, other: Any, move: bool = False) -> Any:
 
 
 def _recording(t: Tensor, *others: Any) -> bool:
+    if isinstance(t._data, np.generic):
+        # A 0-d gradient can arrive as a NumPy scalar, which has no storage to write into (nor
+        # views to keep in sync): give the tensor a 0-d array first.
+        t._data = np.array(t._data)
     record = _check(t)
     return record and (t._rg or any(isinstance(o, Tensor) and o._rg for o in others))
 

@@ -154,3 +154,11 @@ def test_inplace_works_on_sim_devices(device: str) -> None:
     y.sum().backward()
     assert x.grad.device == aa.device(device)
     assert to_numpy(x.grad).tolist() == [0.0, 4.0, 4.0]
+
+
+def test_inplace_on_a_zero_dim_gradient() -> None:
+    x = aa.tensor(3.0, requires_grad=True)
+    (x * 2).backward()
+    x.grad.zero_()
+    x.grad += 1
+    assert x.grad.item() == 1.0
