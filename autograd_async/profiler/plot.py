@@ -54,11 +54,16 @@ def plot_timeline(
     fig = Figure(figsize=(width_in, 1.5 + 0.55 * max(1, len(lanes))), dpi=dpi)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
+    # A microsecond node in a second-long trace is narrower than a pixel; drawn at least this wide,
+    # it still shows where it ran.
+    min_width = (t1 - t0) * scale * 5e-4
     for name, slices in by_track.items():
         y = lane_of[name]
-        bars = [((s.ts - t0) * scale, s.dur * scale) for s in slices]
+        bars = [((s.ts - t0) * scale, max(s.dur * scale, min_width)) for s in slices]
         colors = [_CAT_COLORS.get(s.cat, _OTHER_COLOR) for s in slices]
-        ax.broken_barh(bars, (y - 0.35, 0.7), facecolors=colors, edgecolor="black", linewidth=0.2)
+        # Outlines separate a few slices but turn thousands into a black band.
+        edge = 0.2 if len(slices) <= 200 else 0.0
+        ax.broken_barh(bars, (y - 0.35, 0.7), facecolors=colors, edgecolor="black", linewidth=edge)
 
     xs, ys, dxs, dys = _arrows(events, names, lane_of, t0, scale)
     if xs:
