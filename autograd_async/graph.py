@@ -13,6 +13,8 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 if TYPE_CHECKING:
     from .devices import Device
     from .tensor import Tensor
@@ -175,6 +177,8 @@ class AccumulateGrad(Node):
         from .tensor import Tensor  # noqa: PLC0415 - the tensor module imports this one
 
         variable = self.variable
+        if isinstance(grad, np.generic):  # 0-d arithmetic gives NumPy scalars; .grad is an array
+            grad = np.array(grad)
         for hook in variable._hooks or ():
             result = hook(_as_tensor(grad, variable.device))
             if result is not None:

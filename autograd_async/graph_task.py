@@ -13,6 +13,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from .devices import Device
 from .graph import AccumulateGrad, Node
 from .ops.base import RELEASED_MESSAGE, describe
@@ -191,6 +193,8 @@ class GraphTask:
                 if g.shape != shape or g.dtype != dtype or type(g) is Tensor:
                     outputs = validate_outputs(node, outputs, False)
                     break
+        if len(outputs) == 2 and outputs[0] is outputs[1] and outputs[0] is not None:
+            outputs = unshare_for_leaves(edges, outputs)
         if not self.keep_graph:
             node.release_saved()
         return outputs
@@ -307,6 +311,8 @@ def validate_outputs(node: Node, outputs: tuple, create_graph: bool) -> tuple:
             g = Tensor._wrap(g, nxt.device)
         elif not create_graph and isinstance(g, Tensor):
             g = g._data
+        if isinstance(g, np.generic):  # a NumPy scalar from a full reduction: keep arrays
+            g = np.asarray(g)
         shape, dtype = nxt._out_meta[nr]
         fixed = g
         if g.shape != shape:
@@ -323,6 +329,18 @@ def validate_outputs(node: Node, outputs: tuple, create_graph: bool) -> tuple:
                 checked = list(outputs)
             checked[i] = fixed
     return outputs if checked is None else tuple(checked)
+
+
+def unshare_for_leaves(edges: tuple, outputs: tuple) -> tuple:
+    """One array sent to two edges must not become the `.grad` of a leaf as well as something else.
+
+    A leaf stores its first gradient without a copy; if a backward (e.g. AddBackward0) returned the
+    same array for two inputs, the second one gets its own copy when either edge is a leaf's.
+    """
+    if any(type(nxt) is AccumulateGrad for nxt, _ in edges):
+        first, second = outputs
+        return first, second.copy()
+    return outputs
 
 
 def materialize(node: Node, inputs: list, create_graph: bool) -> list:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..devices import CPU
+from ..devices import CPU, array_module
 from ..grad_mode import anomaly_check_nan, anomaly_enabled
 from ..graph import Node, grad_accumulator
 from ..graph_task import GraphRoot, GraphTask
+from ..ops.dual import xp_of
 from ..tensor import Tensor
 
 
@@ -27,10 +28,7 @@ def _gradient_edge(t: Tensor) -> tuple[Node, int]:
 
 def _root_gradients(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> list:
     if grad_outputs and len(grad_outputs) != len(outputs):
-        raise RuntimeError(
-            f"grad can be implicitly created only for scalar outputs; got {len(grad_outputs)} "
-            f"gradients for {len(outputs)} outputs"
-        )
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grad_outputs)} gradients")
     grads = []
     for i, out in enumerate(outputs):
         if not isinstance(out, Tensor):
@@ -43,7 +41,8 @@ def _root_gradients(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> 
         if given is None:
             if out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = out._data * 0 + 1
+            # ones_like, not `out * 0 + 1`: an inf or nan output still starts with gradient 1.
+            g = array_module(out.device).ones_like(out._data)
         elif isinstance(given, Tensor):
             if given.device is not out.device:
                 raise RuntimeError(
@@ -83,8 +82,8 @@ class PreparedTask:
             for i, (t, g) in enumerate(zip(self.inputs, task.captured, strict=True)):
                 if g is None and not self.allow_unused:
                     raise RuntimeError(
-                        f"One of the differentiated Tensors (input {i}) appears to not have been "
-                        "used in the graph. Set allow_unused=True if this is the desired behavior."
+                        f"The differentiated Tensor at index {i} appears to not have been used in "
+                        "the graph. Set allow_unused=True if this is the desired behavior."
                     )
                 out.append(_wrap_grad(g, t))
             return tuple(out)
@@ -121,7 +120,7 @@ def prepare(
         grad_outs = ()
     ins = _as_tuple(inputs)
     if mode == "grad" and not ins:
-        raise RuntimeError("grad requires non-empty inputs.")
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     for i, t in enumerate(ins):
         if not isinstance(t, Tensor):
             raise TypeError(f"inputs must be Tensors, got {type(t).__name__} at index {i}")

@@ -143,11 +143,11 @@ class Op(Node):
                 self._out_ref = weakref.ref(t)
             return t
         if not requires:
-            return tuple(Tensor._wrap(o, dev) for o in out)
+            return tuple(Tensor._wrap(o, dev, None, 0, base) for o in out)
         self._out_meta = tuple((o.shape, o.dtype) for o in out)
         skip = self.non_differentiable_outputs
         tensors = tuple(
-            Tensor._wrap(o, dev) if i in skip else Tensor._wrap(o, dev, self, i)
+            Tensor._wrap(o, dev, None, 0, base) if i in skip else Tensor._wrap(o, dev, self, i, base)
             for i, o in enumerate(out)
         )
         if self.saves_output:
