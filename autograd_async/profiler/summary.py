@@ -163,7 +163,7 @@ class Summary:
 
 
 def summarize(trace: dict[str, Any] | list[dict[str, Any]]) -> Summary:
-    """Compute key averages, per-track busy share and idle gaps, and the critical path."""
+    """Key averages, busy share, idle gaps and critical path of a trace (see the module doc)."""
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
     names = track_names(events)
     by_track = slices_by_track(events, names)
@@ -189,7 +189,7 @@ def summarize(trace: dict[str, Any] | list[dict[str, Any]]) -> Summary:
         end_us=end,
         tracks=tracks,
         handoffs=sum(1 for ev in events if ev.get("ph") == "s"),
-        critical_path=critical_path(events, by_track, names),
+        critical_path=_critical_path(events, by_track, names),
     )
 
 
@@ -212,7 +212,7 @@ def busy_and_gaps(slices: list[TraceSlice]) -> tuple[float, list[IdleGap]]:
     return busy, gaps
 
 
-def critical_path(
+def _critical_path(
     events: list[dict[str, Any]],
     by_track: dict[str, list[TraceSlice]],
     names: dict[tuple[Any, Any], str],
