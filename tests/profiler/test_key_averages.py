@@ -12,7 +12,7 @@ from .synthetic import backward_events, gpu_events, node
 
 def test_rows_aggregate_count_total_mean_min_max_per_name_and_device():
     events = [node("cpu", 10, "MulBackward0", i, 1000 * i, 1000 * i + d)
-              for i, d in enumerate([100, 300, 200], start=1)]
+              for i, d in enumerate([300, 100, 200], start=1)]
     events.append(node("sim:0", 20, "MulBackward0", 9, 0, 50))
     table = key_averages(events)
     row = table.find("MulBackward0", "cpu")

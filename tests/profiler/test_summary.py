@@ -107,3 +107,14 @@ def test_empty_trace_summary():
     summary = summarize({"traceEvents": []})
     assert summary.wall_us == 0 and summary.critical_path == [] and summary.tracks == {}
     assert "Critical path" in str(summary)
+
+
+def test_busy_time_counts_nested_and_overlapping_slices_once():
+    events = [{"name": "thread_name", "ph": "M", "ts": 0, "pid": 1, "tid": 1,
+               "args": {"name": "T"}}]
+    for ts, dur in [(0, 10), (2, 3), (8, 4), (20, 5)]:  # nested, overlapping, then apart
+        events.append({"name": "x", "cat": "backward", "ph": "X", "ts": ts, "dur": dur,
+                       "pid": 1, "tid": 1})
+    track = summarize({"traceEvents": events}).tracks["T"]
+    assert track.busy_us == pytest.approx(17.0)  # [0, 12] and [20, 25]
+    assert [(g.start_us, g.end_us) for g in track.idle_gaps] == [(12.0, 20.0)]
