@@ -66,37 +66,82 @@ class _ModeContext:
         return wrapper  # type: ignore[return-value]
 
 
-class set_grad_enabled(_ModeContext):  # noqa: N801 - PyTorch's name
-    """Enable or disable graph recording: `with set_grad_enabled(False):` or as a decorator."""
+class no_grad(_ModeContext):  # noqa: N801 - PyTorch's name
+    """Disable graph recording in a block or a decorated function."""
 
     _var = grad_enabled
-
-    def __init__(self, mode: bool) -> None:
-        super().__init__(bool(mode))
-
-
-class no_grad(set_grad_enabled):  # noqa: N801
-    """Disable graph recording in a block or a decorated function."""
 
     def __init__(self) -> None:
         super().__init__(False)
 
 
-class enable_grad(set_grad_enabled):  # noqa: N801
+class enable_grad(_ModeContext):  # noqa: N801
     """Enable graph recording in a block or a decorated function (inside `no_grad`)."""
+
+    _var = grad_enabled
 
     def __init__(self) -> None:
         super().__init__(True)
 
 
-class set_detect_anomaly(_ModeContext):  # noqa: N801
-    """Turn anomaly mode on or off: forward tracebacks on backward errors, NaN checks in backward."""
+class set_grad_enabled(_ModeContext):  # noqa: N801
+    """Enable or disable graph recording.
+
+    As in PyTorch it takes effect when called, so `set_grad_enabled(False)` alone switches the
+    mode for the rest of the current context; `with set_grad_enabled(False):` restores the previous
+    mode on exit, and as a decorator it leaves the caller's mode alone.
+    """
+
+    _var = grad_enabled
+
+    def __init__(self, mode: bool) -> None:
+        super().__init__(bool(mode))
+        self._call_token: contextvars.Token | None = grad_enabled.set(self._value)
+
+    def _undo_call(self) -> None:
+        token, self._call_token = self._call_token, None
+        if token is not None:
+            try:
+                self._var.reset(token)
+            except ValueError:  # set in another context: that context keeps the mode
+                pass
+
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
+        self._undo_call()
+
+    def __call__(self, fn: F) -> F:
+        self._undo_call()
+        return super().__call__(fn)
+
+
+class set_detect_anomaly:  # noqa: N801
+    """Turn anomaly mode on or off: forward tracebacks on backward errors, NaN checks in backward.
+
+    As in PyTorch it takes effect when called (`set_detect_anomaly(True)` alone turns it on for the
+    current context); used with `with`, the previous mode comes back on exit.
+    """
+
+    def __init__(self, mode: bool, check_nan: bool = True) -> None:
+        self._tokens = (anomaly_enabled.set(bool(mode)), anomaly_check_nan.set(bool(check_nan)))
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        mode_token, nan_token = self._tokens
+        anomaly_check_nan.reset(nan_token)
+        anomaly_enabled.reset(mode_token)
+
+
+class detect_anomaly(_ModeContext):  # noqa: N801
+    """Anomaly mode on for a block or a decorated function: see `set_detect_anomaly`."""
 
     _var = anomaly_enabled
 
-    def __init__(self, mode: bool, check_nan: bool = True) -> None:
-        super().__init__(bool(mode))
-        self._check_nan = check_nan
+    def __init__(self, check_nan: bool = True) -> None:
+        super().__init__(True)
+        self._check_nan = bool(check_nan)
         self._nan_tokens: list[contextvars.Token] = []
 
     def __enter__(self) -> None:
@@ -106,13 +151,6 @@ class set_detect_anomaly(_ModeContext):  # noqa: N801
     def __exit__(self, *exc: object) -> None:
         anomaly_check_nan.reset(self._nan_tokens.pop())
         super().__exit__(*exc)
-
-
-class detect_anomaly(set_detect_anomaly):  # noqa: N801
-    """Anomaly mode on for a block: see `set_detect_anomaly`."""
-
-    def __init__(self, check_nan: bool = True) -> None:
-        super().__init__(True, check_nan)
 
 
 def is_anomaly_enabled() -> bool:
