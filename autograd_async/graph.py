@@ -173,23 +173,29 @@ class AccumulateGrad(Node):
         """A leaf's accumulator keeps its variable: it is the graph's handle on the leaf."""
 
     def backward(self, grad: Any) -> tuple:
-        """Add `grad` into the variable's `.grad` (first one stored without a copy)."""
+        """Add `grad` into the variable's `.grad` (the first one without a copy when unshared).
+
+        The leaf's own hooks (`register_hook`) are this node's tensor pre-hooks: the graph task
+        runs them before the node's pre-hooks, as PyTorch does.
+        """
         from .tensor import Tensor  # noqa: PLC0415 - the tensor module imports this one
 
         variable = self.variable
         if isinstance(grad, np.generic):  # 0-d arithmetic gives NumPy scalars; .grad is an array
             grad = np.array(grad)
-        for hook in variable._hooks or ():
-            result = hook(_as_tensor(grad, variable.device))
-            if result is not None:
-                grad = result if isinstance(grad, Tensor) else result._data
         current = variable.grad
         if isinstance(grad, Tensor):  # create_graph: keep the gradient's own graph
             variable.grad = grad if current is None else current + grad
             self._owned_grad = None
         elif current is None:
+            if not claim(grad):
+                # Its memory is held elsewhere (another leaf's .grad, the caller's gradient):
+                # PyTorch steals a gradient only when nothing else refers to it, so copy.
+                grad = grad.copy()
+                self._owned_grad = grad
+            else:
+                self._owned_grad = None
             variable.grad = Tensor._wrap(grad, variable.device)
-            self._owned_grad = None
         elif current.grad_fn is None and current._data is self._owned_grad:
             current._data += grad
             current._bump_version()
@@ -202,10 +208,27 @@ class AccumulateGrad(Node):
         return ()
 
 
-def _as_tensor(grad: Any, device: Device) -> Tensor:
-    from .tensor import Tensor  # noqa: PLC0415
+# The memory owners of gradient arrays that are held outside the graph task: stored into a leaf's
+# `.grad` without a copy, or given by the caller as a starting gradient. A node that passes one
+# gradient to several inputs (`a + b`), or to a view (`reshape`), would otherwise make a leaf's
+# `.grad` share memory with another leaf's or with the caller's array, and an in-place change of
+# one (gradient clipping, `grad.mul_`) would change the other.
+_claimed: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
-    return grad if isinstance(grad, Tensor) else Tensor._wrap(grad, device)
+
+def claim(array: Any) -> bool:
+    """Mark the memory of `array` as held; False when it already was (or can't be tracked)."""
+    owner = array.base
+    if owner is None:
+        owner = array
+    key = id(owner)
+    if _claimed.get(key) is owner:
+        return False
+    try:
+        _claimed[key] = owner
+    except TypeError:  # not weak-referenceable: never shared without a copy
+        return False
+    return True
 
 
 def grad_accumulator(tensor: Tensor) -> AccumulateGrad:
@@ -214,5 +237,7 @@ def grad_accumulator(tensor: Tensor) -> AccumulateGrad:
     node = ref() if ref is not None else None
     if node is None:
         node = AccumulateGrad(tensor)
+        if tensor._hooks is not None:  # the leaf's hooks run as the node's tensor pre-hooks
+            node._hooks_or_new().tensor_pre[0] = tensor._hooks
         tensor._grad_accumulator = weakref.ref(node)
     return node

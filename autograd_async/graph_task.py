@@ -210,10 +210,14 @@ class GraphTask:
         return self.after_backward(node, inputs, outputs)
 
     def before_backward(self, node: Node, inputs: list) -> list | None:
-        """Pre-hooks and captures; None when the node must not run (not needed by `grad`)."""
+        """Pre-hooks and captures; None when the node must not run (not needed by `grad`).
+
+        As in PyTorch: tensor hooks and retain_grad run first and captures see their result; a
+        node that `grad` does not need stops there, so its own pre-hooks never run.
+        """
         hooks = node._hooks
-        if hooks is not None:
-            inputs = run_pre_hooks(node, hooks, inputs)
+        if hooks is not None and (hooks.tensor_pre or hooks.retains_grad):
+            inputs = run_tensor_pre_hooks(node, hooks, inputs)
         captures = self.captures
         if captures is not None:
             found = captures.get(node)
@@ -224,6 +228,8 @@ class GraphTask:
                     self.captured[index] = g if held is None or g is None else held + g
             if not self.exec_info.get(node, False):
                 return None
+        if hooks is not None and hooks.pre:
+            inputs = run_node_pre_hooks(node, hooks, inputs)
         if node._released:
             raise RuntimeError(RELEASED_MESSAGE)
         if (
@@ -245,11 +251,11 @@ class GraphTask:
                 f"(expected {len(node.next_functions)}, got {len(outputs)})"
             )
         outputs = validate_outputs(node, outputs, self.create_graph)
-        if self.anomaly and self.check_nan:
-            check_nan(node, outputs)
         hooks = node._hooks
         if hooks is not None and hooks.post:
             outputs = run_post_hooks(node, hooks, outputs, inputs)
+        if self.anomaly and self.check_nan:  # after post-hooks, as PyTorch checks
+            check_nan(node, outputs)
         if not self.keep_graph:
             node.release_saved()
         return outputs
@@ -384,8 +390,8 @@ def _like(result: Any, original: Any) -> Any:
     return result._data
 
 
-def run_pre_hooks(node: Node, hooks: Any, inputs: list) -> list:
-    """Tensor hooks, then retain_grad, then node pre-hooks, in PyTorch's order."""
+def run_tensor_pre_hooks(node: Node, hooks: Any, inputs: list) -> list:
+    """Tensor hooks (`register_hook`, a leaf's included), then retain_grad, in PyTorch's order."""
     inputs = list(inputs)
     for nr, bucket in hooks.tensor_pre.items():
         for hook in list(bucket):
@@ -393,6 +399,7 @@ def run_pre_hooks(node: Node, hooks: Any, inputs: list) -> list:
                 continue
             result = hook(_to_tensor(inputs[nr], node))
             if result is not None:
+                check_hook_result(hook, result, inputs[nr], node)
                 inputs[nr] = _like(result, inputs[nr])
     for nr, ref in hooks.retains_grad.items():
         tensor = ref()
@@ -401,14 +408,37 @@ def run_pre_hooks(node: Node, hooks: Any, inputs: list) -> list:
             continue
         g = g if isinstance(g, Tensor) else Tensor._wrap(g.copy(), node.device)
         tensor.grad = g if tensor.grad is None else tensor.grad + g
-    if hooks.pre:
-        as_tensors = tuple(_to_tensor(g, node) for g in inputs)
-        for hook in list(hooks.pre):
-            result = hook(as_tensors)
-            if result is not None:
-                as_tensors = tuple(result)
-        inputs = [_like(t, g) for t, g in zip(as_tensors, inputs, strict=True)]
     return inputs
+
+
+def run_node_pre_hooks(node: Node, hooks: Any, inputs: list) -> list:
+    """Node pre-hooks `hook(grad_outputs)`; a returned tuple replaces the node's inputs."""
+    as_tensors = tuple(_to_tensor(g, node) for g in inputs)
+    for hook in list(hooks.pre):
+        result = hook(as_tensors)
+        if result is not None:
+            as_tensors = tuple(result)
+    return [_like(t, g) for t, g in zip(as_tensors, inputs, strict=True)]
+
+
+def check_hook_result(hook: Any, result: Any, original: Any, node: Node) -> None:
+    """A tensor hook may replace a gradient, but not with one of another shape, dtype or device."""
+    name = getattr(hook, "__name__", repr(hook))
+    if not isinstance(result, Tensor):
+        raise TypeError(
+            f"hook '{name}' returned {type(result).__name__}; expected a Tensor or None"
+        )
+    if tuple(result.shape) != tuple(original.shape):
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+    if result.dtype != original.dtype:
+        raise RuntimeError(
+            f"hook '{name}' has changed the type of value (was {original.dtype} got {result.dtype})"
+        )
+    if result.device is not node.device:
+        raise RuntimeError(
+            f"hook '{name}' has changed the device of value (was {node.device} got "
+            f"{result.device})"
+        )
 
 
 def run_post_hooks(node: Node, hooks: Any, outputs: tuple, inputs: list) -> tuple:

@@ -223,6 +223,10 @@ class Tensor:
             return self.grad_fn._register_tensor_pre_hook(self._output_nr, hook)
         if self._hooks is None:
             self._hooks = []
+            ref = self._grad_accumulator
+            acc = ref() if ref is not None else None
+            if acc is not None:  # a leaf's hooks are its accumulator's tensor pre-hooks
+                acc._hooks_or_new().tensor_pre[0] = self._hooks
         self._hooks.append(hook)
         return RemovableHandle(self._hooks, hook)
 

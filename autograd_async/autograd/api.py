@@ -6,9 +6,8 @@ from typing import Any
 
 from ..devices import CPU, array_module
 from ..grad_mode import anomaly_check_nan, anomaly_enabled
-from ..graph import Node, grad_accumulator
+from ..graph import Node, claim, grad_accumulator
 from ..graph_task import GraphRoot, GraphTask
-from ..ops.dual import xp_of
 from ..tensor import Tensor
 
 
@@ -53,7 +52,11 @@ def _root_gradients(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> 
                     f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(given.shape)} and "
                     f"output[{i}] has a shape of {tuple(out.shape)}."
                 )
-            g = given if create_graph else given._data
+            if create_graph:
+                g = given
+            else:
+                g = given._data
+                claim(g)  # the caller holds it: a leaf that receives it unchanged stores a copy
         else:
             raise TypeError(f"gradients must be Tensors or None, got {type(given).__name__}")
         if create_graph and not isinstance(g, Tensor):
