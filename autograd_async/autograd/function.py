@@ -31,6 +31,7 @@ class BackwardCFunction(Node):
         self._saved: tuple = ()
         self._saved_versions: tuple = ()
         self._non_differentiable: set[int] = set()
+        self._tensor_args: tuple[int, ...] = ()
         self.materialize_grads = True
 
     # ------------------------------------------------------------ ctx methods
@@ -86,12 +87,30 @@ class BackwardCFunction(Node):
         return self._trim(await self._function.backward(self, *self._wrap_grads(grads)))
 
     def _trim(self, result: Any) -> tuple:
-        """As PyTorch: extra trailing None gradients (for defaulted arguments) are dropped."""
+        """One gradient per forward argument in, one per edge (tensor argument) out.
+
+        As PyTorch: extra trailing None gradients (for defaulted arguments) are dropped, and an
+        argument that was not a tensor must get None.
+        """
         result = result if isinstance(result, tuple) else (result,)
-        wanted = len(self.next_functions)
+        wanted = len(self.needs_input_grad)
         if len(result) > wanted and all(g is None for g in result[wanted:]):
             result = result[:wanted]
-        return result
+        if len(result) != wanted:
+            raise RuntimeError(
+                f"function {self.name()} returned an incorrect number of gradients "
+                f"(expected {wanted}, got {len(result)})"
+            )
+        positions = self._tensor_args
+        if len(positions) == wanted:
+            return result
+        for i, g in enumerate(result):
+            if g is not None and i not in positions:
+                raise RuntimeError(
+                    f"function {self.name()} returned a gradient different than None at position "
+                    f"{i + 1}, but the corresponding forward input was not a Variable"
+                )
+        return tuple(result[i] for i in positions)
 
 
 class Function:
@@ -121,6 +140,8 @@ class Function:
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         """Run forward and, when any input requires grad, record the node."""
         node = cls._node_class()
+        # As PyTorch, the node takes its sequence number before forward runs, needed or not.
+        node._seq = next_sequence_nr()
         tensors = [a for a in args if isinstance(a, Tensor)]
         devices = {t.device for t in tensors}
         if len(devices) > 1:
@@ -135,8 +156,9 @@ class Function:
         if not requires:
             return out
         outputs = out if isinstance(out, tuple) else (out,)
-        node.next_functions = tuple(_edge(a) for a in args)
-        node._seq = next_sequence_nr()
+        # Edges for tensor arguments only, as PyTorch's next_functions.
+        node._tensor_args = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+        node.next_functions = tuple(_edge(args[i]) for i in node._tensor_args)
         first = next((o for o in outputs if isinstance(o, Tensor)), None)
         node.device = first.device if first is not None else tensors[0].device
         node._out_meta = tuple(
@@ -163,8 +185,8 @@ class Function:
         return tuple(wrapped) if isinstance(out, tuple) else wrapped[0]
 
 
-def _edge(arg: Any) -> tuple:
-    if not isinstance(arg, Tensor) or not arg._rg:
+def _edge(arg: Tensor) -> tuple:
+    if not arg._rg:
         return (None, 0)
     if arg.grad_fn is not None:
         return (arg.grad_fn, arg._output_nr)
