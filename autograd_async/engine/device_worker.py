@@ -15,18 +15,21 @@ import time
 from collections import deque
 from collections.abc import Callable
 from heapq import heappop, heappush
+from threading import get_ident
+from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
 
 from ..devices import Device
 from ..grad_mode import grad_enabled
 from ..graph import Node
 from ..graph_task import GraphTask
-from .trace_events import Handoff, NodeRun
+from .trace_events import Handoff, RawNodeRun
 
 if TYPE_CHECKING:
     from .engine import Engine
 
 START, DELIVER, ABANDON = "start", "deliver", "abandon"
+_new_record = tuple.__new__
 # Nodes run per pass before the worker yields to its event loop, so timers and I/O keep running.
 PASS_BUDGET = 512
 
@@ -48,6 +51,8 @@ class DeviceWorker:
     def __init__(self, engine: Engine, device: Device, loop_factory: Callable[[], Any]) -> None:
         self.engine = engine
         self.device = device
+        self._device_name = str(device)
+        self._thread_names: dict[int, str] = {}
         self.ready: list = []
         self.inbox: deque = deque()
         self._tick = itertools.count().__next__
@@ -245,9 +250,19 @@ class DeviceWorker:
             if sink is None:
                 outputs = task.evaluate(node, inputs)
             else:
-                begun = time.perf_counter_ns()
+                begun = perf_counter_ns()
                 outputs = task.evaluate(node, inputs)
-                self._record_run(sink, node, task, inputs, outputs, begun)
+                ended = perf_counter_ns()
+                ident = get_ident()
+                # A raw record made with tuple.__new__: names and shapes are read from the node
+                # later, off the hot path, so tracing stays cheap (one record per node run).
+                sink.record(
+                    _new_record(
+                        RawNodeRun,
+                        (node, self._device_name, ident, self._thread_name(ident), task.id,
+                         begun, ended),
+                    )
+                )
         except BaseException as exc:  # noqa: BLE001 - a node's failure fails its task only
             self.running_task = previous
             self.engine.fail_task(task, exc, node, self)
@@ -300,16 +315,19 @@ class DeviceWorker:
             self.engine.worker(nxt.device).submit((DELIVER, task, nxt, nr, grad, node, self, sent))
         return None, None
 
-    def _record_run(self, sink: Any, node: Node, task: GraphTask, inputs: list, outputs: tuple,
-                    begun: int) -> None:
-        ended = time.perf_counter_ns()
-        thread = threading.current_thread()
+    def _thread_name(self, ident: int) -> str:
+        name = self._thread_names.get(ident)
+        if name is None:
+            name = self._thread_names[ident] = threading.current_thread().name
+        return name
+
+    def _record_run(self, sink: Any, node: Node, task: GraphTask, begun: int) -> None:
+        ident = get_ident()
         sink.record(
-            NodeRun(
-                str(self.device), thread.ident or 0, thread.name, node.name(), node._seq, task.id,
-                id(node), begun, ended,
-                tuple(None if g is None else tuple(g.shape) for g in inputs),
-                tuple(None if g is None else tuple(g.shape) for g in outputs),
+            _new_record(
+                RawNodeRun,
+                (node, self._device_name, ident, self._thread_name(ident), task.id, begun,
+                 perf_counter_ns()),
             )
         )
 
@@ -354,7 +372,7 @@ class DeviceWorker:
             return
         sink = self.engine.trace_sink
         if sink is not None:
-            self._record_run(sink, node, task, inputs, outputs, begun)
+            self._record_run(sink, node, task, begun)
         self.nodes_run += 1
         nxt, nxt_inputs = self._route(task, node, outputs)
         if nxt is not None:

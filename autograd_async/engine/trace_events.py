@@ -6,7 +6,7 @@ the profiler's job (a layer above). Times are `time.perf_counter_ns()` values.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class NodeRun(NamedTuple):
@@ -23,6 +23,42 @@ class NodeRun(NamedTuple):
     end_ns: int
     input_shapes: tuple  # shapes of the gradients the node received
     output_shapes: tuple  # shapes of the gradients it produced (None for no gradient)
+
+
+class RawNodeRun(NamedTuple):
+    """What the engine records per node while tracing: cheap to make, expanded by `expand`.
+
+    Holding the node keeps its (already released) graph structure alive until the trace is
+    expanded; names and shapes are read from it then, off the hot path.
+    """
+
+    node: Any
+    device: str
+    thread_id: int
+    thread_name: str
+    task_id: int
+    start_ns: int
+    end_ns: int
+
+    def expand(self) -> NodeRun:
+        """The full NodeRun: gradient shapes are the shapes the engine validated them against."""
+        node = self.node
+        received = tuple(meta[0] for meta in node._out_meta)
+        produced = tuple(
+            None if nxt is None else nxt._out_meta[nr][0] for nxt, nr in node.next_functions
+        )
+        return NodeRun(
+            self.device, self.thread_id, self.thread_name, node.name(), node._seq, self.task_id,
+            id(node), self.start_ns, self.end_ns, received, produced,
+        )
+
+
+def expand_records(events: list) -> list:
+    """Replace RawNodeRun records by NodeRun records, in place; returns the list."""
+    for i, event in enumerate(events):
+        if type(event) is RawNodeRun:
+            events[i] = event.expand()
+    return events
 
 
 class Handoff(NamedTuple):

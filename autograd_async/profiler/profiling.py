@@ -17,6 +17,7 @@ from autograd_async.engine.trace_events import (
     ForwardOp,
     GpuKernelSpan,
     NodeRun,
+    expand_records,
 )
 from autograd_async.profiler.chrome_trace import to_chrome_trace, write_trace
 from autograd_async.profiler.key_averages import KeyAverages
@@ -92,8 +93,8 @@ class profile:  # noqa: N801 - lower case like torch.profiler.profile, which use
 
     @property
     def events(self) -> list[Any]:
-        """The raw records (NodeRun, Handoff, CallerAwait, ForwardOp, GpuKernelSpan), in order."""
-        return self._events
+        """The records (NodeRun, Handoff, CallerAwait, ForwardOp, GpuKernelSpan), in order."""
+        return expand_records(self._events)
 
     @property
     def state(self) -> str:
@@ -162,7 +163,7 @@ class profile:  # noqa: N801 - lower case like torch.profiler.profile, which use
 
     def chrome_trace(self) -> dict[str, Any]:
         """The recorded events as a Chrome Trace Event dict."""
-        return to_chrome_trace(list(self._events))
+        return to_chrome_trace(list(self.events))
 
     def export_chrome_trace(self, path: str | os.PathLike[str]) -> None:
         """Write the recorded events to `path` as Chrome Trace JSON (gzipped if it ends in .gz)."""
@@ -170,7 +171,7 @@ class profile:  # noqa: N801 - lower case like torch.profiler.profile, which use
 
     def key_averages(self) -> KeyAverages:
         """Count, total, mean, min and max time per (op name, device); `print()` it for a table."""
-        return key_averages(self._events)
+        return key_averages(self.events)
 
     def summary(self) -> Summary:
         """Key averages, busy share, idle gaps and critical path of the recorded events."""
