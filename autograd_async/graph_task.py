@@ -190,7 +190,8 @@ class GraphTask:
         for (nxt, nr), g in zip(edges, outputs):
             if g is not None and nxt is not None:
                 shape, dtype = nxt._out_meta[nr]
-                if g.shape != shape or g.dtype != dtype or type(g) is Tensor:
+                got = g.dtype
+                if g.shape != shape or (got is not dtype and got != dtype) or type(g) is Tensor:
                     outputs = validate_outputs(node, outputs, False)
                     break
         if len(outputs) == 2 and outputs[0] is outputs[1] and outputs[0] is not None:

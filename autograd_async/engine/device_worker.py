@@ -272,9 +272,13 @@ class DeviceWorker:
         return self._route(task, node, outputs)
 
     def _route(self, task: GraphTask, node: Node, outputs: tuple) -> tuple:
-        """Deposit gradients for local nodes, hand the rest to their devices' workers."""
-        now_ready = None
-        handoffs = None
+        """Deposit gradients for local nodes, hand the rest to their devices' workers.
+
+        Returns the one node made ready here when it outranks everything queued (so the caller
+        runs it at once), else (None, None).
+        """
+        first = first_inputs = None
+        more = handoffs = None
         if outputs:
             device = self.device
             for (nxt, nr), grad in zip(node.next_functions, outputs):
@@ -283,33 +287,37 @@ class DeviceWorker:
                 if nxt.device is device:
                     inputs = task.deposit(nxt, nr, grad)
                     if inputs is not None:
-                        if now_ready is None:
-                            now_ready = []
-                        now_ready.append((nxt, inputs))
+                        if first is None:
+                            first, first_inputs = nxt, inputs
+                        elif more is None:
+                            more = [(nxt, inputs)]
+                        else:
+                            more.append((nxt, inputs))
+                elif handoffs is None:
+                    handoffs = [(nxt, nr, grad)]
                 else:
-                    if handoffs is None:
-                        handoffs = []
                     handoffs.append((nxt, nr, grad))
-        if handoffs is None and now_ready is not None and len(now_ready) == 1:
-            nxt, inputs = now_ready[0]
+        if first is not None and more is None and handoffs is None:
             ready = self.ready
-            key = -((task.reentrant_depth << 64) | nxt._seq)
-            if not ready or key < ready[0][0]:
-                return nxt, inputs  # this unit of work continues as that node: no count change
-            self.push(task, nxt, inputs)
+            if not ready or -((task.reentrant_depth << 64) | first._seq) < ready[0][0]:
+                return first, first_inputs  # this unit of work continues as that node
+            self.push(task, first, first_inputs)
             return None, None
         delta = -1
-        if now_ready is not None:
-            for nxt, inputs in now_ready:
-                self.push(task, nxt, inputs)
-            delta += len(now_ready)
+        if first is not None:
+            self.push(task, first, first_inputs)
+            delta += 1
+            if more is not None:
+                for nxt, inputs in more:
+                    self.push(task, nxt, inputs)
+                delta += len(more)
         if handoffs is None:
             if delta and task.add_outstanding(delta):
                 self.engine.finish_task(task)
             return None, None
         # Count the handoffs before sending them, so a fast receiver cannot finish the task early.
         task.add_outstanding(delta + len(handoffs))
-        sent = time.perf_counter_ns() if self.engine.trace_sink is not None else 0
+        sent = perf_counter_ns() if self.engine.trace_sink is not None else 0
         for nxt, nr, grad in handoffs:
             self.handoffs_out += 1
             self.engine.worker(nxt.device).submit((DELIVER, task, nxt, nr, grad, node, self, sent))

@@ -216,9 +216,11 @@ class Op(Node):
         """Drop saved tensors and the op's own saved state."""
         self._released = True
         self._saved = None
-        self._saved_out = None
-        for name in self._own_slots:
-            try:
-                delattr(self, name)
-            except AttributeError:
-                pass
+        if self.saves_output:
+            self._saved_out = None
+        if self._own_slots:
+            for name in self._own_slots:
+                try:
+                    delattr(self, name)
+                except AttributeError:
+                    pass
