@@ -23,6 +23,7 @@ from ..devices import Device
 from ..grad_mode import grad_enabled
 from ..graph import Node
 from ..graph_task import GraphTask
+from .gpu_timing import timed_on_gpu
 from .trace_events import Handoff, RawNodeRun
 
 if TYPE_CHECKING:
@@ -52,6 +53,7 @@ class DeviceWorker:
         self.engine = engine
         self.device = device
         self._device_name = str(device)
+        self._is_cuda = device.type == "cuda"
         self._thread_names: dict[int, str] = {}
         self.ready: list = []
         self.inbox: deque = deque()
@@ -251,7 +253,12 @@ class DeviceWorker:
                 outputs = task.evaluate(node, inputs)
             else:
                 begun = perf_counter_ns()
-                outputs = task.evaluate(node, inputs)
+                if self._is_cuda and getattr(sink, "gpu_timing", False):
+                    outputs = timed_on_gpu(
+                        self.device, node, task.id, begun, lambda: task.evaluate(node, inputs), sink
+                    )
+                else:
+                    outputs = task.evaluate(node, inputs)
                 ended = perf_counter_ns()
                 ident = get_ident()
                 # A raw record made with tuple.__new__: names and shapes are read from the node
