@@ -217,11 +217,14 @@ class GraphTask:
         node that `grad` does not need stops there, so its own pre-hooks never run.
         """
         hooks = node._hooks
-        if hooks is not None and (hooks.tensor_pre or hooks.retains_grad):
-            inputs = run_tensor_pre_hooks(node, hooks, inputs)
         captures = self.captures
         if captures is not None:
             found = captures.get(node)
+            if found is None and not self.exec_info.get(node, False):
+                return None  # PyTorch never queues such a node: none of its hooks run
+        if hooks is not None and (hooks.tensor_pre or hooks.retains_grad):
+            inputs = run_tensor_pre_hooks(node, hooks, inputs)
+        if captures is not None:
             if found is not None:
                 for nr, index in found:
                     held = self.captured[index]
