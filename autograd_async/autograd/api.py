@@ -90,12 +90,7 @@ class PreparedTask:
                     )
                 out.append(_wrap_grad(g, t))
             return tuple(out)
-        if self.inputs:  # backward(inputs=...): non-leaf inputs get their gradient in .grad
-            for t, g in zip(self.inputs, task.captured, strict=True):
-                if t.grad_fn is not None and g is not None:
-                    g = _wrap_grad(g, t)
-                    t.grad = g if t.grad is None else t.grad + g
-        return None
+        return None  # backward(inputs=...): non-leaf inputs got theirs through retain_grad
 
 
 def _wrap_grad(g: Any, like: Tensor) -> Tensor | None:
@@ -148,6 +143,12 @@ def prepare(
     )
     task.dependencies[root] = task.dependencies.get(root, 0) + 1
     if ins:
+        if mode == "backward":
+            # As PyTorch: a non-leaf input retains its grad from now on, and that hook (which runs
+            # before captures) is what accumulates its .grad.
+            for t in ins:
+                if t.grad_fn is not None:
+                    t.retain_grad()
         task.capture([_gradient_edge(t) for t in ins], run_targets=(mode == "backward"))
     return PreparedTask(task, starts, ins, mode, allow_unused)
 
