@@ -66,7 +66,16 @@ class _ModeContext:
         return wrapper  # type: ignore[return-value]
 
 
-class no_grad(_ModeContext):  # noqa: N801 - PyTorch's name
+class _NoArgumentMode(_ModeContext):
+    """A mode that also decorates without parentheses (`@no_grad`), as PyTorch's do."""
+
+    def __new__(cls, orig_func: Callable[..., Any] | None = None) -> Any:
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoArgumentMode):  # noqa: N801 - PyTorch's name
     """Disable graph recording in a block or a decorated function."""
 
     _var = grad_enabled
@@ -75,7 +84,7 @@ class no_grad(_ModeContext):  # noqa: N801 - PyTorch's name
         super().__init__(False)
 
 
-class enable_grad(_ModeContext):  # noqa: N801
+class enable_grad(_NoArgumentMode):  # noqa: N801
     """Enable graph recording in a block or a decorated function (inside `no_grad`)."""
 
     _var = grad_enabled
