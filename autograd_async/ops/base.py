@@ -34,6 +34,10 @@ def describe(t: Tensor) -> str:
     return f"[{t.dtype} tensor of shape {tuple(t.shape)} on {t.device}]"
 
 
+_NO_EDGE = (None, 0)
+_NO_GRAD = {n: (False,) * n for n in range(1, 5)}
+
+
 class Op(Node):
     """A differentiable op and, once applied, the backward node of its outputs."""
 
@@ -75,20 +79,26 @@ class Op(Node):
         """Run the op on tensors (and Python scalars), recording a node when gradients are needed."""
         dev: Device | None = None
         arrays = []
+        needs = []
         requires = False
         for x in inputs:
             if isinstance(x, Tensor):
+                where = x.device
                 if dev is None:
-                    dev = x.device
-                elif x.device is not dev:
+                    dev = where
+                elif where is not dev:
                     raise DeviceError(
                         f"{cls.op_name}: expected all tensors to be on the same device, "
-                        f"but found at least two devices, {dev} and {x.device}"
+                        f"but found at least two devices, {dev} and {where}"
                     )
                 arrays.append(x._data)
-                requires = requires or x._rg
+                wants = x._rg
+                needs.append(wants)
+                if wants:
+                    requires = True
             else:
                 arrays.append(x)
+                needs.append(False)
         if dev is None:
             raise TypeError(f"{cls.op_name}: expected at least one Tensor argument")
         node = object.__new__(cls)
@@ -100,30 +110,41 @@ class Op(Node):
         sink = forward_sink.get()
         started = time.perf_counter_ns() if sink is not None else 0
         if requires:
-            node.needs_input_grad = tuple(isinstance(x, Tensor) and x._rg for x in inputs)
+            node.needs_input_grad = tuple(needs)
             out = node.forward(*arrays, **kwargs)
             node._seq = next_sequence_nr()
-            node._link(inputs)
+            node._link(inputs, needs)
         else:
-            node.needs_input_grad = (False,) * len(inputs)
+            node.needs_input_grad = _NO_GRAD.get(len(inputs)) or (False,) * len(inputs)
             out = node.forward(*arrays, **kwargs)
         result = node._wrap_outputs(out, inputs, requires)
         if sink is not None:
             node._record_forward(sink, started, inputs, out, requires)
         return result
 
-    def _link(self, inputs: tuple) -> None:
+    def _link(self, inputs: tuple, needs: list) -> None:
         edges = []
-        for x in inputs:
-            if isinstance(x, Tensor) and x._rg:
+        for x, wants in zip(inputs, needs):
+            if wants:
                 fn = x.grad_fn
                 edges.append((fn, x._output_nr) if fn is not None else (grad_accumulator(x), 0))
             else:
-                edges.append((None, 0))
+                edges.append(_NO_EDGE)
         self.next_functions = tuple(edges)
-        saved = tuple(inputs[i] for i in self.saved_inputs)
-        self._saved = saved
-        self._saved_versions = tuple(t._version if isinstance(t, Tensor) else None for t in saved)
+        indices = self.saved_inputs
+        if indices:
+            saved = tuple([inputs[i] for i in indices])
+            versions = []
+            for t in saved:
+                if isinstance(t, Tensor):
+                    base = t._base
+                    versions.append((base if base is not None else t)._ver)
+                else:
+                    versions.append(None)
+            self._saved = saved
+            self._saved_versions = tuple(versions)
+        else:
+            self._saved = self._saved_versions = ()
         if anomaly_enabled.get():
             self.metadata["traceback_"] = traceback.format_stack()[:-3]
 
