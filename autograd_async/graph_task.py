@@ -111,7 +111,10 @@ class GraphTask:
         self.captured = [None] * len(targets)
         for index, (node, nr) in enumerate(targets):
             self.captures.setdefault(node, []).append((nr, index))
-        self.exec_info = compute_exec_info(self.root, self.captures, run_targets)
+        # Before any deposit, `dependencies` still counts every edge: reuse it.
+        self.exec_info = compute_exec_info(
+            self.root, self.captures, run_targets, self.dependencies
+        )
 
     # ------------------------------------------------------------- accounting
     def add_outstanding(self, delta: int) -> bool:
@@ -175,12 +178,14 @@ class GraphTask:
             len(inputs) != 1
             or inputs[0] is None
             or node._hooks is not None
-            or self.captures is not None
             or self.create_graph
             or self.anomaly
             or node._released
         ):
             return self._evaluate_general(node, inputs)
+        captures = self.captures
+        if captures is not None and (node in captures or not self.exec_info.get(node, False)):
+            return self._evaluate_general(node, inputs)  # grad(): capture, or skip the node
         outputs = node.backward(inputs[0])
         if type(outputs) is not tuple:
             outputs = (outputs,)
@@ -284,29 +289,37 @@ def compute_dependencies(root: Node) -> dict[Node, int]:
 
 
 def compute_exec_info(
-    root: Node, captures: dict[Node, list], run_targets: bool
+    root: Node,
+    captures: dict[Node, list],
+    run_targets: bool,
+    dependencies: dict[Node, int] | None = None,
 ) -> dict[Node, bool]:
-    """Which nodes lie on a path from `root` to a capture target (iterative post-order)."""
+    """Which nodes lie on a path from `root` to a capture target (no recursion).
+
+    Nodes are put in topological order by counting down `dependencies` (computed when not given),
+    then marked from the leaves up: a node is needed when an edge leads to a target or to a needed
+    node. `run_targets` also runs leaf targets (`backward(inputs=...)` accumulates into them).
+    """
+    remaining = dict(compute_dependencies(root) if dependencies is None else dependencies)
+    order = [root]
+    append = order.append
+    for node in order:  # grows while iterating: each node once, after every node that feeds it
+        for nxt, _ in node.next_functions:
+            if nxt is not None:
+                left = remaining[nxt] - 1
+                remaining[nxt] = left
+                if left == 0:
+                    append(nxt)
     needed: dict[Node, bool] = {}
-    stack: list[tuple[Node, int]] = [(root, 0)]
-    on_stack = {root}
-    while stack:
-        node, i = stack[-1]
-        edges = node.next_functions
-        if i < len(edges):
-            stack[-1] = (node, i + 1)
-            nxt = edges[i][0]
-            if nxt is not None and nxt not in needed and nxt not in on_stack:
-                on_stack.add(nxt)
-                stack.append((nxt, 0))
-            continue
-        stack.pop()
-        on_stack.discard(node)
-        leads_on = any(
-            nxt is not None and (needed.get(nxt, False) or nxt in captures) for nxt, _ in edges
-        )
-        runs_as_target = run_targets and node in captures and isinstance(node, AccumulateGrad)
-        needed[node] = leads_on or runs_as_target
+    for node in reversed(order):
+        flag = False
+        for nxt, _ in node.next_functions:
+            if nxt is not None and (nxt in captures or needed[nxt]):
+                flag = True
+                break
+        if not flag and run_targets and type(node) is AccumulateGrad and node in captures:
+            flag = True
+        needed[node] = flag
     return needed
 
 
