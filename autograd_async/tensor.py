@@ -321,9 +321,8 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise RuntimeError(
-                f"Boolean value of Tensor with {self._data.size} elements is ambiguous"
-            )
+            count = "no values" if self._data.size == 0 else "more than one value"
+            raise RuntimeError(f"Boolean value of Tensor with {count} is ambiguous")
         return bool(self._data.item())
 
     def __len__(self) -> int:
