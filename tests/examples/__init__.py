@@ -1,0 +1,1 @@
+"""Tests that run the examples, so they never rot."""
