@@ -14,9 +14,11 @@ from ..tensor import Tensor
 def _as_tuple(value: Any) -> tuple:
     if value is None:
         return ()
-    if isinstance(value, Tensor):
-        return (value,)
-    return tuple(value)
+    if isinstance(value, (Tensor, str)) or hasattr(value, "__array__"):
+        return (value,)  # one argument, checked (and refused if not a Tensor) by the caller
+    if isinstance(value, tuple):
+        return value
+    return tuple(value) if hasattr(value, "__iter__") else (value,)
 
 
 def _gradient_edge(t: Tensor) -> tuple[Node, int]:
