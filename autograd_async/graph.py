@@ -196,8 +196,13 @@ class AccumulateGrad(Node):
             else:
                 self._owned_grad = None
             variable.grad = Tensor._wrap(grad, variable.device)
-        elif current.grad_fn is None and current._data is self._owned_grad:
-            current._data += grad
+        elif current.grad_fn is None:
+            # As PyTorch's `grad += new`: the same .grad tensor, one version later. Its array is
+            # summed into in place when this node made it, else replaced by a sum it then owns.
+            if current._data is self._owned_grad:
+                current._data += grad
+            else:
+                current._data = self._owned_grad = current._data + grad
             current._bump_version()
         else:
             summed = current._data + grad
