@@ -199,8 +199,6 @@ class GraphTask:
                 if g.shape != shape or (got is not dtype and got != dtype) or type(g) is Tensor:
                     outputs = validate_outputs(node, outputs, False)
                     break
-        if len(outputs) == 2 and outputs[0] is outputs[1] and outputs[0] is not None:
-            outputs = unshare_for_leaves(edges, outputs)
         if not self.keep_graph:
             node.release_saved()
         return outputs
@@ -352,18 +350,6 @@ def validate_outputs(node: Node, outputs: tuple, create_graph: bool) -> tuple:
                 checked = list(outputs)
             checked[i] = fixed
     return outputs if checked is None else tuple(checked)
-
-
-def unshare_for_leaves(edges: tuple, outputs: tuple) -> tuple:
-    """One array sent to two edges must not become the `.grad` of a leaf as well as something else.
-
-    A leaf stores its first gradient without a copy; if a backward (e.g. AddBackward0) returned the
-    same array for two inputs, the second one gets its own copy when either edge is a leaf's.
-    """
-    if any(type(nxt) is AccumulateGrad for nxt, _ in edges):
-        first, second = outputs
-        return first, second.copy()
-    return outputs
 
 
 def materialize(node: Node, inputs: list, create_graph: bool) -> list:
