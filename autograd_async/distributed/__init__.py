@@ -1,33 +1,61 @@
-"""Distributed autograd, layer 6. For now: the transport (framing, schema, auth, connections).
+"""Distributed autograd, layer 6: the transport (framing, schema, auth, connections) and, above
+it, clients, remote calls and modules, distributed contexts and optimizers.
 
-This package imports nothing from the autograd core; the layers below must run without it.
+The transport modules (`wire`, `schema`, `auth`, `connection`, `errors`) import nothing from the
+autograd core; the modules above them (`client`, `context`, `recv`, `remote_module`,
+`optimizer`) are built on it. Workers, the processes these talk to, live in `workers/`.
 """
 
 from .auth import load_token
-from .connection import Connection, ConnectionInfo, ConnectionState, Server, connect, serve
+from .client import Client
+from .connection import Connection, ConnectionInfo, ConnectionState, connect
+from .context import (
+    ContextReleasedError,
+    DistributedContext,
+    backward,
+    context,
+    current_context,
+)
 from .errors import (
     AuthenticationError,
     ConnectionClosedError,
     DistributedError,
     ProtocolError,
     RemoteError,
+    UnknownWorkerError,
     WorkerLostError,
 )
+from .optimizer import DistributedOptimizer
+from .recv import Recv, RemoteCall
+from .remote_module import ParameterRef, RemoteModule
 from .schema import MessageRegistry, register_message
+from .server import Server, serve
 
 __all__ = [
     "AuthenticationError",
+    "Client",
     "Connection",
     "ConnectionClosedError",
     "ConnectionInfo",
     "ConnectionState",
+    "ContextReleasedError",
+    "DistributedContext",
     "DistributedError",
+    "DistributedOptimizer",
     "MessageRegistry",
+    "ParameterRef",
     "ProtocolError",
+    "Recv",
+    "RemoteCall",
     "RemoteError",
+    "RemoteModule",
     "Server",
+    "UnknownWorkerError",
     "WorkerLostError",
+    "backward",
     "connect",
+    "context",
+    "current_context",
     "load_token",
     "register_message",
     "serve",

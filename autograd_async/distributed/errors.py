@@ -15,6 +15,7 @@ __all__ = [
     "DistributedError",
     "ProtocolError",
     "RemoteError",
+    "UnknownWorkerError",
     "WorkerLostError",
     "error_fields",
 ]
@@ -37,6 +38,22 @@ class AuthenticationError(DistributedError):
 
 class ConnectionClosedError(DistributedError, RuntimeError):
     """An object was used outside its open state (before open or after close)."""
+
+
+class UnknownWorkerError(DistributedError, LookupError):
+    """A worker name that the client (or a worker's peer list) does not know."""
+
+    def __init__(self, worker: str, known: list[str]) -> None:
+        self.worker = worker
+        self.known = sorted(known)
+        listed = ", ".join(repr(k) for k in self.known) or "none"
+        super().__init__(f"unknown worker {worker!r}; known workers: {listed}")
+
+    def __str__(self) -> str:  # LookupError would quote the message like a KeyError
+        return self.args[0]
+
+    def __reduce__(self):
+        return (UnknownWorkerError, (self.worker, self.known))
 
 
 class WorkerLostError(DistributedError):
@@ -118,9 +135,12 @@ def _rebuild_remote(
 def error_fields(exc: BaseException, request_id: int | None) -> dict[str, Any]:
     """Fields of the `error` frame reporting `exc`: type name, message, node/worker/context."""
     message = str(exc)
+    remote_type = type(exc).__name__
+    if isinstance(exc, RemoteError):  # relayed from a peer: keep the original type and message
+        remote_type, message = exc.remote_type, exc.message
     if len(message) > MAX_ERROR_MESSAGE:
         message = message[:MAX_ERROR_MESSAGE] + "... [truncated]"
-    fields: dict[str, Any] = {"id": request_id, "type": type(exc).__name__, "message": message}
+    fields: dict[str, Any] = {"id": request_id, "type": remote_type, "message": message}
     for attr in ("node", "worker"):
         value = getattr(exc, attr, None)
         if isinstance(value, str):

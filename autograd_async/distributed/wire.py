@@ -6,9 +6,9 @@
     buffers  the arrays' bytes, C order, little-endian, back to back
 
 Arrays never go through msgpack: the sender hands memoryviews of them to the transport and
-`FrameReader` hands the transport slices of freshly allocated arrays to read into. The reader
-is plain synchronous code (no sockets, no loop) so that it can be tested and fuzzed directly;
-`connection.py` drives it from an `asyncio.BufferedProtocol`.
+`FrameReader` hands the transport slices of new (or, for large ones, pooled: see pool.py)
+arrays to read into. The reader is plain synchronous code (no sockets, no loop) so that it can
+be tested and fuzzed directly; `FrameProtocol` drives it as an `asyncio.BufferedProtocol`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import msgpack
 import numpy as np
 
 from .errors import ConnectionClosedError, ProtocolError
+from .pool import ReceivePool
 from .schema import ALLOWED_DTYPES, DEFAULT_REGISTRY, MessageRegistry, wire_dtype_name
 
 __all__ = [
@@ -211,8 +212,10 @@ class FrameReader:
         registry: MessageRegistry | None = None,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+        pool: ReceivePool | None = None,
     ) -> None:
         self.registry = DEFAULT_REGISTRY if registry is None else registry
+        self.pool = pool  # reuses large receive buffers (see pool.py); None: np.empty
         # Both limits may be changed between frames (e.g. tight until authenticated).
         self.max_frame_bytes = max_frame_bytes
         self.max_header_bytes = max_header_bytes
@@ -402,7 +405,8 @@ class FrameReader:
                 self._finish_bad()
             return
         # Untrusted sizes were checked above; np.empty only reserves, pages fill as bytes arrive.
-        self._arrays = [np.empty(m.shape, m.dtype) for m in self._msg.arrays]
+        empty = np.empty if self.pool is None else self.pool.empty
+        self._arrays = [empty(m.shape, m.dtype) for m in self._msg.arrays]
         self._targets = [_byte_view(a) for a in self._arrays]
         self._state, self._index, self._offset = _BODY_STATE, -1, 0
         self._next_array()
@@ -479,7 +483,7 @@ class FrameProtocol(asyncio.BufferedProtocol):
         self.max_frame_bytes = max_frame_bytes
         self.max_header_bytes = max_header_bytes
         self.reader = FrameReader(registry=registry, max_frame_bytes=first_frame_bytes,
-                                  max_header_bytes=first_header_bytes)
+                                  max_header_bytes=first_header_bytes, pool=ReceivePool())
         self.transport: asyncio.Transport | None = None
         self.loop = asyncio.get_running_loop()
         self.closed = self.loop.create_future()

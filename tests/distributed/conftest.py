@@ -158,3 +158,96 @@ def server_process():
     for proc in procs:
         proc.kill()
         proc.wait(5)
+
+
+# --- real worker processes (`python -m workers`) ---------------------------------------
+
+WORKER_LOAD = "tests.distributed.worker_functions"
+
+
+class WorkerProcess:
+    """A worker started as `sys.executable -m workers`, its address read from the READY line."""
+
+    def __init__(self, proc: subprocess.Popen, name: str, host: str, port: int,
+                 log: Path) -> None:
+        self.proc, self.name, self.host, self.port, self.log = proc, name, host, port, log
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def kill(self) -> None:
+        """SIGKILL, and reap."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+
+
+def start_worker(name: str, token_file: Path, log_dir: Path, *, devices: str = "cpu,sim:0",
+                 peers: dict[str, str] | None = None, load: bool = True,
+                 listen: str = "127.0.0.1:0", extra: tuple[str, ...] = (),
+                 timeout: float = 30.0) -> WorkerProcess:
+    """Start one worker process and wait for its READY line."""
+    cmd = [sys.executable, "-m", "workers", "--listen", listen, "--name", name,
+           "--devices", devices, "--token-file", str(token_file), *extra]
+    for peer, address in (peers or {}).items():
+        cmd += ["--peer", f"{peer}={address}"]
+    if load:
+        cmd += ["--load", WORKER_LOAD]
+    log = log_dir / f"{name}-{os.urandom(3).hex()}.log"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, cwd=REPO, env=env,
+                                text=True)
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    line = proc.stdout.readline() if ready else ""
+    parts = line.split()
+    if len(parts) != 3 or parts[0] != "READY" or parts[1] != name:
+        proc.kill()
+        proc.wait(5)
+        raise RuntimeError(f"worker {name} did not start: {line!r}\n{log.read_text()}")
+    host, _, port = parts[2].rpartition(":")
+    return WorkerProcess(proc, name, host, int(port), log)
+
+
+class WorkerFactory:
+    """Starts workers for a test (or a module) and kills whatever is left at teardown."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.token_file = tmp / "token"
+        self.token_file.write_bytes(TOKEN + b"\n")
+        self.started: list[WorkerProcess] = []
+
+    def __call__(self, name: str, **kwargs) -> WorkerProcess:
+        worker = start_worker(name, self.token_file, self.tmp, **kwargs)
+        self.started.append(worker)
+        return worker
+
+    def close(self) -> None:
+        for worker in self.started:
+            worker.kill()
+
+
+@pytest.fixture
+def spawn_worker(tmp_path):
+    """`spawn_worker(name, peers=..., ...)` starts a worker process, killed at teardown."""
+    factory = WorkerFactory(tmp_path)
+    yield factory
+    factory.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """Three workers for a whole test module: w3; w2 (peer w3); w1 (peers w2, w3)."""
+    factory = WorkerFactory(tmp_path_factory.mktemp("cluster"))
+    w3 = factory("w3")
+    w2 = factory("w2", peers={"w3": w3.address})
+    w1 = factory("w1", peers={"w2": w2.address, "w3": w3.address})
+    yield SimpleNamespace(w1=w1, w2=w2, w3=w3, token=TOKEN,
+                          addresses={w.name: w.address for w in (w1, w2, w3)})
+    factory.close()

@@ -1,0 +1,208 @@
+"""Distributed autograd benchmark: gradient round trips between a client and a worker process.
+
+Measured in one run, on loopback, the worker in its own process (`python -m workers`):
+  (a) a raw uvloop BufferedProtocol echo of the payload (store and forward, preallocated
+      buffers, in another process): the ceiling;
+  (b) `Connection.request` to an echo handler: the transport alone, receiving into arrays;
+  (c) a distributed backward through one remote `clone` whose output gradient is the payload:
+      the gradient travels to the worker, which runs its part of backward on its engine, and
+      the input's gradient (the same size) comes back into `x.grad`;
+and the latency of a 1 KiB gradient handoff: a distributed backward through one remote `mul`
+(256 float32), next to the 1 KiB round trips of (a), (b) and (d) a remote `mul` forward.
+
+Run:  python benchmarks/distributed.py [--mib 64] [--reps 21] [--latency-iters 2000]
+GB/s counts the payload bytes of both directions: 2 x payload / round-trip time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import uvloop
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path[:0] = [str(REPO), str(HERE)]
+
+from transfer import RawEcho  # noqa: E402 - benchmarks/transfer.py, the transport benchmark
+
+import autograd_async as ag  # noqa: E402
+from autograd_async import distributed as dist  # noqa: E402
+from autograd_async.distributed import connect, serve  # noqa: E402
+
+TOKEN = b"benchmark-token-distributed"
+
+
+async def _echo_handler(info: Any, method: str, kwargs: dict, arrays: list) -> tuple:
+    return {}, arrays
+
+
+async def _raw_server(capacity: int, ports: Any) -> None:
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: RawEcho(capacity, echo=True), "127.0.0.1", 0)
+    echo = await serve(_echo_handler, token=TOKEN, name="echo",
+                       max_frame_bytes=capacity + (1 << 20))
+    ports.send((server.sockets[0].getsockname()[1], echo.address[1]))
+    await asyncio.Event().wait()
+
+
+def raw_server_main(capacity: int, ports: Any) -> None:
+    """Entry point of the echo process (raw uvloop echo and a transport echo server)."""
+    uvloop.run(_raw_server(capacity, ports))
+
+
+def start_worker(token_file: Path) -> tuple[subprocess.Popen, str]:
+    """Start the worker process; return it and its address from the READY line."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workers", "--name", "bench", "--devices", "cpu",
+         "--token-file", str(token_file)], stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
+    line = proc.stdout.readline().split()
+    if len(line) != 3 or line[0] != "READY":
+        proc.kill()
+        raise SystemExit("worker did not start")
+    return proc, line[2]
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    """p50 and p99 in microseconds."""
+    arr = np.array(samples) * 1e6
+    return float(np.percentile(arr, 50)), float(np.percentile(arr, 99))
+
+
+async def bench(args: argparse.Namespace, ports: tuple[int, int], address: str) -> None:
+    """Run the three throughput modes interleaved, then the latencies; print the table."""
+    loop = asyncio.get_running_loop()
+    raw_port, echo_port = ports
+    nbytes = args.mib << 20
+    payload = np.random.default_rng(0).standard_normal(nbytes // 4).astype(np.float32)
+    payload_view = memoryview(payload.reshape(-1).view(np.uint8))
+    small = np.random.default_rng(1).standard_normal(256).astype(np.float32)  # 1 KiB
+
+    _, raw = await loop.create_connection(lambda: RawEcho(nbytes, echo=False), "127.0.0.1",
+                                          raw_port)
+    conn = await connect("127.0.0.1", echo_port, token=TOKEN, name="bench",
+                         max_frame_bytes=nbytes + (1 << 20), request_timeout=120)
+
+    async def raw_roundtrip(data: memoryview) -> float:
+        raw.done = loop.create_future()
+        start = time.perf_counter()
+        raw.send(data)
+        await raw.done
+        return time.perf_counter() - start
+
+    async def transport_roundtrip(a: np.ndarray) -> float:
+        start = time.perf_counter()
+        _, out = await conn.request("echo", [a])
+        elapsed = time.perf_counter() - start
+        assert out[0].shape == a.shape
+        return elapsed
+
+    async def forward_roundtrip(a: np.ndarray) -> float:
+        start = time.perf_counter()
+        await client.call("bench", "mul", a, 2.0)
+        return time.perf_counter() - start
+
+    async with dist.Client({"bench": address}, token=TOKEN, timeout=120.0) as client:
+        x = ag.from_numpy(payload.copy()).requires_grad_()
+        grad = ag.from_numpy(payload)
+        xs = ag.from_numpy(small.copy()).requires_grad_()
+        grad_small = ag.from_numpy(small)
+        async with dist.context(client) as ctx:
+            y = await client.call("bench", "clone", x)
+            ys = await client.call("bench", "mul", xs, 2.0)
+
+            async def backward_roundtrip(root: ag.Tensor, g: ag.Tensor, leaf: ag.Tensor) -> float:
+                leaf.grad = None
+                start = time.perf_counter()
+                await dist.backward(ctx, [root], [g], retain_graph=True)
+                elapsed = time.perf_counter() - start
+                assert leaf.grad is not None and leaf.grad.shape == leaf.shape
+                return elapsed
+
+            results: dict[str, list[float]] = {"raw": [], "transport": [], "backward": []}
+            for rep in range(args.reps + 2):  # interleaved; the first two warm up
+                for key, fn, arg in (("raw", raw_roundtrip, payload_view),
+                                     ("transport", transport_roundtrip, payload),
+                                     ("backward", lambda _: backward_roundtrip(y, grad, x), None)):
+                    elapsed = await fn(arg)
+                    if args.verbose:
+                        print(f"{key:10} rep {rep}: {elapsed * 1e3:.1f} ms")
+                    if rep >= 2:
+                        results[key].append(elapsed)
+            np.testing.assert_allclose(x.grad.numpy()[:8], payload[:8])
+
+            lat: dict[str, list[float]] = {"raw": [], "transport": [], "forward": [],
+                                           "backward": []}
+            small_view = memoryview(small.view(np.uint8))
+            for i in range(args.latency_iters + 200):
+                times = (await raw_roundtrip(small_view), await transport_roundtrip(small),
+                         await forward_roundtrip(small),
+                         await backward_roundtrip(ys, grad_small, xs))
+                if i >= 200:
+                    for key, t in zip(lat, times, strict=True):
+                        lat[key].append(t)
+            np.testing.assert_allclose(xs.grad.numpy(), 2.0 * small)
+    raw.transport.close()
+    await conn.aclose()
+
+    raw_t = statistics.median(results["raw"])
+    print(f"distributed benchmark: {args.mib} MiB float32 payload, uvloop, loopback, worker "
+          f"in another process; median of {args.reps}; GB/s = 2 x payload / time")
+    print(f"{'mode':<52}{'median ms':>10}{'GB/s':>8}{'vs raw':>8}{'best ms':>9}")
+    rows = [("(a) raw uvloop BufferedProtocol echo", "raw"),
+            ("(b) Connection.request echo (the transport alone)", "transport"),
+            ("(c) distributed backward: gradient there and back", "backward")]
+    for label, key in rows:
+        t = statistics.median(results[key])
+        print(f"{label:<52}{t * 1e3:>10.1f}{2 * nbytes / t / 1e9:>8.2f}{raw_t / t:>7.2f}x"
+              f"{min(results[key]) * 1e3:>9.1f}")
+    print(f"\n{'latency, 1 KiB':<52}{'p50 us':>10}{'p99 us':>8}")
+    for label, key in (("(a) raw uvloop echo of 1 KiB", "raw"),
+                       ("(b) Connection.request echo of 1 KiB", "transport"),
+                       ("(d) remote mul() forward, no context", "forward"),
+                       ("(c) distributed backward through remote mul()", "backward")):
+        p50, p99 = percentiles(lat[key])
+        print(f"{label:<52}{p50:>10.1f}{p99:>8.1f}")
+
+
+def main() -> None:
+    """Start the raw echo and worker processes, run the client side, print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mib", type=int, default=64)
+    parser.add_argument("--reps", type=int, default=21)
+    parser.add_argument("--latency-iters", type=int, default=2000)
+    parser.add_argument("--verbose", action="store_true", help="print every round trip")
+    args = parser.parse_args()
+    ctx = mp.get_context("spawn")
+    recv, send = ctx.Pipe(duplex=False)
+    raw_proc = ctx.Process(target=raw_server_main, args=(args.mib << 20, send), daemon=True)
+    raw_proc.start()
+    with tempfile.TemporaryDirectory() as tmp:
+        token_file = Path(tmp) / "token"
+        token_file.write_bytes(TOKEN)
+        worker, address = start_worker(token_file)
+        try:
+            if not recv.poll(60):
+                raise SystemExit("echo process did not start")
+            uvloop.run(bench(args, recv.recv(), address))
+        finally:
+            worker.terminate()
+            worker.wait(15)
+            raw_proc.kill()
+            raw_proc.join(5)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+"""examples/distributed_training.py runs (small settings) and its loss curves match."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import REPO
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_distributed_training_example_matches_local_run():
+    pytest.importorskip("sklearn")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "distributed_training.py"), "--epochs", "1",
+         "--batch-size", "128"],
+        capture_output=True, text=True, timeout=50, env=env, cwd=REPO,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "loss curves match" in done.stdout
+    assert "15 steps" in done.stdout  # 1797 samples in batches of 128

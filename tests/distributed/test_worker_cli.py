@@ -1,0 +1,113 @@
+"""The worker's command line: READY line, signals and clean shutdown, start-up errors."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import autograd_async as ag
+from autograd_async import distributed as dist
+from autograd_async.distributed import Client, ConnectionClosedError, RemoteError
+
+from .conftest import REPO, TOKEN, WorkerProcess, start_worker
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def run_cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-m", "workers", *args], capture_output=True,
+                          text=True, cwd=REPO, env=env, timeout=timeout)
+
+
+def wait_exit(worker: WorkerProcess, timeout: float = 15) -> int:
+    return worker.proc.wait(timeout)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+async def test_signal_finishes_in_flight_requests_then_exits_0(spawn_worker, sig):
+    w = spawn_worker("w1")
+    async with Client({"w1": w.address}, token=TOKEN, timeout=10.0) as client:
+        pending = asyncio.ensure_future(client.call("w1", "sleepy", ag.zeros(3), seconds=1.0))
+        await asyncio.sleep(0.3)  # the request is running on the worker
+        w.proc.send_signal(sig)
+        await asyncio.sleep(0.2)
+        with pytest.raises((RemoteError, dist.WorkerLostError), match="shutting down|lost"):
+            await client.call("w1", "tanh", ag.zeros(1))  # new requests are refused
+        y = await pending  # the reply of the one in flight still arrives
+        np.testing.assert_array_equal(y.numpy(), np.ones(3))
+    assert await asyncio.to_thread(wait_exit, w) == 0
+    assert "Traceback" not in w.log.read_text()
+
+
+async def test_shutdown_releases_contexts_on_peers(spawn_worker):
+    w2 = spawn_worker("w2")
+    w1 = spawn_worker("w1", peers={"w2": w2.address})
+    async with Client({"w1": w1.address, "w2": w2.address}, token=TOKEN) as client:
+        ctx = dist.context(client)
+        await ctx.__aenter__()
+        await client.call("w1", "tanh_then_peer", ag.ones(2, requires_grad=True), peer="w2",
+                          function="tanh")
+        assert (await client.stats("w2"))["contexts"] == 1
+        w1.proc.terminate()
+        assert await asyncio.to_thread(wait_exit, w1) == 0
+        assert (await client.stats("w2"))["contexts"] == 0
+        ctx.released = True  # w1 is gone; nothing left to release
+
+
+def test_ready_line_and_console_script(tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_bytes(TOKEN)
+    w = start_worker("solo", token_file, tmp_path, devices="sim:1,cpu", load=False)
+    try:
+        assert w.host == "127.0.0.1" and 0 < w.port < 65536
+    finally:
+        w.proc.terminate()
+        assert w.proc.wait(15) == 0
+    script = Path(sys.executable).with_name("autograd-async-worker")
+    if not script.exists():
+        script = shutil.which("autograd-async-worker")
+    if script is None:
+        pytest.skip("console script not installed")
+    # PYTHONPATH: an editable install made before `workers/` existed maps autograd_async only
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([str(script), "--name", "cs", "--token-file", str(token_file)],
+                            stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
+    try:
+        assert proc.stdout.readline().startswith("READY cs 127.0.0.1:")
+    finally:
+        proc.terminate()
+        assert proc.wait(15) == 0
+
+
+def test_startup_errors(tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_bytes(TOKEN)
+    base = ["--name", "w", "--token-file", str(token_file)]
+    missing = run_cli("--name", "w", "--token-file", str(tmp_path / "absent"))
+    assert missing.returncode == 1 and "absent" in missing.stderr and missing.stdout == ""
+    bad_module = run_cli(*base, "--load", "no_such_module_here")
+    assert bad_module.returncode == 1 and "no_such_module_here" in bad_module.stderr
+    assert run_cli(*base, "--peer", "nonsense").returncode == 2
+    assert run_cli(*base, "--devices", "tpu:0").returncode == 2
+    assert run_cli(*base, "--context-ttl", "0").returncode == 2
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"  \n")
+    assert "empty" in run_cli("--name", "w", "--token-file", str(empty)).stderr
+
+
+async def test_closed_client_cannot_call(spawn_worker):
+    w = spawn_worker("w1", load=False)
+    client = Client({"w1": w.address}, token=TOKEN)
+    async with client:
+        assert (await client.stats("w1"))["functions"][:2] == ["add", "clone"]
+    with pytest.raises(ConnectionClosedError):
+        await client.call("w1", "tanh", ag.ones(1))

@@ -1,0 +1,137 @@
+"""Command line of the worker process.
+
+    python -m workers --listen 127.0.0.1:0 --name w1 --devices cpu,sim:0 --token-file TOKEN \\
+        [--peer w2=HOST:PORT ...] [--load MODULE ...] [--context-ttl SECONDS]
+
+Once listening it prints one line, `READY <name> <host>:<port>`, to stdout (flushed); it serves
+until SIGTERM or SIGINT, then finishes the requests in flight, releases its contexts and exits 0.
+Start-up failures (bad token file, module that fails to import, unknown device, port in use)
+print one line to stderr and exit 1; bad arguments exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+from autograd_async.devices import Device, set_sim_device_count, sim_device_count
+from autograd_async.distributed import load_token
+from autograd_async.distributed.client import DEFAULT_TIMEOUT, parse_address
+
+from .server import DEFAULT_CONTEXT_TTL, WorkerServer
+
+__all__ = ["build_parser", "main", "run"]
+
+logger = logging.getLogger("workers")
+
+
+def _peer(text: str) -> tuple[str, tuple[str, int]]:
+    name, sep, address = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"--peer takes NAME=HOST:PORT, got {text!r}")
+    try:
+        return name, parse_address(address)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _listen(text: str) -> tuple[str, int]:
+    try:
+        return parse_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _devices(text: str) -> list[Device]:
+    try:
+        return [Device(part) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The worker's argument parser."""
+    parser = argparse.ArgumentParser(prog="python -m workers", description=__doc__.split("\n")[0])
+    parser.add_argument("--listen", type=_listen, default=("127.0.0.1", 0),
+                        help="HOST:PORT to listen on (port 0: any free port)")
+    parser.add_argument("--name", required=True, help="this worker's name")
+    parser.add_argument("--devices", type=_devices, default=[Device("cpu")],
+                        help="comma-separated devices it computes on; the first is the default")
+    parser.add_argument("--token-file", required=True, help="file holding the shared token")
+    parser.add_argument("--peer", type=_peer, action="append", default=[],
+                        metavar="NAME=HOST:PORT", help="a worker this one may call (repeatable)")
+    parser.add_argument("--load", action="append", default=[], metavar="MODULE",
+                        help="import MODULE at start-up to register functions (repeatable)")
+    parser.add_argument("--context-ttl", type=_positive, default=DEFAULT_CONTEXT_TTL,
+                        help="seconds an idle distributed context is kept (default %(default)s)")
+    parser.add_argument("--peer-timeout", type=_positive, default=DEFAULT_TIMEOUT,
+                        help="seconds before a silent peer counts as lost (default %(default)s)")
+    parser.add_argument("--shutdown-grace", type=_positive, default=10.0,
+                        help="seconds in-flight requests get to finish on SIGTERM")
+    parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
+    parser.add_argument("--log-level", default="WARNING")
+    return parser
+
+
+async def run(args: argparse.Namespace) -> int:
+    """Start the worker, print the READY line, serve until SIGTERM/SIGINT, shut down."""
+    token = load_token(args.token_file)
+    for module in args.load:
+        importlib.import_module(module)  # the operator's choice, never a name from the wire
+    sims = [d.index for d in args.devices if d.type == "sim"]
+    if sims and max(sims) >= sim_device_count():
+        set_sim_device_count(max(sims) + 1)
+    server = WorkerServer(args.name, token=token, devices=args.devices, peers=dict(args.peer),
+                          context_ttl=args.context_ttl, peer_timeout=args.peer_timeout)
+    await server.start(*args.listen)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    host, port = server.address
+    print(f"READY {args.name} {host}:{port}", flush=True)
+    logger.info("worker %r listening on %s:%d, devices %s", args.name, host, port,
+                ",".join(str(d) for d in args.devices))
+    await stop.wait()
+    logger.info("worker %r stopping", args.name)
+    await server.stop(args.shutdown_grace)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `python -m workers` and `autograd-async-worker`."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format=f"%(asctime)s {args.name}[%(process)d] %(levelname)s %(message)s")
+    try:
+        if args.loop == "uvloop":
+            import uvloop  # noqa: PLC0415 - optional on platforms without it
+
+            code = uvloop.run(run(args))
+        else:
+            code = asyncio.run(run(args))
+    except (OSError, ValueError, ImportError, RuntimeError) as exc:
+        print(f"worker {args.name!r} failed: {type(exc).__name__}: {exc}", file=sys.stderr,
+              flush=True)
+        return 1
+    finally:
+        from autograd_async.engine import shutdown  # noqa: PLC0415
+
+        shutdown(2.0)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

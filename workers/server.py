@@ -1,0 +1,456 @@
+"""`WorkerServer`: serves a worker's methods (docs/wire-protocol.md, section 8) over the transport.
+
+Forward calls run registered functions and module forwards on the worker's loop; under a
+distributed context they are recorded (received leaves, sent outputs, parameters used). A
+`backward` request runs the recorded part on the worker's engine with `grad_async`, keeps the
+parameters' gradients in the context and returns the gradients of the received leaves. Receive
+nodes inside that part (calls the worker made to its peers) recurse into those peers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import secrets
+import ssl as ssl_module
+from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from autograd_async import nn
+from autograd_async.autograd import grad_async
+from autograd_async.devices import Device, check_available
+from autograd_async.distributed import Client
+from autograd_async.distributed.codec import check_simple, host_array, to_device
+from autograd_async.distributed.connection import ConnectionInfo
+from autograd_async.distributed.context import current_context
+from autograd_async.distributed.errors import ProtocolError
+from autograd_async.distributed.methods import check_arg_specs, check_call
+from autograd_async.distributed.server import Server, serve
+from autograd_async.grad_mode import enable_grad, no_grad
+from autograd_async.tensor import Tensor
+
+from .contexts import CallRecord, ContextStore, ParamKey
+from .registry import DEFAULT_REGISTRY, Registry, worker_var
+
+__all__ = ["DEFAULT_CONTEXT_TTL", "WorkerServer"]
+
+logger = logging.getLogger("workers")
+
+DEFAULT_CONTEXT_TTL = 300.0
+Reply = tuple[dict[str, Any], list[np.ndarray]]
+
+
+@dataclass
+class ModuleEntry:
+    """A module built for a peer: the module, its class name and the device its inputs go to."""
+
+    module: nn.Module
+    class_name: str
+    device: Device
+
+
+@dataclass
+class OptimizerEntry:
+    """An optimizer built for a `DistributedOptimizer`, with the key of each parameter."""
+
+    optimizer: Any
+    params: list[tuple[ParamKey, Tensor]]
+
+
+def _annotate(exc: BaseException, worker: str, context_id: Any) -> None:
+    """Give an exception the node, worker and context that its error frame will carry."""
+    try:
+        if getattr(exc, "node", None) is None and getattr(exc, "node_name", None):
+            exc.node = exc.node_name  # type: ignore[attr-defined]
+        if getattr(exc, "worker", None) is None:
+            exc.worker = worker  # type: ignore[attr-defined]
+        if isinstance(context_id, int) and getattr(exc, "context_id", None) is None:
+            exc.context_id = context_id  # type: ignore[attr-defined]
+    except (AttributeError, TypeError):
+        pass
+
+
+class WorkerServer:
+    """One worker: its devices, registry, modules, optimizers, contexts and peer client."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        token: bytes,
+        devices: Sequence[str | Device] = ("cpu",),
+        registry: Registry = DEFAULT_REGISTRY,
+        peers: Mapping[str, str | tuple[str, int]] | None = None,
+        context_ttl: float = DEFAULT_CONTEXT_TTL,
+        peer_timeout: float = 30.0,
+        ssl: ssl_module.SSLContext | None = None,
+        max_frame_bytes: int | None = None,
+    ) -> None:
+        self.name = name
+        self.devices = [Device(d) for d in devices]
+        if not self.devices:
+            raise ValueError("a worker needs at least one device")
+        for dev in self.devices:
+            check_available(dev)
+        self.registry = registry
+        self.contexts = ContextStore(context_ttl)
+        self.peers = Client(peers or {}, token=token, timeout=peer_timeout, name=name)
+        self.modules: dict[int, ModuleEntry] = {}
+        self.optimizers: dict[int, OptimizerEntry] = {}
+        self.requests = 0
+        self._token = token
+        self._ssl = ssl
+        self._max_frame_bytes = max_frame_bytes
+        self._incarnation = secrets.randbits(20)
+        self._next_id = 0
+        self._server: Server | None = None
+        self._sweeper: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+        self._handlers = {
+            "call": self._call,
+            "module.forward": self._module_forward,
+            "backward": self._backward,
+            "context.release": self._context_release,
+            "context.gradients": self._context_gradients,
+            "module.create": self._module_create,
+            "module.delete": self._module_delete,
+            "module.train": self._module_train,
+            "module.state_dict": self._module_state_dict,
+            "module.load_state_dict": self._module_load_state_dict,
+            "optim.create": self._optim_create,
+            "optim.step": self._optim_step,
+            "optim.delete": self._optim_delete,
+            "stats": self._stats,
+        }
+
+    # ---------------------------------------------------------------- lifecycle
+    @property
+    def default_device(self) -> Device:
+        """Where inputs of registered functions go: the first of the worker's devices."""
+        return self.devices[0]
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """(host, port) the worker listens on."""
+        if self._server is None:
+            raise RuntimeError(f"worker {self.name!r} is not started")
+        return self._server.address
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        """Listen on host:port and start expiring idle contexts."""
+        await self.peers.start()
+        extra = {} if self._max_frame_bytes is None else {"max_frame_bytes": self._max_frame_bytes}
+        self._server = await serve(self.handle, host, port, token=self._token, name=self.name,
+                                   ssl=self._ssl, **extra)
+        self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
+
+    async def stop(self, grace: float = 10.0) -> None:
+        """Finish in-flight requests (up to `grace` s), release every context, close."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        if self._server is not None:
+            await self._server.shutdown(grace)
+        released = self.contexts.release_all()
+        await asyncio.gather(*(c.release_touched(2.0) for c in released))
+        for task in list(self._background):
+            task.cancel()
+        await self.peers.aclose()
+        self.modules.clear()
+        self.optimizers.clear()
+        logger.info("worker %r stopped (%d contexts released)", self.name, len(released))
+
+    async def _sweep(self) -> None:
+        period = min(self.contexts.ttl / 4, 5.0)
+        while True:
+            await asyncio.sleep(period)
+            for ctx in self.contexts.expire():
+                logger.info("worker %r: context %d expired", self.name, ctx.id)
+                self._spawn(ctx.release_touched(min(self.peers.timeout, 10.0)))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _new_id(self) -> int:
+        # Ids of a restarted worker differ, so a stale handle fails instead of hitting another.
+        self._next_id += 1
+        return (self._incarnation << 32) | self._next_id
+
+    # --------------------------------------------------------------- dispatch
+    async def handle(self, info: ConnectionInfo, method: str, kwargs: dict[str, Any],
+                     arrays: list[np.ndarray]) -> Reply:
+        """The transport handler: check the method's kwargs, run it, annotate its errors."""
+        check_call(method, kwargs, len(arrays))
+        self.requests += 1
+        token = worker_var.set(self)
+        try:
+            return await self._handlers[method](kwargs, arrays)
+        except Exception as exc:
+            _annotate(exc, self.name, kwargs.get("context_id"))
+            raise
+        finally:
+            worker_var.reset(token)
+
+    def check_device(self, device: Any) -> Device:
+        """`device` as a Device, refused unless it is one of the worker's."""
+        dev = Device(device)
+        if dev not in self.devices:
+            served = ", ".join(str(d) for d in self.devices)
+            raise ValueError(f"worker {self.name!r} does not serve device {dev}; its devices: "
+                             f"{served}")
+        return dev
+
+    # --------------------------------------------------------------- forward
+    async def _call(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
+        fn = self.registry.function(kw["function"], self.name)
+        return await self._forward(fn, kw, arrays, self.default_device, [])
+
+    async def _module_forward(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
+        module_id = kw["module_id"]
+        entry = self._module(module_id)
+        params = [((module_id, n), p) for n, p in entry.module.named_parameters()
+                  if p.requires_grad]
+        return await self._forward(entry.module, kw, arrays, entry.device, params)
+
+    async def _forward(self, fn: Any, kw: dict[str, Any], arrays: list[np.ndarray],
+                       device: Device, params: list[tuple[ParamKey, Tensor]]) -> Reply:
+        check_arg_specs(kw["args"], len(arrays))
+        flags = kw["requires_grad"]
+        if len(flags) != len(arrays):
+            raise ProtocolError(f"requires_grad has {len(flags)} flags for {len(arrays)} arrays")
+        context_id = kw.get("context_id")
+        ctx = self.contexts.get_or_create(context_id) if context_id is not None else None
+        record = ctx is not None and bool(kw.get("record"))
+        tensors = [to_device(a, device, record and f and a.dtype.kind in "fc")
+                   for a, f in zip(arrays, flags, strict=True)]
+        args = [tensors[s["tensor"]] if "tensor" in s else s["value"] for s in kw["args"]]
+        with self.contexts.using(ctx) if ctx is not None else nullcontext():
+            token = current_context.set(ctx)
+            try:
+                with enable_grad() if record else no_grad():
+                    out = fn(*args, **kw["kwargs"])
+                    if inspect.isawaitable(out):
+                        out = await out
+            finally:
+                current_context.reset(token)
+        single = not isinstance(out, tuple | list)
+        specs: list[dict[str, Any]] = []
+        sent: list[np.ndarray] = []
+        outputs: list[Tensor] = []
+        for i, item in enumerate([out] if single else out):
+            if isinstance(item, Tensor):
+                specs.append({"tensor": len(sent), "requires_grad": record and item.requires_grad})
+                sent.append(host_array(item.detach()))
+                outputs.append(item)
+            else:
+                check_simple(item, f"output {i}")
+                specs.append({"value": item})
+        result: dict[str, Any] = {"outputs": specs, "single": single}
+        if record and any(t.requires_grad for t in outputs):
+            leaves = [t for t in tensors if t.requires_grad]
+            assert ctx is not None
+            result["call_id"] = ctx.add_call(CallRecord(leaves, outputs, params))
+        return result, sent
+
+    # -------------------------------------------------------------- backward
+    async def _backward(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
+        context_id, call_id = kw["context_id"], kw["call_id"]
+        ctx = self.contexts.get(context_id)
+        if ctx is None:
+            raise LookupError(f"worker {self.name!r} has no context {context_id}: it was "
+                              f"released, or expired after {self.contexts.ttl} s idle")
+        record = ctx.records.get(call_id)
+        if record is None:
+            raise RuntimeError(
+                f"context {context_id} on worker {self.name!r} holds no call {call_id}: its "
+                "graph was freed by an earlier backward (use retain_graph=True to backward "
+                "through it twice)"
+            )
+        slots = kw["outputs"]
+        if len(slots) != len(arrays):
+            raise ProtocolError(f"backward got {len(arrays)} gradients for {len(slots)} outputs")
+        roots, grads = [], []
+        for slot, array in zip(slots, arrays, strict=True):
+            if slot >= len(record.outputs) or not record.outputs[slot].requires_grad:
+                raise ProtocolError(f"call {call_id} has no differentiable output {slot}")
+            out = record.outputs[slot]
+            if tuple(array.shape) != tuple(out.shape):
+                raise ValueError(f"gradient of shape {tuple(array.shape)} for output {slot} of "
+                                 f"shape {tuple(out.shape)}")
+            roots.append(out)
+            grads.append(to_device(array.astype(out.dtype, copy=False), out.device))
+        retain = kw["retain_graph"]
+        if not retain:
+            del ctx.records[call_id]
+        n_leaves, n_params = len(record.leaves), len(record.params)
+        inputs = [*record.leaves, *(p for _, p in record.params), *ctx.anchors()]
+        found: Sequence[Tensor | None] = ()
+        if roots and inputs:
+            with self.contexts.using(ctx):
+                ctx.retain_graph = retain
+                found = await grad_async(roots, inputs, grad_outputs=grads,
+                                         retain_graph=retain, allow_unused=True)
+        for (key, _), g in zip(record.params, found[n_leaves:n_leaves + n_params]):
+            if g is not None:
+                ctx.accumulate(key, g._data)
+        send_slots, sent = [], []
+        for i, g in enumerate(found[:n_leaves]):
+            if g is not None:
+                send_slots.append(i)
+                sent.append(host_array(g))
+        return {"inputs": send_slots}, sent
+
+    # --------------------------------------------------------------- contexts
+    async def _context_release(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
+        ctx = self.contexts.release(kw["context_id"])
+        if ctx is not None:
+            await ctx.release_touched(min(self.peers.timeout, 10.0))
+        return {"released": ctx is not None}, []
+
+    async def _context_gradients(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
+        ctx = self.contexts.get(kw["context_id"])
+        wanted = kw.get("module_id")
+        if wanted is not None:
+            self._module(wanted)
+        items = sorted((ctx.grads if ctx is not None else {}).items())
+        items = [(k, g) for k, g in items if wanted is None or k[0] == wanted]
+        return ({"modules": [k[0] for k, _ in items], "names": [k[1] for k, _ in items]},
+                [_host_copy(g) for _, g in items])
+
+    # ---------------------------------------------------------------- modules
+    def _module(self, module_id: int) -> ModuleEntry:
+        entry = self.modules.get(module_id)
+        if entry is None:
+            raise LookupError(f"worker {self.name!r} has no module {module_id} (deleted, or "
+                              "made by an earlier run of the worker)")
+        return entry
+
+    def build_module(self, class_name: str, kwargs: dict[str, Any], *, device: Any = None,
+                     dtype: Any = None) -> tuple[nn.Module, Device]:
+        """Build an allow-listed module; a `device` must be one of the worker's."""
+        factory = self.registry.module_class(class_name, self.name)
+        kwargs = dict(kwargs)
+        dev = self.check_device(kwargs.get("device", device) or self.default_device)
+        accepted = _parameters(factory)
+        if "device" in accepted:
+            kwargs["device"] = str(dev)
+        if dtype is not None and "dtype" in accepted:
+            kwargs.setdefault("dtype", dtype)
+        module = factory(**kwargs)
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"{class_name} built a {type(module).__name__}, not an nn.Module")
+        return module, dev
+
+    async def _module_create(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
+        module, device = self.build_module(kw["class_name"], kw["kwargs"])
+        module_id = self._new_id()
+        self.modules[module_id] = ModuleEntry(module, kw["class_name"], device)
+        params = [{"name": n, "shape": list(p.shape), "dtype": str(p.dtype),
+                   "device": str(p.device)} for n, p in module.named_parameters()]
+        return {"module_id": module_id, "parameters": params, "repr": repr(module)}, []
+
+    async def _module_delete(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
+        module_id = kw["module_id"]
+        self._module(module_id)
+        del self.modules[module_id]
+        for ctx in self.contexts:
+            ctx.forget_module(module_id)
+        return {"deleted": True}, []
+
+    async def _module_train(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
+        self._module(kw["module_id"]).module.train(kw["mode"])
+        return {}, []
+
+    async def _module_state_dict(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
+        state = self._module(kw["module_id"]).module.state_dict()
+        return ({"names": list(state)},
+                [np.array(host_array(t), copy=True) for t in state.values()])
+
+    async def _module_load_state_dict(self, kw: dict[str, Any],
+                                      arrays: list[np.ndarray]) -> Reply:
+        entry = self._module(kw["module_id"])
+        names = kw["names"]
+        if len(names) != len(arrays):
+            raise ProtocolError(f"load_state_dict got {len(arrays)} arrays for {len(names)} names")
+        state = {n: to_device(a, entry.device) for n, a in zip(names, arrays, strict=True)}
+        missing, unexpected = entry.module.load_state_dict(state, strict=kw["strict"])
+        return {"missing": list(missing), "unexpected": list(unexpected)}, []
+
+    # ------------------------------------------------------------- optimizers
+    async def _optim_create(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
+        factory = self.registry.optimizer_class(kw["class_name"], self.name)
+        params: list[tuple[ParamKey, Tensor]] = []
+        for i, spec in enumerate(kw["params"]):
+            module_id, name = spec.get("module_id"), spec.get("name")
+            if not isinstance(module_id, int) or not isinstance(name, str):
+                raise ProtocolError(f"params[{i}] must be {{'module_id': int, 'name': str}}")
+            found = dict(self._module(module_id).module.named_parameters()).get(name)
+            if found is None:
+                raise LookupError(f"module {module_id} on worker {self.name!r} has no "
+                                  f"parameter {name!r}")
+            params.append(((module_id, name), found))
+        optimizer = factory([p for _, p in params], **kw["kwargs"])
+        optimizer_id = self._new_id()
+        self.optimizers[optimizer_id] = OptimizerEntry(optimizer, params)
+        return {"optimizer_id": optimizer_id}, []
+
+    async def _optim_step(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
+        entry = self.optimizers.get(kw["optimizer_id"])
+        if entry is None:
+            raise LookupError(f"worker {self.name!r} has no optimizer {kw['optimizer_id']}")
+        ctx = self.contexts.get(kw["context_id"])
+        grads = ctx.grads if ctx is not None else {}
+        stepped = 0
+        try:
+            for key, param in entry.params:
+                g = grads.get(key)
+                param.grad = None if g is None else Tensor._wrap(g, param.device)
+                stepped += g is not None
+            if stepped:
+                entry.optimizer.step()
+        finally:
+            for _, param in entry.params:
+                param.grad = None
+        return {"stepped": stepped}, []
+
+    async def _optim_delete(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
+        return {"deleted": self.optimizers.pop(kw["optimizer_id"], None) is not None}, []
+
+    # ------------------------------------------------------------------ stats
+    async def _stats(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
+        return {
+            "name": self.name,
+            "pid": os.getpid(),
+            "devices": [str(d) for d in self.devices],
+            "contexts": len(self.contexts),
+            "context_ids": self.contexts.ids(),
+            "expired_contexts": self.contexts.expired_total,
+            "context_ttl": self.contexts.ttl,
+            "modules": len(self.modules),
+            "optimizers": len(self.optimizers),
+            "requests": self.requests,
+            "connections": self._server.connection_count if self._server is not None else 0,
+            "peers": self.peers.workers,
+            "functions": sorted(self.registry.functions),
+            "module_classes": sorted(self.registry.module_classes),
+            "optimizer_classes": sorted(self.registry.optimizer_classes),
+        }, []
+
+
+def _parameters(factory: Any) -> set[str]:
+    try:
+        return set(inspect.signature(factory).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def _host_copy(array: Any) -> np.ndarray:
+    """A NumPy copy of a device array (a gradient kept in a context must not be shared)."""
+    return np.array(array, copy=True) if isinstance(array, np.ndarray) else array.get()
