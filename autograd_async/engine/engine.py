@@ -8,7 +8,6 @@ finishes when no node is queued and no handoff is in flight anywhere.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextvars
 import threading
 import time
@@ -18,7 +17,7 @@ from ..devices import Device, check_available
 from ..graph import Node
 from ..graph_task import GraphTask, describe_node
 from .device_worker import ABANDON, DELIVER, START, DeviceWorker, thread_state
-from .handoff import settle, wait_async, wait_blocking
+from .handoff import BlockingWaiter, LoopWaiter
 from .loops import default_loop_kind, loop_factory
 from .trace_events import CallerAwait
 
@@ -121,12 +120,12 @@ class Engine:
         if driving is not None and driving.engine is self:
             self._run_reentrant(task, prepared.starts, driving)
             return
-        done: concurrent.futures.Future = concurrent.futures.Future()
-        task.on_finish = lambda error: settle(done, error)
+        waiter = BlockingWaiter()
+        task.on_finish = waiter.settle
         begun = time.perf_counter_ns()
         self._start(task, prepared.starts)
         try:
-            wait_blocking(done, self.check_open)
+            waiter.wait(self.check_open)
         except BaseException:
             self.abandon(task)
             raise
@@ -134,16 +133,19 @@ class Engine:
             self._record_await(task, kind, begun)
 
     async def run_async(self, prepared: Any, kind: str = "backward_async") -> None:
-        """Run a prepared graph task, awaiting it without blocking the caller's loop."""
+        """Run a prepared graph task, awaiting it without blocking the caller's loop.
+
+        Cancelling the await (or a timeout around it) abandons the graph task.
+        """
         self.check_open()
         task: GraphTask = prepared.task
         task.reentrant_depth = reentrant_depth.get() + 1
-        done: concurrent.futures.Future = concurrent.futures.Future()
-        task.on_finish = lambda error: settle(done, error)
+        waiter = LoopWaiter(asyncio.get_running_loop())
+        task.on_finish = waiter.settle
         begun = time.perf_counter_ns()
         self._start(task, prepared.starts)
         try:
-            await wait_async(done)
+            await waiter.future
         except BaseException:
             self.abandon(task)
             raise
@@ -153,13 +155,7 @@ class Engine:
     def _run_reentrant(self, task: GraphTask, starts: list, worker: DeviceWorker) -> None:
         parent = worker.running_task
         task.reentrant_depth = (parent.reentrant_depth if parent is not None else 0) + 1
-        done: concurrent.futures.Future = concurrent.futures.Future()
-
-        def on_finish(error: BaseException | None) -> None:
-            settle(done, error)
-            worker.wake_waiter()
-
-        task.on_finish = on_finish
+        task.on_finish = lambda error: worker.wake_waiter()
         self._start(task, starts)
         if thread_state.nesting < MAX_NESTING_PER_THREAD:
             thread_state.nesting += 1
@@ -169,7 +165,8 @@ class Engine:
                 thread_state.nesting -= 1
         else:
             self._run_on_helper_thread(task, worker)
-        done.result(timeout=0)
+        if task.error is not None:
+            raise task.error
 
     def _run_on_helper_thread(self, task: GraphTask, worker: DeviceWorker) -> None:
         """Hand the worker to a fresh thread (this one blocks) to bound each thread's stack depth."""

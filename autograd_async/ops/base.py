@@ -41,7 +41,7 @@ _NO_GRAD = {n: (False,) * n for n in range(1, 5)}
 class Op(Node):
     """A differentiable op and, once applied, the backward node of its outputs."""
 
-    __slots__ = ("needs_input_grad", "_saved", "_saved_versions", "_out_ref", "_saved_out")
+    __slots__ = ("needs_input_grad", "_saved", "_saved_data", "_checks", "_out_ref", "_saved_out")
 
     # Indices of inputs whose tensors backward needs (checked against in-place changes).
     saved_inputs: ClassVar[tuple[int, ...]] = ()
@@ -133,18 +133,24 @@ class Op(Node):
         self.next_functions = tuple(edges)
         indices = self.saved_inputs
         if indices:
+            # Tensors for a differentiable backward, their arrays for the usual one, and the
+            # version counters to check before either is used.
             saved = tuple([inputs[i] for i in indices])
-            versions = []
+            data = []
+            checks = []
             for t in saved:
                 if isinstance(t, Tensor):
                     base = t._base
-                    versions.append((base if base is not None else t)._ver)
+                    owner = base if base is not None else t
+                    checks.append((t, owner, owner._ver))
+                    data.append(t._data)
                 else:
-                    versions.append(None)
+                    data.append(t)
             self._saved = saved
-            self._saved_versions = tuple(versions)
+            self._saved_data = tuple(data)
+            self._checks = tuple(checks)
         else:
-            self._saved = self._saved_versions = ()
+            self._saved = self._saved_data = self._checks = ()
         if anomaly_enabled.get():
             self.metadata["traceback_"] = traceback.format_stack()[:-3]
 
@@ -161,6 +167,7 @@ class Op(Node):
             t = Tensor._wrap(out, dev, self, 0, base)
             if self.saves_output:
                 self._saved_out = out
+                self._saved_data = self._saved_data + (out,)
                 self._out_ref = weakref.ref(t)
             return t
         if not requires:
@@ -173,6 +180,7 @@ class Op(Node):
         )
         if self.saves_output:
             self._saved_out = out[0]
+            self._saved_data = self._saved_data + (out[0],)
             self._out_ref = weakref.ref(tensors[0])
         return tensors
 
@@ -199,27 +207,23 @@ class Op(Node):
     # ------------------------------------------------------------- for backward
     def saved(self, like: Any) -> tuple:
         """The saved inputs (and output last, if saved): arrays, or Tensors when `like` is a Tensor."""
-        saved = self._saved
-        if saved is None or self._released:
+        if self._released:
             raise RuntimeError(RELEASED_MESSAGE)
-        for t, version in zip(saved, self._saved_versions):
-            if version is not None and t._version != version:
+        for t, owner, version in self._checks:
+            if owner._ver != version:
                 self._raise_version_error(t, version)
-        differentiable = isinstance(like, Tensor)
-        if differentiable:
-            values = list(saved)
-        else:
-            values = [t._data if t.__class__ is Tensor or isinstance(t, Tensor) else t for t in saved]
         if self.saves_output:
             out = self._out_ref()
             if out is not None and out._version != 0:
                 self._raise_version_error(out, 0)
-            if differentiable:
-                values.append(
-                    out if out is not None else Tensor._wrap(self._saved_out, self.device, self, 0)
-                )
-            else:
-                values.append(self._saved_out)
+        if not isinstance(like, Tensor):
+            return self._saved_data
+        values = list(self._saved)
+        if self.saves_output:
+            out = self._out_ref()
+            values.append(
+                out if out is not None else Tensor._wrap(self._saved_out, self.device, self, 0)
+            )
         return tuple(values)
 
     def _raise_version_error(self, t: Tensor, expected: int) -> None:
@@ -236,7 +240,7 @@ class Op(Node):
     def release_saved(self) -> None:
         """Drop saved tensors and the op's own saved state."""
         self._released = True
-        self._saved = None
+        self._saved = self._saved_data = None
         if self.saves_output:
             self._saved_out = None
         if self._own_slots:
