@@ -1,8 +1,8 @@
 """autograd-async: reverse-mode autograd on NumPy and CuPy, with a backward pass that runs on one
 worker thread and asyncio event loop per device and that callers can `await`."""
 
-from . import ops as _ops  # noqa: F401 - installs the op methods on Tensor
 from . import autograd, engine, nn, optim, profiler
+from . import ops as _ops  # noqa: F401 - installs the op methods on Tensor
 from .creation import (
     Generator,
     arange,

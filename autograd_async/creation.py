@@ -1,4 +1,5 @@
-"""Making tensors: `tensor`, `zeros`, `ones`, `full`, `arange`, `randn`, `rand`, `empty` and `*_like`."""
+"""Making tensors: `tensor`, `zeros`, `ones`, `full`, `arange`, `randn`, `rand`, `empty`, `*_like`.
+"""
 
 from __future__ import annotations
 
@@ -73,7 +74,8 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     """A tensor sharing memory with `data` when possible."""
-    if isinstance(data, Tensor) and dtype is None and (device is None or Device(device) is data.device):
+    same_device = device is None or Device(device) is getattr(data, "device", None)
+    if isinstance(data, Tensor) and dtype is None and same_device:
         return data
     dev = _device(device)
     return Tensor._wrap(infer_array(data, dtype, dev), dev)

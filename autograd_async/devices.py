@@ -1,8 +1,8 @@
-"""Devices and their array backends: NumPy for `cpu` and `sim:N`, CuPy (imported lazily) for `cuda:N`.
+"""Devices and their array backends: NumPy for `cpu` and `sim:N`, CuPy (lazily) for `cuda:N`.
 
-A `sim:N` device is a simulated accelerator: its arrays are NumPy arrays, but the library treats it as a
-separate device (its own worker thread, no silent mixing with `cpu` or another `sim`), so multi-device
-programs run and are tested without a GPU.
+A `sim:N` device is a simulated accelerator: its arrays are NumPy arrays, but the library treats it
+as a separate device (its own worker thread, no silent mixing with `cpu` or another `sim`), so
+multi-device programs run and are tested without a GPU.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ DEFAULT_SIM_DEVICES = 2
 
 
 class DeviceError(ValueError):
-    """A device string is malformed, a device is unavailable, or tensors on different devices met."""
+    """A malformed device string, an unavailable device, or tensors on different devices."""
 
 
 class Device:
@@ -51,7 +51,8 @@ class Device:
         return found
 
     def __repr__(self) -> str:
-        return f"device(type='{self.type}'" + ("" if self.index is None else f", index={self.index}") + ")"
+        index = "" if self.index is None else f", index={self.index}"
+        return f"device(type='{self.type}'{index})"
 
     def __str__(self) -> str:
         return self._str
@@ -97,7 +98,9 @@ def _parse(spec: str, index: int | None) -> tuple[str, int | None]:
         if index < 0:
             raise DeviceError(f"device index must be >= 0, got {index}")
         return kind, index
-    raise DeviceError(f"unknown device type {kind!r} in {spec!r}; expected 'cpu', 'cuda:N' or 'sim:N'")
+    raise DeviceError(
+        f"unknown device type {kind!r} in {spec!r}; expected 'cpu', 'cuda:N' or 'sim:N'"
+    )
 
 
 def device(spec: str | Device, index: int | None = None) -> Device:
@@ -125,7 +128,7 @@ _sim_config = SimConfig()
 
 
 def set_sim_device_count(count: int) -> None:
-    """Set how many `sim:N` devices exist (default 2, or the AUTOGRAD_ASYNC_SIM_DEVICES variable)."""
+    """Set how many `sim:N` devices exist (default 2, or AUTOGRAD_ASYNC_SIM_DEVICES)."""
     if not isinstance(count, int) or count < 0:
         raise DeviceError(f"sim device count must be a non-negative int, got {count!r}")
     _sim_config.count = count

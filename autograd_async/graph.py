@@ -1,8 +1,8 @@
 """The autograd graph: nodes, edges, sequence numbers, hooks and the leaf accumulator.
 
-A node is created by the forward pass of an op; its `backward` is a call the engine makes. Nodes keep
-few objects each (`__slots__`, hooks and metadata made only when used) because graph building in a
-pure-Python engine is bound by allocation and the garbage collector.
+A node is created by the forward pass of an op; its `backward` is a call the engine makes. Nodes
+keep few objects each (`__slots__`, hooks and metadata made only when used) because graph building
+in a pure-Python engine is bound by allocation and the garbage collector.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ class Node:
         self._hooks_or_new().retains_grad[tensor._output_nr] = weakref.ref(tensor)
 
     def release_saved(self) -> None:
-        """Drop what the node saved for backward (called after backward unless the graph is kept)."""
+        """Drop what the node saved for backward (after backward, unless the graph is kept)."""
         self._released = True
 
     def __repr__(self) -> str:
@@ -237,7 +237,7 @@ def claim(array: Any) -> bool:
 
 
 def grad_accumulator(tensor: Tensor) -> AccumulateGrad:
-    """The leaf's AccumulateGrad, shared by every use while it is alive (held weakly by the leaf)."""
+    """The leaf's AccumulateGrad, shared by every use while alive (held weakly by the leaf)."""
     ref = tensor._grad_accumulator
     node = ref() if ref is not None else None
     if node is None:

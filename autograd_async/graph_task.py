@@ -1,9 +1,10 @@
 """The bookkeeping of one backward pass, in plain synchronous code.
 
-A `GraphTask` counts dependencies from its roots, buffers the gradients arriving at each node, decides
-which nodes must run (all of them for `backward`, only those leading to `inputs` for `grad`), captures
-the gradients `grad` returns, and knows when it is finished. It owns no threads: the engine's workers
-call `evaluate` for each ready node on the node's device thread and route what it returns.
+A `GraphTask` counts dependencies from its roots, buffers the gradients arriving at each node,
+decides which nodes must run (all of them for `backward`, only those leading to `inputs` for
+`grad`), captures the gradients `grad` returns, and knows when it is finished. It owns no threads:
+the engine's workers call `evaluate` for each ready node on the node's device thread and route what
+it returns.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The Tensor: an array on a device plus its place in the autograd graph.
 
-Op methods (`+`, `sum`, `reshape`, ...) are installed by `autograd_async.ops`, which holds their math;
-this module holds the state every tensor carries and the operations that are not graph ops.
+Op methods (`+`, `sum`, `reshape`, ...) are installed by `autograd_async.ops`, which holds their
+math; this module holds the state every tensor carries and the operations that are not graph ops.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from .devices import CPU, Device
 from .graph import Node, RemovableHandle
 
 float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
-int8, int16, int32, int64 = np.dtype("int8"), np.dtype("int16"), np.dtype("int32"), np.dtype("int64")
+int8, int16 = np.dtype("int8"), np.dtype("int16")
+int32, int64 = np.dtype("int32"), np.dtype("int64")
 uint8, bool_ = np.dtype("uint8"), np.dtype("bool")
 complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
 DEFAULT_FLOAT = float32
@@ -80,14 +81,18 @@ class Tensor:
     grad: Tensor | None
     grad_fn: Node | None
 
-    def __init__(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False):
+    def __init__(
+        self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
+    ) -> None:
         dev = CPU if device is None else Device(device)
         _devices.check_available(dev)
         self._init(infer_array(data, dtype, dev), dev, None, 0, None)
         if requires_grad:
             self.requires_grad_(True)
 
-    def _init(self, data: Any, dev: Device, grad_fn: Node | None, output_nr: int, base: Any) -> None:
+    def _init(
+        self, data: Any, dev: Device, grad_fn: Node | None, output_nr: int, base: Any
+    ) -> None:
         self._data = data
         self.device = dev
         self.grad_fn = grad_fn
@@ -102,7 +107,12 @@ class Tensor:
 
     @classmethod
     def _wrap(
-        cls, data: Any, dev: Device, grad_fn: Node | None = None, output_nr: int = 0, base: Any = None
+        cls,
+        data: Any,
+        dev: Device,
+        grad_fn: Node | None = None,
+        output_nr: int = 0,
+        base: Any = None,
     ) -> Tensor:
         """Make a tensor around an existing array without copying or checking (internal)."""
         t = object.__new__(cls)
@@ -283,7 +293,8 @@ class Tensor:
         """The tensor's NumPy array (shares memory); cpu tensors that don't require grad only."""
         if self._rg:
             raise RuntimeError(
-                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
+                "Can't call numpy() on Tensor that requires grad. "
+                "Use tensor.detach().numpy() instead."
             )
         if self.device is not CPU:
             raise TypeError(

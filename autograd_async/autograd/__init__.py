@@ -1,4 +1,5 @@
-"""PyTorch's `torch.autograd` surface: backward, grad (and their awaitable forms), Function, modes."""
+"""PyTorch's `torch.autograd` surface: backward, grad (and their awaitable forms), Function, modes.
+"""
 
 from ..grad_mode import (
     detect_anomaly,

@@ -1,4 +1,5 @@
-"""`backward`, `grad` and their awaitable forms: turn user arguments into a graph task and run it."""
+"""`backward`, `grad` and their awaitable forms: turn user arguments into a graph task and run it.
+"""
 
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ def _root_gradients(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> 
         elif isinstance(given, Tensor):
             if given.device is not out.device:
                 raise RuntimeError(
-                    f"gradient for output {i} is on {given.device} but the output is on {out.device}"
+                    f"gradient for output {i} is on {given.device} but the output is on "
+                    f"{out.device}"
                 )
             if tuple(given.shape) != tuple(out.shape):
                 raise RuntimeError(
@@ -125,7 +127,9 @@ def prepare(
         if not isinstance(t, Tensor):
             raise TypeError(f"inputs must be Tensors, got {type(t).__name__} at index {i}")
         if not t._rg:
-            raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require grad")
+            raise RuntimeError(
+                f"One of the differentiated Tensors (input {i}) does not require grad"
+            )
     keep_graph = create_graph if retain_graph is None else bool(retain_graph)
     grads = _root_gradients(outs, grad_outs, create_graph)
     edges = [_gradient_edge(t) for t in outs]
@@ -195,7 +199,7 @@ def grad(
     create_graph: bool = False,
     allow_unused: bool = False,
 ) -> tuple[Tensor | None, ...]:
-    """Gradients of `outputs` with respect to `inputs`, running only the part of the graph needed."""
+    """Gradients of `outputs` with respect to `inputs`, running only the graph that leads there."""
     prepared = prepare(
         outputs, grad_outputs, retain_graph, create_graph, inputs, "grad", allow_unused
     )

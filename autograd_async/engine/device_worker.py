@@ -1,9 +1,9 @@
 """A device worker: one thread, one event loop, one priority ready queue for one device.
 
 Every node of every graph task that lives on the device runs here, and only here. Other threads hand
-work in through `submit` (a thread-safe inbox plus one wake-up of the loop), so a worker never blocks
-on another. The ready queue orders nodes as PyTorch's engine does: deeper reentrant tasks first, then
-higher sequence number (AccumulateGrad has the highest).
+work in through `submit` (a thread-safe inbox plus one wake-up of the loop), so a worker never
+blocks on another. The ready queue orders nodes as PyTorch's engine does: deeper reentrant tasks
+first, then higher sequence number (AccumulateGrad has the highest).
 """
 
 from __future__ import annotations

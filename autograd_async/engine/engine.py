@@ -169,7 +169,7 @@ class Engine:
             raise task.error
 
     def _run_on_helper_thread(self, task: GraphTask, worker: DeviceWorker) -> None:
-        """Hand the worker to a fresh thread (this one blocks) to bound each thread's stack depth."""
+        """Hand the worker to a fresh thread (this one blocks), bounding each thread's stack."""
         context = contextvars.copy_context()
         failure: list[BaseException] = []
 
@@ -274,7 +274,8 @@ class Engine:
 
 def _annotate(error: BaseException, node: Node, worker: DeviceWorker, task: GraphTask) -> None:
     where = (
-        f"raised in backward node {describe_node(node)}, worker thread {threading.current_thread().name}, "
+        f"raised in backward node {describe_node(node)}, "
+        f"worker thread {threading.current_thread().name}, "
         f"graph task {task.id}"
     )
     try:
@@ -335,7 +336,7 @@ def shutdown(timeout: float = 5.0) -> None:
 
 
 def set_loop(kind: str) -> None:
-    """Choose the event loop ('uvloop' or 'asyncio') for the default engine; restarts it if running."""
+    """Choose the default engine's event loop ('uvloop' or 'asyncio'); restarts it if running."""
     loop_factory(kind)
     _default.shutdown()
     _default.loop_kind = kind

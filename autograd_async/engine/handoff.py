@@ -1,9 +1,9 @@
 """The primitives that move work and results between threads, in one place.
 
-Work enters another thread's loop through `loop.call_soon_threadsafe`. A graph task's outcome travels
-back to its waiter in one of two ways: a blocked thread waits on a plain lock that the finishing
-worker releases (the cheapest cross-thread signal CPython has), and an awaiting coroutine gets its
-loop's own future resolved through `call_soon_threadsafe`. Both are set exactly once.
+Work enters another thread's loop through `loop.call_soon_threadsafe`. A graph task's outcome
+travels back to its waiter in one of two ways: a blocked thread waits on a plain lock that the
+finishing worker releases (the cheapest cross-thread signal CPython has), and an awaiting coroutine
+gets its loop's own future resolved through `call_soon_threadsafe`. Both are set exactly once.
 """
 
 from __future__ import annotations

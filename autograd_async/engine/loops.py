@@ -37,6 +37,6 @@ def loop_factory(kind: str) -> Callable[[], asyncio.AbstractEventLoop]:
         try:
             import uvloop  # noqa: PLC0415
         except ImportError as exc:
-            raise RuntimeError("the uvloop loop was asked for, but uvloop is not installed") from exc
+            raise RuntimeError("the uvloop loop was asked for; uvloop is not installed") from exc
         return uvloop.new_event_loop
     return asyncio.new_event_loop

@@ -1,7 +1,7 @@
 """Records the engine emits while a trace sink is installed.
 
-The engine only appends these plain tuples to a sink; turning them into a trace, a table or a picture is
-the profiler's job (a layer above). Times are `time.perf_counter_ns()` values.
+The engine only appends these plain tuples to a sink; turning them into a trace, a table or a
+picture is the profiler's job (a layer above). Times are `time.perf_counter_ns()` values.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """On one device, nodes run in PyTorch's order: AccumulateGrad first, then higher sequence number.
 
-Each program is built in a fresh thread (so sequence numbers start at 0, as in PyTorch) and its backward
-order is recorded with node pre-hooks. The order is compared with PyTorch's for the same program when
-torch is installed, and pinned here otherwise.
+Each program is built in a fresh thread (so sequence numbers start at 0, as in PyTorch) and its
+backward order is recorded with node pre-hooks. The order is compared with PyTorch's for the same
+program when torch is installed, and pinned here otherwise.
 """
 
 from __future__ import annotations
