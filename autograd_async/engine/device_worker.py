@@ -138,7 +138,7 @@ class DeviceWorker:
                 self.loop.call_soon_threadsafe(self._on_wake)
             except RuntimeError as exc:  # loop closed: the engine is shutting down
                 self._wake_pending = False
-                self.engine.reject(item, exc)
+                self.engine.reject(item, exc, self)
 
     def wake_waiter(self) -> None:
         """Wake a blocking reentrant wait on this worker (its task finished elsewhere)."""

@@ -71,6 +71,15 @@ class Engine:
                 "autograd_async.engine.get_engine() for a fresh default one"
             )
 
+    def check_serving(self) -> None:
+        """Raise when the engine is closed or one of its worker threads has died."""
+        self.check_open()
+        for w in list(self._workers.values()):
+            if not w.alive:
+                raise EngineClosedError(
+                    f"the worker thread of {w.device} has stopped; its graph tasks cannot finish"
+                )
+
     def worker(self, device: Device) -> DeviceWorker:
         """The worker of `device`, started on first use."""
         found = self._workers.get(device)
@@ -125,7 +134,7 @@ class Engine:
         begun = time.perf_counter_ns()
         self._start(task, prepared.starts)
         try:
-            waiter.wait(self.check_open)
+            waiter.wait(self.check_serving)
         except BaseException:
             self.abandon(task)
             raise
@@ -231,14 +240,17 @@ class Engine:
             if w.alive:
                 w.submit((ABANDON, task))
 
-    def reject(self, item: tuple, error: BaseException) -> None:
+    def reject(self, item: tuple, error: BaseException, worker: DeviceWorker) -> None:
         """A worker could not take an item (its loop is closed): fail the item's task."""
-        if item[0] in (START, DELIVER, ABANDON):
-            task = item[1]
-            closed = EngineClosedError(f"the engine shut down while graph task {task.id} ran")
-            closed.__cause__ = error
-            if task.fail(closed) and task.on_finish is not None:
-                task.on_finish(closed)
+        task = item[1]
+        if self._state == "open":
+            text = f"the {worker.device} worker is no longer running; graph task {task.id} cannot run"
+        else:
+            text = f"the engine shut down while graph task {task.id} ran"
+        closed = EngineClosedError(text)
+        closed.__cause__ = error
+        if task.fail(closed) and task.on_finish is not None:
+            task.on_finish(closed)
 
     # ----------------------------------------------------------------- close
     def shutdown(self, timeout: float = 5.0) -> None:

@@ -76,3 +76,21 @@ def test_interpreter_exit_shuts_down_cleanly():
 def test_unknown_loop_kind_is_refused():
     with pytest.raises(ValueError, match="loop kind must be one of"):
         Engine(loop="trio")
+
+
+def test_work_for_a_stopped_worker_fails_with_a_clear_error():
+    with Engine() as engine:
+        x = aa.tensor([1.0], requires_grad=True)
+        loss = (x.to("sim:1") * 2.0).to("cpu").sum()
+        worker = engine.worker(aa.device("sim:1"))
+        worker.loop.call_soon_threadsafe(worker.loop.stop)
+        worker.thread.join(5)
+        assert not worker.alive
+        with pytest.raises(EngineClosedError, match="sim:1 has stopped|sim:1 worker is no longer"):
+            loss.backward()
+        with pytest.raises(EngineClosedError, match="the worker thread of sim:1 has stopped"):
+            engine.check_serving()
+        # Other devices still serve.
+        y = aa.tensor([2.0], requires_grad=True)
+        (y * y).sum().backward()
+        assert y.grad.item() == 4.0
