@@ -104,10 +104,27 @@ class DeviceWorker:
         try:
             loop.run_forever()
         finally:
+            self._fail_pending()
             for pending in asyncio.all_tasks(loop):
                 pending.cancel()
             loop.run_until_complete(asyncio.sleep(0))
             loop.close()
+
+    def _fail_pending(self) -> None:
+        """The loop has stopped: fail every graph task that still has work queued here."""
+        from .engine import EngineClosedError  # noqa: PLC0415 - engine imports this module
+
+        tasks = {entry[3] for entry in self.ready}
+        tasks.update(item[1] for item in self.inbox)
+        tasks.update(self._async_nodes.values())
+        self.ready.clear()
+        self.inbox.clear()
+        for task in tasks:
+            error = EngineClosedError(
+                f"the {self.device} worker stopped while graph task {task.id} had work queued on it"
+            )
+            if task.fail(error) and task.on_finish is not None:
+                task.on_finish(error)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the loop and join the thread."""

@@ -71,15 +71,6 @@ class Engine:
                 "autograd_async.engine.get_engine() for a fresh default one"
             )
 
-    def check_serving(self) -> None:
-        """Raise when the engine is closed or one of its worker threads has died."""
-        self.check_open()
-        for w in list(self._workers.values()):
-            if not w.alive:
-                raise EngineClosedError(
-                    f"the worker thread of {w.device} has stopped; its graph tasks cannot finish"
-                )
-
     def worker(self, device: Device) -> DeviceWorker:
         """The worker of `device`, started on first use."""
         found = self._workers.get(device)
@@ -134,7 +125,7 @@ class Engine:
         begun = time.perf_counter_ns()
         self._start(task, prepared.starts)
         try:
-            waiter.wait(self.check_serving)
+            waiter.wait(self.check_open)
         except BaseException:
             self.abandon(task)
             raise
