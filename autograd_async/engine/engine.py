@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from ..devices import Device, check_available
 from ..graph import Node
 from ..graph_task import GraphTask, describe_node
-from .device_worker import ABANDON, DELIVER, START, DeviceWorker, thread_state
+from .device_worker import ABANDON, START, DeviceWorker, thread_state
 from .handoff import BlockingWaiter, LoopWaiter
 from .loops import default_loop_kind, loop_factory
 from .trace_events import CallerAwait
@@ -235,7 +235,10 @@ class Engine:
         """A worker could not take an item (its loop is closed): fail the item's task."""
         task = item[1]
         if self._state == "open":
-            text = f"the {worker.device} worker is no longer running; graph task {task.id} cannot run"
+            text = (
+                f"the {worker.device} worker is no longer running; "
+                f"graph task {task.id} cannot run"
+            )
         else:
             text = f"the engine shut down while graph task {task.id} ran"
         closed = EngineClosedError(text)
