@@ -42,6 +42,22 @@ class SGD(Optimizer):
             "maximize": maximize,
         }
         super().__init__(params, defaults)
+        self._scratch: dict[Any, Any] = {}
+
+    def _subtract_scaled(self, param: Any, data: Any, grad: Any, lr: float) -> None:
+        """data -= lr * grad without a temporary the size of the parameter.
+
+        Large temporaries are fresh pages from the allocator on every step (page faults); a
+        scratch array per parameter, kept outside the state dict, is reused instead.
+        """
+        if data.ndim == 0 or data.size < 4096:
+            data -= lr * grad
+            return
+        scratch = self._scratch.get(param)
+        if scratch is None or scratch.shape != data.shape or scratch.dtype != data.dtype:
+            scratch = self._scratch[param] = array_module(param.device).empty_like(data)
+        array_module(param.device).multiply(grad, lr, out=scratch)
+        data -= scratch
 
     @no_grad()
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
@@ -69,9 +85,12 @@ class SGD(Optimizer):
                     else:
                         buf = buf_t._data
                         buf *= momentum
-                        buf += (1 - dampening) * grad
+                        if dampening:
+                            buf += (1 - dampening) * grad
+                        else:
+                            buf += grad
                         buf_t._bump_version()
                     grad = grad + momentum * buf if group["nesterov"] else buf
-                data += -lr * grad
+                self._subtract_scaled(param, data, grad, lr)
                 param._bump_version()
         return loss
