@@ -17,6 +17,7 @@ import numpy as np
 from ..tensor import Tensor
 from .base import Op
 from .dual import as_array, data_of, log, swap_last, unsqueeze, where, xp_of, zeros_like
+from .elementwise import reciprocal
 from .promotion import FLOAT32, promote, scalar
 
 
@@ -62,17 +63,17 @@ class SubBackward0(Op):
 
 
 class RsubBackward1(Op):
-    """`other - input` for a scalar `other` (Python's `2 - x`)."""
+    """`other - input` for a scalar `other` (Python's `2 - x`): one edge, as in PyTorch."""
 
     __slots__ = ()
     op_name = "rsub"
 
-    def forward(self, a: Any, b: Any) -> Any:
-        a, b = promote(a, b)
-        return as_array(b - a)
+    def forward(self, a: Any, other: Any) -> Any:
+        a, other = promote(a, other)
+        return as_array(other - a)
 
-    def backward(self, g: Any) -> tuple:
-        return -g, None
+    def backward(self, g: Any) -> Any:
+        return -g
 
 
 class MulBackward0(Op):
@@ -141,27 +142,29 @@ class NegBackward0(Op):
 
 
 class PowBackward0(Op):
-    """`input ** exponent` for a scalar exponent."""
+    """`input ** exponent` for a scalar exponent (kept in a slot: one edge, as in PyTorch)."""
 
-    __slots__ = ()
+    __slots__ = ("_exponent",)
     op_name = "pow"
-    saved_inputs = (0, 1)
+    saved_inputs = (0,)
 
-    def forward(self, a: Any, p: Any) -> Any:
-        a, p = promote(a, p)
+    def forward(self, a: Any, exponent: Any) -> Any:
+        a, p = promote(a, exponent)
         if a.dtype.kind in "iu" and isinstance(p, int) and p < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
+        self._exponent = p
         return as_array(a**p)
 
-    def backward(self, g: Any) -> tuple:
-        a, p = self.saved(g)
+    def backward(self, g: Any) -> Any:
+        (a,) = self.saved(g)
+        p = self._exponent
         if p == 0:
-            return zeros_like(g * a), None
+            return zeros_like(g * a)
         if p == 1:
-            return g, None
+            return g
         if p == 2:
-            return g * (a * 2), None
-        return g * (p * a ** (p - 1)), None
+            return g * (a * 2)
+        return g * (p * a ** (p - 1))
 
 
 class PowBackward1(Op):
@@ -191,23 +194,24 @@ class PowBackward1(Op):
 
 
 class PowBackward2(Op):
-    """`base ** exponent` for a scalar base (Python's `2 ** x`)."""
+    """`base ** exponent` for a scalar base (Python's `2 ** x`): the exponent is the one edge."""
 
-    __slots__ = ()
+    __slots__ = ("_base",)
     op_name = "pow"
-    saved_inputs = (0,)
     saves_output = True
 
-    def forward(self, base: Any, b: Any) -> Any:
+    def forward(self, b: Any, base: Any) -> Any:
         base, b = promote(base, b)
+        self._base = base
         return as_array(base**b)
 
-    def backward(self, g: Any) -> tuple:
-        base, out = self.saved(g)
+    def backward(self, g: Any) -> Any:
+        (out,) = self.saved(g)
+        base = self._base
         if base == 0:
             # 0 ** b has no slope in b where b >= 0; PyTorch masks the -inf * 0 there.
-            return None, g * 0
-        return None, g * out * math.log(base)
+            return g * 0
+        return g * out * math.log(base)
 
 
 # ------------------------------------------------------------------ matmul
@@ -320,7 +324,7 @@ def rsub(input: Tensor, other: Any) -> Tensor:
     """other - input (PyTorch's `rsub`)."""
     if isinstance(other, Tensor):
         return sub(other, input)
-    return RsubBackward1.apply(input, _operand(other, "rsub"))
+    return RsubBackward1.apply(input, other=_operand(other, "rsub"))
 
 
 def mul(input: Any, other: Any) -> Tensor:
@@ -342,9 +346,9 @@ def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - PyTorch's name
     """input ** exponent for tensors and scalars in either place."""
     input, exponent = _operand(input, "pow"), _operand(exponent, "pow")
     if not isinstance(exponent, Tensor):
-        return PowBackward0.apply(input, exponent)
+        return PowBackward0.apply(input, exponent=exponent)
     if not isinstance(input, Tensor):
-        return PowBackward2.apply(input, exponent)
+        return PowBackward2.apply(exponent, base=input)
     return PowBackward1.apply(input, exponent)
 
 
@@ -382,6 +386,15 @@ def _reflected(fn: Any) -> Any:
     return method
 
 
+def _rtruediv(self: Tensor, other: Any) -> Any:
+    """`other / self`: PyTorch's `self.reciprocal() * other` for a number (two nodes)."""
+    if isinstance(other, Tensor):
+        return div(other, self)
+    if not isinstance(other, Number):
+        return NotImplemented
+    return mul(reciprocal(self), other)
+
+
 def _forward(fn: Any) -> Any:
     def method(self: Tensor, other: Any) -> Any:
         if not isinstance(other, (Tensor, Number)):
@@ -393,15 +406,15 @@ def _forward(fn: Any) -> Any:
 
 OPERATORS = {
     "__add__": _forward(add),
-    "__radd__": _reflected(add),
+    "__radd__": _forward(add),  # commutative: the tensor stays input 0, as in PyTorch
     "__sub__": _forward(sub),
     "__rsub__": lambda self, other: (
         rsub(self, other) if isinstance(other, (Tensor, Number)) else NotImplemented
     ),
     "__mul__": _forward(mul),
-    "__rmul__": _reflected(mul),
+    "__rmul__": _forward(mul),
     "__truediv__": _forward(div),
-    "__rtruediv__": _reflected(div),
+    "__rtruediv__": _rtruediv,
     "__pow__": _forward(pow),
     "__rpow__": _reflected(pow),
     "__matmul__": lambda self, other: (

@@ -1,11 +1,12 @@
-"""The base of every differentiable op: the policy shared by all ops lives here, the math in subclasses.
+"""The base of every differentiable op: the policy shared by all ops lives here, the math in
+subclasses.
 
-An op instance is the graph node (`grad_fn`) of its outputs, so recording an op costs one node and its
-output tensors. `Op.apply` checks devices, decides which inputs need a gradient, saves tensors with
-their version, runs the subclass's `forward` on raw arrays and wraps the results. A subclass writes only
-`forward(*arrays, **kwargs)` and `backward(*grads)`; `backward` gets arrays, or Tensors when the engine
-builds a differentiable backward (`create_graph=True`), and uses operators and `ops.dual` helpers that
-work on both.
+An op instance is the graph node (`grad_fn`) of its outputs, so recording an op costs one node and
+its output tensors. `Op.apply` checks devices, decides which inputs need a gradient, saves tensors
+with their version, runs the subclass's `forward` on raw
+arrays and wraps the results. A subclass writes only `forward(*arrays, **kwargs)` and
+`backward(*grads)`; `backward` gets arrays, or Tensors when the engine builds a differentiable
+backward (`create_graph=True`), and uses operators and `ops.dual` helpers that work on both.
 """
 
 from __future__ import annotations
@@ -76,7 +77,11 @@ class Op(Node):
 
     @classmethod
     def apply(cls, *inputs: Any, **kwargs: Any) -> Any:
-        """Run the op on tensors (and Python scalars), recording a node when gradients are needed."""
+        """Run the op on tensors (and Python scalars), recording a node when gradients are needed.
+
+        Scalars passed positionally are inputs without an edge, `(None, 0)`; pass a scalar that
+        PyTorch keeps off the graph (`x ** 2`, `2 - x`) as a keyword.
+        """
         dev: Device | None = None
         arrays = []
         needs = []
@@ -175,7 +180,9 @@ class Op(Node):
         self._out_meta = tuple((o.shape, o.dtype) for o in out)
         skip = self.non_differentiable_outputs
         tensors = tuple(
-            Tensor._wrap(o, dev, None, 0, base) if i in skip else Tensor._wrap(o, dev, self, i, base)
+            Tensor._wrap(o, dev, None, 0, base)
+            if i in skip
+            else Tensor._wrap(o, dev, self, i, base)
             for i, o in enumerate(out)
         )
         if self.saves_output:
@@ -206,7 +213,10 @@ class Op(Node):
 
     # ------------------------------------------------------------- for backward
     def saved(self, like: Any) -> tuple:
-        """The saved inputs (and output last, if saved): arrays, or Tensors when `like` is a Tensor."""
+        """The saved inputs (and output last, if saved): arrays, or Tensors when `like` is a Tensor.
+
+        Raises once the graph has been freed.
+        """
         if self._released:
             raise RuntimeError(RELEASED_MESSAGE)
         for t, owner, version in self._checks:
@@ -233,8 +243,9 @@ class Op(Node):
         raise RuntimeError(
             "one of the variables needed for gradient computation has been modified by an inplace "
             f"operation: {describe(t)}, which is {origin}, is at version {t._version}; expected "
-            f"version {expected} instead. Hint: enable anomaly detection to find the operation that "
-            "failed to compute its gradient, with autograd_async.autograd.set_detect_anomaly(True)."
+            f"version {expected} instead. Hint: enable anomaly detection to find the operation "
+            "that failed to compute its gradient, with "
+            "autograd_async.autograd.set_detect_anomaly(True)."
         )
 
     def release_saved(self) -> None:

@@ -62,6 +62,18 @@ class SqrtBackward0(Op):
         return g / (y * 2)
 
 
+class ReciprocalBackward0(Op):
+    __slots__ = ()
+    saves_output = True
+
+    def forward(self, a: Any) -> Any:
+        return as_array(xp_of(a).reciprocal(as_float(a)))
+
+    def backward(self, g: Any) -> Any:
+        (y,) = self.saved(g)
+        return -g * (y * y)
+
+
 class SinBackward0(Op):
     __slots__ = ()
     saved_inputs = (0,)
@@ -316,8 +328,8 @@ def square(input: Tensor) -> Tensor:
 
 
 def reciprocal(input: Tensor) -> Tensor:
-    """1 / input."""
-    return 1.0 / input
+    """Elementwise 1 / input (integers give float32)."""
+    return ReciprocalBackward0.apply(input)
 
 
 FUNCTIONS = {

@@ -62,10 +62,6 @@ REFLECTED = {
         ("MulBackward0", ((("ReciprocalBackward0", ((ACC, 0),)), 0), (None, 0))),
     ),
 }
-_OPS_EDGE_BUG = pytest.mark.xfail(
-    reason="ops: reflected/scalar operands are graph inputs (reported to the ops owner)",
-    strict=False,
-)
 
 
 def _inputs(lib):
@@ -86,9 +82,7 @@ def test_graph_structure_is_pytorchs(torch, name):
     assert structure(fn(*_inputs(torch)).grad_fn) == expected
 
 
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=_OPS_EDGE_BUG) for n in REFLECTED]
-)
+@pytest.mark.parametrize("name", REFLECTED)
 def test_reflected_operator_structure(name):
     fn, expected = REFLECTED[name]
     assert structure(fn(*_inputs(aa)).grad_fn) == expected
