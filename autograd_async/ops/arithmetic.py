@@ -80,6 +80,7 @@ class MulBackward0(Op):
     __slots__ = ()
     op_name = "mul"
     saved_inputs = (0, 1)
+    saved_for = {0: (1,), 1: (0,)}  # each factor only for the other's gradient
 
     def forward(self, a: Any, b: Any, out: Any = None) -> Any:
         a, b = promote(a, b)
@@ -97,6 +98,7 @@ class DivBackward0(Op):
     __slots__ = ()
     op_name = "div"
     saved_inputs = (0, 1)
+    saved_for = {0: (1,), 1: (0, 1)}
 
     def forward(self, a: Any, b: Any, out: Any = None) -> Any:
         a, b = promote(a, b)
@@ -218,30 +220,33 @@ class PowBackward2(Op):
 class _MatmulBase(Op):
     """Matrix products with NumPy's matmul rules: 1-D operands, batch dims that broadcast."""
 
-    __slots__ = ()
+    __slots__ = ("_vectors",)
     op_name = "matmul"
     saved_inputs = (0, 1)
+    saved_for = {0: (1,), 1: (0,)}  # each operand only for the other's gradient
 
     def forward(self, a: Any, b: Any) -> Any:
         a, b = promote(a, b)
+        # Which operands are 1-D: backward may have only one of them.
+        self._vectors = (a.ndim == 1, b.ndim == 1)
         return as_array(a @ b)
 
     def backward(self, g: Any) -> tuple:
         a, b = self.saved(g)
         need = self.needs_input_grad
         ga = gb = None
-        a_vec, b_vec = a.ndim == 1, b.ndim == 1
+        a_vec, b_vec = self._vectors
         if a_vec and b_vec:  # dot: g is 0-d
             return (g * b if need[0] else None), (g * a if need[1] else None)
         if b_vec:  # (..., m, k) @ (k,) -> (..., m)
             if need[0]:
                 ga = unsqueeze(g, -1) * b
             if need[1]:
-                gb = (swap_last(a) @ unsqueeze(g, -1)).reshape(g.shape[:-1] + (b.shape[0],))
+                gb = (swap_last(a) @ unsqueeze(g, -1)).reshape(g.shape[:-1] + (a.shape[-1],))
             return ga, gb
         if a_vec:  # (k,) @ (..., k, n) -> (..., n)
             if need[0]:
-                ga = (b @ unsqueeze(g, -1)).reshape(g.shape[:-1] + (a.shape[0],))
+                ga = (b @ unsqueeze(g, -1)).reshape(g.shape[:-1] + (b.shape[-2],))
             if need[1]:
                 gb = unsqueeze(a, -1) * unsqueeze(g, -2)
             return ga, gb

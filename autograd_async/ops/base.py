@@ -3,7 +3,7 @@ subclasses.
 
 An op instance is the graph node (`grad_fn`) of its outputs, so recording an op costs one node and
 its output tensors. `Op.apply` checks devices, decides which inputs need a gradient, saves tensors
-with their version, runs the subclass's `forward` on raw
+(only those the needed gradients use) with their version, runs the subclass's `forward` on raw
 arrays and wraps the results. A subclass writes only `forward(*arrays, **kwargs)` and
 `backward(*grads)`; `backward` gets arrays, or Tensors when the engine builds a differentiable
 backward (`create_graph=True`), and uses operators and `ops.dual` helpers that work on both.
@@ -46,6 +46,10 @@ class Op(Node):
 
     # Indices of inputs whose tensors backward needs (checked against in-place changes).
     saved_inputs: ClassVar[tuple[int, ...]] = ()
+    # Which gradients need each saved input: `{0: (1,)}` saves input 0 only when input 1 needs a
+    # gradient (as PyTorch saves `other` of `self * other` only for the gradient of `self`). An
+    # entry left unsaved reads as None in `saved()`. Inputs not in the map are always saved.
+    saved_for: ClassVar[dict[int, tuple[int, ...]] | None] = None
     # Whether backward needs output 0 (saved as its array, checked like an input).
     saves_output: ClassVar[bool] = False
     # Outputs that never carry a gradient (e.g. indices of max).
@@ -55,6 +59,8 @@ class Op(Node):
     # The name of the op's function, for the profiler's forward records.
     op_name: ClassVar[str] = ""
     _own_slots: ClassVar[tuple[str, ...]] = ()
+    # `saved_for` compiled: needs_input_grad -> which saved_inputs entries to keep (None: all).
+    _save_plans: ClassVar[dict[tuple[bool, ...], tuple[bool, ...]] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -66,6 +72,10 @@ class Op(Node):
         cls._own_slots = tuple(own)
         if not cls.__dict__.get("op_name"):
             cls.op_name = cls.__name__.removesuffix("Backward0").lower()
+        saved_for = cls.saved_for
+        if saved_for is not None and not set(saved_for) <= set(cls.saved_inputs):
+            raise TypeError(f"{cls.__name__}.saved_for names inputs that are not saved_inputs")
+        cls._save_plans = {} if saved_for else None
 
     def forward(self, *arrays: Any, **kwargs: Any) -> Any:
         """Compute the outputs from input arrays; store what backward needs in slots."""
@@ -140,7 +150,12 @@ class Op(Node):
         if indices:
             # Tensors for a differentiable backward, their arrays for the usual one, and the
             # version counters to check before either is used.
-            saved = tuple([inputs[i] for i in indices])
+            plans = self._save_plans
+            if plans is None:
+                saved = tuple([inputs[i] for i in indices])
+            else:
+                keep = plans.get(self.needs_input_grad) or self._save_plan()
+                saved = tuple([inputs[i] if k else None for i, k in zip(indices, keep)])
             data = []
             checks = []
             for t in saved:
@@ -158,6 +173,17 @@ class Op(Node):
             self._saved = self._saved_data = self._checks = ()
         if anomaly_enabled.get():
             self.metadata["traceback_"] = traceback.format_stack()[:-3]
+
+    def _save_plan(self) -> tuple[bool, ...]:
+        """Which saved_inputs entries the gradients this node computes need (cached per class)."""
+        need = self.needs_input_grad
+        saved_for = self.saved_for
+        keep = tuple(
+            i not in saved_for or any(need[j] for j in saved_for[i])
+            for i in self.saved_inputs
+        )
+        self._save_plans[need] = keep
+        return keep
 
     def _wrap_outputs(self, out: Any, inputs: tuple, requires: bool) -> Any:
         dev = self.device
@@ -215,7 +241,7 @@ class Op(Node):
     def saved(self, like: Any) -> tuple:
         """The saved inputs (and output last, if saved): arrays, or Tensors when `like` is a Tensor.
 
-        Raises once the graph has been freed.
+        An input that `saved_for` left unsaved is None. Raises once the graph has been freed.
         """
         if self._released:
             raise RuntimeError(RELEASED_MESSAGE)

@@ -59,6 +59,7 @@ class LinearBackward0(Op):
     __slots__ = ()
     op_name = "linear"
     saved_inputs = (0, 1)
+    saved_for = {0: (1,), 1: (0,)}  # x only for the weight's gradient, the weight for x's
 
     def forward(self, x: Any, w: Any, b: Any = None) -> Any:
         out = x @ w.T

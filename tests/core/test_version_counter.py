@@ -139,8 +139,6 @@ def only_needed_inputs_are_saved(lib):
     return x.grad.tolist()
 
 
-@pytest.mark.xfail(reason="ops: Op saves every saved_inputs entry whether or not a gradient needs "
-                   "it (reported to the ops owner)", strict=False)
 def test_only_inputs_a_gradient_needs_are_version_checked():
     assert only_needed_inputs_are_saved(aa) == [2.0, 2.0]
 
