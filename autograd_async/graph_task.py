@@ -18,7 +18,7 @@ import numpy as np
 
 from .devices import Device
 from .graph import AccumulateGrad, Node
-from .ops.base import RELEASED_MESSAGE, describe
+from .ops.base import describe
 from .ops.dual import can_sum_to, cast, sum_to
 from .tensor import Tensor
 
@@ -181,7 +181,6 @@ class GraphTask:
             or node._hooks is not None
             or self.create_graph
             or self.anomaly
-            or node._released
         ):
             return self._evaluate_general(node, inputs)
         captures = self.captures
@@ -238,8 +237,8 @@ class GraphTask:
                 return None
         if hooks is not None and hooks.pre:
             inputs = run_node_pre_hooks(node, hooks, inputs)
-        if node._released:
-            raise RuntimeError(RELEASED_MESSAGE)
+        # A freed node runs again: it raises PyTorch's error only if its backward reads what was
+        # freed (`Op.saved`, a Function's `saved_tensors`), as PyTorch's nodes do.
         if (
             len(inputs) > 1
             and getattr(node, "materialize_grads", True)

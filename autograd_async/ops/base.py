@@ -52,24 +52,21 @@ class Op(Node):
     saved_for: ClassVar[dict[int, tuple[int, ...]] | None] = None
     # Whether backward needs output 0 (saved as its array, checked like an input).
     saves_output: ClassVar[bool] = False
+    # Own slots holding arrays that backward needs (freed on release, like saved tensors); a
+    # backward that reads them calls `check_released()` first, which raises once they are freed.
+    # Other slots are metadata (shapes, dims, scalars), kept so that backward can run again.
+    saved_slots: ClassVar[tuple[str, ...]] = ()
     # Outputs that never carry a gradient (e.g. indices of max).
     non_differentiable_outputs: ClassVar[tuple[int, ...]] = ()
     # Whether output 0 shares storage with input 0 when the backend returns a view.
     is_view: ClassVar[bool] = False
     # The name of the op's function, for the profiler's forward records.
     op_name: ClassVar[str] = ""
-    _own_slots: ClassVar[tuple[str, ...]] = ()
     # `saved_for` compiled: needs_input_grad -> which saved_inputs entries to keep (None: all).
     _save_plans: ClassVar[dict[tuple[bool, ...], tuple[bool, ...]] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        own: list[str] = []
-        for klass in cls.__mro__:
-            if klass is Op:
-                break
-            own.extend(s for s in klass.__dict__.get("__slots__", ()) if s != "__weakref__")
-        cls._own_slots = tuple(own)
         if not cls.__dict__.get("op_name"):
             cls.op_name = cls.__name__.removesuffix("Backward0").lower()
         saved_for = cls.saved_for
@@ -262,6 +259,11 @@ class Op(Node):
             )
         return tuple(values)
 
+    def check_released(self) -> None:
+        """Raise PyTorch's error if the graph was freed: for rules that read `saved_slots`."""
+        if self._released:
+            raise RuntimeError(RELEASED_MESSAGE)
+
     def _raise_version_error(self, t: Tensor, expected: int) -> None:
         origin = (
             f"output {t._output_nr} of {t.grad_fn.name()}" if t.grad_fn is not None else "a leaf"
@@ -275,14 +277,14 @@ class Op(Node):
         )
 
     def release_saved(self) -> None:
-        """Drop saved tensors and the op's own saved state."""
+        """Drop saved tensors and arrays; metadata (shapes, dims, scalars) stays.
+
+        As in PyTorch, only a backward that needs what was freed fails afterwards: `saved()`
+        raises, while a node that saved nothing can run again.
+        """
         self._released = True
         self._saved = self._saved_data = None
         if self.saves_output:
             self._saved_out = None
-        if self._own_slots:
-            for name in self._own_slots:
-                try:
-                    delattr(self, name)
-                except AttributeError:
-                    pass
+        for name in self.saved_slots:
+            setattr(self, name, None)

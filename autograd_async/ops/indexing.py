@@ -109,6 +109,11 @@ class SliceBackward0(SelectBackward0):
 
 class IndexBackward0(_IndexBase):
     __slots__ = ()
+    saved_slots = ("_key",)  # its index arrays: PyTorch saves them as tensors
+
+    def backward(self, g: Any) -> Any:
+        self.check_released()
+        return super().backward(g)
 
 
 class IndexAccumulateBackward0(Op):

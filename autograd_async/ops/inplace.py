@@ -72,6 +72,8 @@ class _IndexPut(Op):
     """`a[key] = value` written into `a`'s storage; value's gradient is the gradient at `key`."""
 
     __slots__ = ("_key",)
+    # PyTorch frees the index tensors, or CopySlices' node, on release: a second backward fails.
+    saved_slots = ("_key",)
     op_name = "index_put_"
 
     def forward(self, a: Any, value: Any, key: tuple) -> Any:
@@ -80,6 +82,7 @@ class _IndexPut(Op):
         return a
 
     def backward(self, g: Any) -> tuple:
+        self.check_released()
         key = self._key
         need = self.needs_input_grad
         ga = gv = None
@@ -108,6 +111,7 @@ class AsStridedScatterBackward0(Op):
     """A base whose view was changed in place: the region's gradient goes to the view's history."""
 
     __slots__ = ("_region",)
+    saved_slots = ("_region",)  # PyTorch's CopySlices fails a second backward too
     op_name = "as_strided_scatter"
 
     def forward(self, base: Any, view: Any, region: Any) -> Any:
@@ -115,6 +119,7 @@ class AsStridedScatterBackward0(Op):
         return base  # the data is already in place: the view shares the base's storage
 
     def backward(self, g: Any) -> tuple:
+        self.check_released()
         region = self._region
         need = self.needs_input_grad
         ga = gv = None

@@ -125,6 +125,7 @@ class CrossEntropyLossBackward0(Op):
     """log_softmax + nll_loss over class indices in one node; backward is (softmax - onehot) / N."""
 
     __slots__ = ("_probs", "_hit", "_keep", "_count", "_reduction", "_axis")
+    saved_slots = ("_probs", "_hit", "_keep")
     op_name = "cross_entropy"
     saved_inputs = (0,)
 
@@ -160,6 +161,7 @@ class CrossEntropyLossBackward0(Op):
         return mul_const(g, keep / divisor)
 
     def backward(self, g: Any, *_: Any) -> tuple:
+        self.check_released()
         probs = self._probs
         xp = xp_of(probs)
         classes = probs.shape[self._axis]
@@ -222,6 +224,7 @@ class GeluBackward0(Op):
 
 class NativeDropoutBackward0(Op):
     __slots__ = ("_mask",)
+    saved_slots = ("_mask",)
     op_name = "dropout"
 
     def forward(self, a: Any, p: float, rng: Any) -> Any:
@@ -237,6 +240,7 @@ class NativeDropoutBackward0(Op):
         return as_array(a * scaled)
 
     def backward(self, g: Any) -> Any:
+        self.check_released()
         return mul_const(g, self._mask)
 
 

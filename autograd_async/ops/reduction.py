@@ -175,6 +175,7 @@ class _ExtremeAlongDim(_Reduction):
     """max/min along one dim: (values, indices); the gradient goes to the returned index."""
 
     __slots__ = ("_index",)
+    saved_slots = ("_index",)
     non_differentiable_outputs = (1,)
     _largest = True
 
@@ -189,6 +190,7 @@ class _ExtremeAlongDim(_Reduction):
         return as_array(values), as_array(index)
 
     def backward(self, g: Any, _: Any = None) -> Any:
+        self.check_released()
         dim = self._dims[0]
         xp = xp_of(self._index)
         positions = xp.arange(self._shape[dim]).reshape((-1,) + (1,) * (len(self._shape) - dim - 1))

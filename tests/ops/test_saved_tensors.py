@@ -1,5 +1,6 @@
-"""What ops save for backward, as PyTorch: only what the needed gradients use, so only that is
-checked against in-place changes.
+"""What ops save for backward, as PyTorch: only what the needed gradients use (so only that is
+checked against in-place changes), and only saved tensors are freed after backward (so a second
+backward through nodes that saved nothing works, and through the others raises PyTorch's error).
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import pytest
 from gradients import to_numpy
 
 import autograd_async as aa
+from autograd_async.autograd import Function
+from autograd_async.ops.base import RELEASED_MESSAGE
 
 A0 = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
 B0 = np.array([[0.5, -1.0], [2.0, 1.5], [-0.5, 3.0]])
@@ -193,3 +196,178 @@ def test_double_backward_through_partly_saved_nodes_is_pytorchs(torch):
 
     for ours, theirs in zip(run(aa), run(torch), strict=True):
         np.testing.assert_allclose(to_numpy(ours), theirs.detach().numpy(), rtol=1e-12)
+
+
+# ------------------------------------------------------------ a second backward
+def _f(lib):
+    return lib.nn.functional
+
+
+def _set_index(lib, x):
+    y = x * 1
+    y[[0, 2]] = lib.tensor([5.0, 6.0])
+    return y
+
+
+def _set_slice(lib, x):
+    y = x + 1
+    y[1:] = 0.0
+    return y
+
+
+def _view_add(lib, x):
+    y = x + 1
+    y[1:].add_(1)
+    return y
+
+
+# Each expression of x = [1, 2, 3], and whether PyTorch can backward through it a second time
+# without retain_graph: it can when no node on the way saved a tensor.
+SECOND = {
+    # saves nothing (only scalars, sizes, dims): runs again
+    "add_scalar": (lambda lib, x: x + 1, True),
+    "radd": (lambda lib, x: 1 + x, True),
+    "sub": (lambda lib, x: x - x.detach(), True),
+    "rsub": (lambda lib, x: 2 - x, True),
+    "neg": (lambda lib, x: -x, True),
+    "sum_dim": (lambda lib, x: x.reshape(3, 1).sum(0), True),
+    "mean": (lambda lib, x: x.mean(), True),
+    "view": (lambda lib, x: x.reshape(3, 1), True),
+    "transpose": (lambda lib, x: x.reshape(3, 1).transpose(0, 1), True),
+    "permute": (lambda lib, x: x.reshape(1, 3).permute(1, 0), True),
+    "squeeze": (lambda lib, x: x.reshape(3, 1).squeeze(1), True),
+    "unsqueeze": (lambda lib, x: x.unsqueeze(0), True),
+    "expand": (lambda lib, x: x.reshape(3, 1).expand(3, 2), True),
+    "select": (lambda lib, x: x[0], True),
+    "slice": (lambda lib, x: x[1:], True),
+    "clone": (lambda lib, x: x.clone(), True),
+    "cat": (lambda lib, x: lib.cat([x, x + 1]), True),
+    "stack": (lambda lib, x: lib.stack([x, x]), True),
+    "split": (lambda lib, x: x.split(1)[0], True),
+    "to_double": (lambda lib, x: x.double(), True),
+    # saves a tensor (a scalar operand counts: PyTorch wraps it in one): raises
+    "mul_scalar": (lambda lib, x: x * 2, False),
+    "rmul": (lambda lib, x: 2 * x, False),
+    "div_scalar": (lambda lib, x: x / 2, False),
+    "rdiv": (lambda lib, x: 2 / x, False),
+    "pow": (lambda lib, x: x**2, False),
+    "rpow": (lambda lib, x: 2**x, False),
+    "matmul": (lambda lib, x: x @ lib.ones(3), False),
+    "tanh": (lambda lib, x: x.tanh(), False),
+    "exp": (lambda lib, x: x.exp(), False),
+    "relu": (lambda lib, x: x.relu(), False),
+    "softmax": (lambda lib, x: x.softmax(0), False),
+    "clamp": (lambda lib, x: x.clamp(0, 2), False),
+    "where": (lambda lib, x: lib.where(x.detach() > 1, x, 0.0), False),
+    "max": (lambda lib, x: x.max(), False),
+    "max_dim": (lambda lib, x: x.reshape(3, 1).max(0).values, False),
+    "index": (lambda lib, x: x[[0, 2]], False),
+    "mask": (lambda lib, x: x[x.detach() > 1], False),
+    "set_index": (_set_index, False),
+    "set_slice": (_set_slice, False),
+    "view_add": (_view_add, False),
+    "dropout": (lambda lib, x: _f(lib).dropout(x, 0.5), False),
+    "cross_entropy": (
+        lambda lib, x: _f(lib).cross_entropy(x.reshape(1, 3), lib.tensor([1])),
+        False,
+    ),
+    "mse_loss": (lambda lib, x: _f(lib).mse_loss(x, lib.zeros(3)), False),
+    "linear": (lambda lib, x: _f(lib).linear(x.reshape(1, 3), lib.ones(2, 3)), False),
+    "var": (lambda lib, x: x.var(), False),
+    "sum_then_tanh": (lambda lib, x: x.sum().tanh(), False),
+}
+
+
+def _backward_twice(lib, name):
+    """'works' with the leaf's gradient after two passes, or the second pass's error message."""
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = SECOND[name][0](lib, x).sum()
+    y.backward()
+    first = x.grad.tolist()
+    try:
+        y.backward()
+    except RuntimeError as e:
+        assert x.grad.tolist() == first
+        return str(e)
+    np.testing.assert_allclose(x.grad.tolist(), [2 * g for g in first])
+    return "works"
+
+
+@pytest.mark.parametrize("name", SECOND)
+def test_second_backward(name):
+    expected = "works" if SECOND[name][1] else RELEASED_MESSAGE
+    assert _backward_twice(aa, name) == expected
+
+
+@pytest.mark.parametrize("name", SECOND)
+def test_second_backward_is_pytorchs(torch, name):
+    expected = "works" if SECOND[name][1] else RELEASED_MESSAGE
+    assert _backward_twice(torch, name) == expected
+
+
+def test_second_grad_through_metadata_only_nodes():
+    x = aa.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = (x.transpose(0, 1).reshape(4)[1:] + 1).mean()
+    (g1,) = aa.autograd.grad(y, x)
+    (g2,) = aa.autograd.grad(y, x)
+    np.testing.assert_allclose(to_numpy(g1), to_numpy(g2))
+    np.testing.assert_allclose(to_numpy(g1), [[0.0, 1 / 3], [1 / 3, 1 / 3]])
+
+
+def _functions_twice(lib, function_base):
+    """A Function that keeps a number on ctx, and one that saves its input, backward twice."""
+
+    class Scale(function_base):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.k = k
+            return x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k, None
+
+    class Square(function_base):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * g * x
+
+    results = []
+    for fn in (lambda x: Scale.apply(x, 3.0), Square.apply):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = fn(x).sum()
+        y.backward()
+        try:
+            y.backward()
+            results.append(x.grad.tolist())
+        except RuntimeError as e:
+            results.append(str(e) == RELEASED_MESSAGE)
+    return results
+
+
+def test_a_function_without_saved_tensors_runs_again():
+    assert _functions_twice(aa, Function) == [[6.0, 6.0], True]
+
+
+def test_a_function_without_saved_tensors_runs_again_in_pytorch(torch):
+    assert _functions_twice(torch, torch.autograd.Function) == [[6.0, 6.0], True]
+
+
+def test_release_keeps_metadata_and_frees_saved_arrays():
+    x = aa.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    s = x.sum(0)
+    m = x.max(1).values
+    t = x.tanh()
+    (s.sum() + m.sum() + t.sum()).backward()
+    assert s.grad_fn._released and s.grad_fn._shape == (2, 2)  # metadata stays
+    assert m.grad_fn._index is None and m.grad_fn._dims == (1,)  # the argmax indices are freed
+    assert t.grad_fn._saved_out is None and t.grad_fn._saved_data is None
+    with pytest.raises(RuntimeError) as info:
+        m.grad_fn.backward(np.ones(2))
+    assert str(info.value) == RELEASED_MESSAGE
