@@ -8,6 +8,7 @@ dtype.
 
 from __future__ import annotations
 
+import cmath
 import math
 from numbers import Number
 from typing import Any
@@ -16,7 +17,18 @@ import numpy as np
 
 from ..tensor import Tensor
 from .base import Op
-from .dual import as_array, data_of, log, swap_last, unsqueeze, where, xp_of, zeros_like
+from .dual import (
+    as_array,
+    data_of,
+    log,
+    mul_const,
+    quiet,
+    swap_last,
+    unsqueeze,
+    where,
+    xp_of,
+    zeros_like,
+)
 from .elementwise import reciprocal
 from .promotion import FLOAT32, promote, scalar
 
@@ -108,15 +120,17 @@ class DivBackward0(Op):
                 a = a.astype(FLOAT32)
             else:
                 b = b.astype(FLOAT32)
-        if out is not None:
-            return xp_of(out).divide(a, b, out=out)
-        return as_array(a / b)
+        with quiet():  # x / 0 and 0 / 0 give inf and nan silently, as in PyTorch
+            if out is not None:
+                return xp_of(out).divide(a, b, out=out)
+            return as_array(a / b)
 
     def backward(self, g: Any) -> tuple:
         a, b = self.saved(g)
         need = self.needs_input_grad
-        ga = g / b if need[0] else None
-        gb = -g * a / (b * b) if need[1] else None
+        with quiet():
+            ga = g / b if need[0] else None
+            gb = -g * a / (b * b) if need[1] else None
         return ga, gb
 
 
@@ -155,7 +169,10 @@ class PowBackward0(Op):
         if a.dtype.kind in "iu" and isinstance(p, int) and p < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
         self._exponent = p
-        return as_array(a**p)
+        if type(p) is int and p >= 0:
+            return as_array(a**p)
+        with quiet():  # 0 ** -1, (-1) ** 0.5
+            return as_array(a**p)
 
     def backward(self, g: Any) -> Any:
         (a,) = self.saved(g)
@@ -166,7 +183,8 @@ class PowBackward0(Op):
             return g
         if p == 2:
             return g * (a * 2)
-        return g * (p * a ** (p - 1))
+        with quiet():
+            return g * (p * a ** (p - 1))
 
 
 class PowBackward1(Op):
@@ -179,19 +197,21 @@ class PowBackward1(Op):
 
     def forward(self, a: Any, b: Any) -> Any:
         a, b = promote(a, b)
-        return as_array(a**b)
+        with quiet():
+            return as_array(a**b)
 
     def backward(self, g: Any) -> tuple:
         a, b, out = self.saved(g)
         need = self.needs_input_grad
         ga = gb = None
-        if need[0]:
-            # d/da a**b = b * a**(b-1), taken as 0 where b == 0 (PyTorch's convention at a == 0).
-            ga = where(data_of(b) == 0, 0.0, g * b * a ** (b - 1))
-        if need[1]:
-            a_data, b_data = data_of(a), data_of(b)
-            ga_zero = (a_data == 0) & (b_data >= 0)
-            gb = where(ga_zero, 0.0, g * out * log(a))
+        with quiet():
+            if need[0]:
+                # d/da a**b = b * a**(b-1), taken as 0 where b == 0 (PyTorch's convention at 0).
+                ga = where(data_of(b) == 0, 0.0, g * b * a ** (b - 1))
+            if need[1]:
+                a_data, b_data = data_of(a), data_of(b)
+                ga_zero = (a_data == 0) & (b_data >= 0)
+                gb = where(ga_zero, 0.0, g * out * log(a))
         return ga, gb
 
 
@@ -205,15 +225,25 @@ class PowBackward2(Op):
     def forward(self, b: Any, base: Any) -> Any:
         base, b = promote(base, b)
         self._base = base
-        return as_array(base**b)
+        with quiet():  # 0 ** -1, (-2) ** 0.5
+            return as_array(base**b)
 
     def backward(self, g: Any) -> Any:
         (out,) = self.saved(g)
         base = self._base
         if base == 0:
-            # 0 ** b has no slope in b where b >= 0; PyTorch masks the -inf * 0 there.
-            return g * 0
-        return g * out * math.log(base)
+            # 0 ** b is 0 for b > 0 and 1 for b == 0, where PyTorch masks the slope (0 * -inf)
+            # to 0; elsewhere it is out * log(0): -inf for b < 0 (out is inf), nan for nan.
+            out = data_of(out)
+            with quiet():
+                slope = xp_of(out).where((out == 0) | (out == 1), 0, out * -math.inf)
+                return mul_const(g, slope)
+        if isinstance(base, complex):
+            log_base = cmath.log(base)
+        else:  # a negative base has no real log: nan, as PyTorch
+            log_base = math.log(base) if base > 0 else math.nan
+        with quiet():
+            return g * out * log_base
 
 
 # ------------------------------------------------------------------ matmul

@@ -10,7 +10,7 @@ from typing import Any
 from ..tensor import Tensor
 from . import dual
 from .base import Op
-from .dual import as_array, data_of, mul_const, sign, xp_of
+from .dual import as_array, data_of, mul_const, quiet, sign, xp_of
 from .promotion import as_float, promote, result_type, scalar
 
 
@@ -43,11 +43,13 @@ class LogBackward0(Op):
     saved_inputs = (0,)
 
     def forward(self, a: Any) -> Any:
-        return as_array(xp_of(a).log(as_float(a)))
+        with quiet():  # log(0) is -inf, log(-1) nan
+            return as_array(xp_of(a).log(as_float(a)))
 
     def backward(self, g: Any) -> Any:
         (a,) = self.saved(g)
-        return g / a
+        with quiet():
+            return g / a
 
 
 class SqrtBackward0(Op):
@@ -55,11 +57,13 @@ class SqrtBackward0(Op):
     saves_output = True
 
     def forward(self, a: Any) -> Any:
-        return as_array(xp_of(a).sqrt(as_float(a)))
+        with quiet():  # sqrt(-1) is nan
+            return as_array(xp_of(a).sqrt(as_float(a)))
 
     def backward(self, g: Any) -> Any:
         (y,) = self.saved(g)
-        return g / (y * 2)
+        with quiet():  # the slope at 0 is inf
+            return g / (y * 2)
 
 
 class ReciprocalBackward0(Op):
@@ -67,11 +71,13 @@ class ReciprocalBackward0(Op):
     saves_output = True
 
     def forward(self, a: Any) -> Any:
-        return as_array(xp_of(a).reciprocal(as_float(a)))
+        with quiet():  # 1 / 0 is inf
+            return as_array(xp_of(a).reciprocal(as_float(a)))
 
     def backward(self, g: Any) -> Any:
         (y,) = self.saved(g)
-        return -g * (y * y)
+        with quiet():  # 0 * inf
+            return -g * (y * y)
 
 
 class SinBackward0(Op):

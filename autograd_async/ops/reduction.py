@@ -12,7 +12,18 @@ from typing import Any
 
 from ..tensor import Tensor
 from .base import Op
-from .dual import as_array, data_of, exp, expand, mul_const, sum_dims, unsqueeze_dims, xp_of
+from .dual import (
+    as_array,
+    data_of,
+    exp,
+    expand,
+    mul_const,
+    quiet,
+    sum_dims,
+    unsqueeze_dims,
+    where,
+    xp_of,
+)
 
 # What max/min return with a dim: a pair with names, like torch.return_types.max.
 max_result = namedtuple("max", ["values", "indices"])
@@ -146,7 +157,9 @@ class _Extreme(_Reduction):
         a, out = data_of(a), data_of(out)
         hit = a == self._kept(out)
         count = hit.sum(axis=self._dims, keepdims=True)
-        return mul_const(self._kept(g), hit.astype(g.dtype) / count.astype(g.dtype))
+        with quiet():  # a nan extreme ties with nothing: 0 / 0
+            share = hit.astype(g.dtype) / count.astype(g.dtype)
+        return mul_const(self._kept(g), share)
 
 
 class MaxBackward1(_Extreme):
@@ -241,7 +254,10 @@ class StdBackward0(_Reduction):
         a, out = self.saved(g)
         n = _count(self._shape, self._dims)
         centred = a - sum_dims(a, self._dims, True) / n
-        return self._kept(g) / self._kept(out) * centred * (1 / (n - self._correction))
+        out = self._kept(out)
+        with quiet():  # g / 0 where the std is 0: PyTorch masks it to 0
+            scale = where(data_of(out) == 0, 0.0, self._kept(g) / out)
+        return scale * centred * (1 / (n - self._correction))
 
 
 def logsumexp_array(a: Any, dims: Any, keepdim: bool) -> Any:
@@ -249,7 +265,8 @@ def logsumexp_array(a: Any, dims: Any, keepdim: bool) -> Any:
     xp = xp_of(a)
     m = a.max(axis=dims, keepdims=True)
     m = xp.where(xp.isfinite(m), m, 0)  # all -inf (or inf) rows: no shift, as PyTorch
-    out = xp.log(xp.exp(a - m).sum(axis=dims, keepdims=True)) + m
+    with quiet():  # log(0) for all -inf rows
+        out = xp.log(xp.exp(a - m).sum(axis=dims, keepdims=True)) + m
     return as_array(out if keepdim else out.squeeze(dims))
 
 
@@ -265,7 +282,8 @@ class LogsumexpBackward0(_Reduction):
 
     def backward(self, g: Any) -> Any:
         a, out = self.saved(g)
-        return self._kept(g) * exp(a - self._kept(out))
+        with quiet():  # -inf - -inf
+            return self._kept(g) * exp(a - self._kept(out))
 
 
 # ---------------------------------------------------------------- functions

@@ -1,11 +1,13 @@
-"""Python numbers as operands: reflected operators, scalars off the graph and `2 / x` as
-reciprocal times 2, as in PyTorch.
+"""Python numbers as operands: reflected operators, scalars off the graph, `2 / x` as reciprocal
+times 2, and inf/nan from x / 0 or log(0) without NumPy warnings, all as in PyTorch.
 
 The graph shapes (`next_functions`) are pinned in tests/core/test_grad_fn.py; here are the values,
 gradients, dtypes and sequence numbers.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pytest
@@ -158,3 +160,58 @@ def test_reflected_operators_refuse_other_types():
     for op in (lambda: "a" + x, lambda: [1] * x, lambda: None / x, lambda: "2" ** x):
         with pytest.raises(TypeError):
             op()
+
+
+# -------------------------------------------------------------- inf and nan, silently
+ZERO = np.array([0.0, 1.0, -1.0, 4.0])
+
+SINGULAR = {
+    "div_by_zero": lambda lib, x: x / lib.zeros(4, dtype=lib.float64),
+    "div_by_scalar_zero": lambda lib, x: x / 0,
+    "zero_over_zero": lambda lib, x: x / x,
+    "zero_over_zero_scalar": lambda lib, x: (x - x.detach()) / 0,
+    "rdiv": lambda lib, x: 1 / x,
+    "reciprocal": lambda lib, x: x.reciprocal(),
+    "log": lambda lib, x: x.log(),
+    "sqrt": lambda lib, x: x.sqrt(),
+    "pow_neg": lambda lib, x: x**-1,
+    "pow_half": lambda lib, x: x**0.5,
+    "pow_tensor": lambda lib, x: x ** (x * 0 + 0.5),
+    "rpow_zero": lambda lib, x: 0**x,
+    "rpow_negative_base": lambda lib, x: (-2.0) ** x,
+    "logsumexp_all_neg_inf": lambda lib, x: (x * 0 - float("inf")).logsumexp(0),
+    "std_of_constant": lambda lib, x: (x * 0).std(),
+    "max_of_nan": lambda lib, x: (x.log()).amax(0),
+    "int_div_by_zero": lambda lib, x: lib.tensor([0, 1, 0]) / lib.tensor([0, 0, 1]),
+}
+
+
+def _singular(lib, name):
+    x = lib.tensor(ZERO, dtype=lib.float64, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = SINGULAR[name](lib, x)
+        if y.requires_grad:
+            y.sum().backward()
+    grad = None if x.grad is None else to_numpy(x.grad.detach())
+    return to_numpy(y.detach()), grad
+
+
+@pytest.mark.parametrize("name", SINGULAR)
+def test_inf_and_nan_without_warnings(name):
+    value, grad = _singular(aa, name)  # warnings are errors inside
+    if name in ("div_by_zero", "div_by_scalar_zero", "rdiv", "reciprocal", "log", "pow_neg"):
+        assert not np.isfinite(value[0])
+    if grad is not None and name in ("rdiv", "reciprocal", "log", "sqrt", "pow_neg", "pow_half"):
+        assert not np.isfinite(grad[0])
+
+
+@pytest.mark.parametrize("name", SINGULAR)
+def test_inf_and_nan_are_pytorchs(torch, name):
+    ours, theirs = _singular(aa, name), _singular(torch, name)
+    for a, t in zip(ours, theirs, strict=True):
+        if t is None:
+            assert a is None
+            continue
+        t = t.detach().numpy() if hasattr(t, "detach") else t
+        np.testing.assert_allclose(a, t, rtol=1e-12, equal_nan=True)
