@@ -36,6 +36,23 @@ def describe(t: Tensor) -> str:
 
 
 _NO_EDGE = (None, 0)
+
+# Canonical `((shape, dtype),)` tuples: nodes share them instead of each keeping two tuples alive,
+# since objects that outlive graph building are what the garbage collector spends its time on.
+# A memo of a few thousand distinct shapes; cleared when full so varying shapes cannot grow it.
+_META_MEMO: dict[tuple, tuple] = {}
+_META_MEMO_LIMIT = 4096
+
+
+def single_output_meta(out: Any) -> tuple:
+    """The shared metadata tuple of a single-output node."""
+    key = (out.shape, out.dtype)
+    meta = _META_MEMO.get(key)
+    if meta is None:
+        if len(_META_MEMO) >= _META_MEMO_LIMIT:
+            _META_MEMO.clear()
+        meta = _META_MEMO[key] = (key,)
+    return meta
 _NO_GRAD = {n: (False,) * n for n in range(1, 5)}
 
 
@@ -191,7 +208,7 @@ class Op(Node):
         if type(out) is not tuple:
             if not requires:
                 return Tensor._wrap(out, dev, None, 0, base)
-            self._out_meta = ((out.shape, out.dtype),)
+            self._out_meta = single_output_meta(out)
             t = Tensor._wrap(out, dev, self, 0, base)
             if self.saves_output:
                 self._saved_out = out
