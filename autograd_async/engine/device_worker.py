@@ -24,13 +24,12 @@ from ..grad_mode import grad_enabled
 from ..graph import Node
 from ..graph_task import GraphTask
 from .gpu_timing import timed_on_gpu
-from .trace_events import Handoff, RawNodeRun
+from .trace_events import Handoff
 
 if TYPE_CHECKING:
     from .engine import Engine
 
 START, DELIVER, ABANDON = "start", "deliver", "abandon"
-_new_record = tuple.__new__
 # Nodes run per pass before the worker yields to its event loop, so timers and I/O keep running.
 PASS_BUDGET = 512
 
@@ -88,6 +87,7 @@ class DeviceWorker:
 
     def _main(self) -> None:
         thread_state.worker = self
+        self.note_driver_thread()
         try:
             if self.device.type == "cuda":
                 from ..devices import array_module  # noqa: PLC0415
@@ -276,17 +276,8 @@ class DeviceWorker:
                     )
                 else:
                     outputs = task.evaluate(node, inputs)
-                ended = perf_counter_ns()
-                ident = get_ident()
-                # A raw record made with tuple.__new__: names and shapes are read from the node
-                # later, off the hot path, so tracing stays cheap (one record per node run).
-                sink.record(
-                    _new_record(
-                        RawNodeRun,
-                        (node, self._device_name, ident, self._thread_name(ident), task.id,
-                         begun, ended),
-                    )
-                )
+                # A plain tuple (see trace_events.RawNodeRun): the cheapest record there is.
+                sink.record((node, self, get_ident(), task.id, begun, perf_counter_ns()))
         except BaseException as exc:  # noqa: BLE001 - a node's failure fails its task only
             self.running_task = previous
             self.engine.fail_task(task, exc, node, self)
@@ -347,21 +338,16 @@ class DeviceWorker:
             self.engine.worker(nxt.device).submit((DELIVER, task, nxt, nr, grad, node, self, sent))
         return None, None
 
-    def _thread_name(self, ident: int) -> str:
-        name = self._thread_names.get(ident)
-        if name is None:
-            name = self._thread_names[ident] = threading.current_thread().name
-        return name
+    def thread_name(self, ident: int) -> str:
+        """The name of a thread that has driven this worker (its own, or a reentrant helper)."""
+        return self._thread_names.get(ident, f"thread {ident}")
+
+    def note_driver_thread(self) -> None:
+        """Remember the calling thread's name for traces (it is about to drive this worker)."""
+        self._thread_names[get_ident()] = threading.current_thread().name
 
     def _record_run(self, sink: Any, node: Node, task: GraphTask, begun: int) -> None:
-        ident = get_ident()
-        sink.record(
-            _new_record(
-                RawNodeRun,
-                (node, self._device_name, ident, self._thread_name(ident), task.id, begun,
-                 perf_counter_ns()),
-            )
-        )
+        sink.record((node, self, get_ident(), task.id, begun, perf_counter_ns()))
 
     # ------------------------------------------------------------ async nodes
     def _spawn_async(self, node: Node, task: GraphTask, inputs: list) -> None:

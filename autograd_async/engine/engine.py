@@ -175,6 +175,7 @@ class Engine:
 
         def drive() -> None:
             thread_state.worker = worker
+            worker.note_driver_thread()
             try:
                 worker.run_nested(task, self.check_open)
             except BaseException as exc:  # noqa: BLE001 - handed to the blocked thread

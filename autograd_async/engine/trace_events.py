@@ -26,38 +26,38 @@ class NodeRun(NamedTuple):
 
 
 class RawNodeRun(NamedTuple):
-    """What the engine records per node while tracing: cheap to make, expanded by `expand`.
+    """What the engine records per node run while tracing, as a *plain* tuple of these fields.
 
-    Holding the node keeps its (already released) graph structure alive until the trace is
-    expanded; names and shapes are read from it then, off the hot path.
+    A plain tuple is the cheapest record Python can make (the engine makes one per node run);
+    `expand_records` turns each into a NodeRun, reading names and shapes from the node then, off
+    the hot path. Holding the node keeps its (already released) graph structure alive until then.
     """
 
     node: Any
-    device: str
+    worker: Any  # the DeviceWorker: its device name and its threads' names
     thread_id: int
-    thread_name: str
     task_id: int
     start_ns: int
     end_ns: int
 
     def expand(self) -> NodeRun:
         """The full NodeRun: gradient shapes are the shapes the engine validated them against."""
-        node = self.node
+        node, worker = self.node, self.worker
         received = tuple(meta[0] for meta in node._out_meta)
         produced = tuple(
             None if nxt is None else nxt._out_meta[nr][0] for nxt, nr in node.next_functions
         )
         return NodeRun(
-            self.device, self.thread_id, self.thread_name, node.name(), node._seq, self.task_id,
-            id(node), self.start_ns, self.end_ns, received, produced,
+            worker._device_name, self.thread_id, worker.thread_name(self.thread_id), node.name(),
+            node._seq, self.task_id, id(node), self.start_ns, self.end_ns, received, produced,
         )
 
 
 def expand_records(events: list) -> list:
-    """Replace RawNodeRun records by NodeRun records, in place; returns the list."""
+    """Replace the engine's raw node-run tuples by NodeRun records, in place; returns the list."""
     for i, event in enumerate(events):
-        if type(event) is RawNodeRun:
-            events[i] = event.expand()
+        if type(event) is tuple:  # every other record is a NamedTuple
+            events[i] = RawNodeRun(*event).expand()
     return events
 
 
