@@ -8,6 +8,7 @@ from typing import Any
 from ..devices import array_module
 from ..grad_mode import no_grad
 from ..tensor import Tensor
+from ._blas import axpy_
 from .optimizer import Optimizer, grad_array
 
 
@@ -47,11 +48,13 @@ class SGD(Optimizer):
     def _subtract_scaled(self, param: Any, data: Any, grad: Any, lr: float) -> None:
         """data -= lr * grad without a temporary the size of the parameter.
 
-        Large temporaries are fresh pages from the allocator on every step (page faults); a
-        scratch array per parameter, kept outside the state dict, is reused instead.
+        BLAS axpy when it can (one pass); else a scratch array per parameter, kept outside the
+        state dict, instead of a fresh parameter-sized temporary on every step.
         """
         if data.ndim == 0 or data.size < 4096:
             data -= lr * grad
+            return
+        if axpy_(data, grad, -lr):
             return
         scratch = self._scratch.get(param)
         if scratch is None or scratch.shape != data.shape or scratch.dtype != data.dtype:
