@@ -1,7 +1,8 @@
 """Moving a tensor to another device or dtype: the cross-device edge of a graph.
 
-`ToCopyBackward0` lives on the destination device (where its gradient arrives) and sends the gradient
-back to the source device in its backward, so the engine hands the result to the source's worker.
+`ToCopyBackward0` lives on the destination device (where its gradient arrives) and sends the
+gradient back to the source device in its backward, so the engine hands the result to the source's
+worker.
 """
 
 from __future__ import annotations
