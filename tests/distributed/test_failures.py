@@ -244,15 +244,28 @@ async def fuzz_worker(host: str, port: int, rng: random.Random) -> int:
     return len(batch)
 
 
-async def test_worker_survives_2000_fuzzed_frames(spawn_worker):
+def _rss_bytes(pid: int) -> int:
+    """Resident memory of a process, from /proc (Linux)."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS line")
+
+
+async def test_worker_survives_10000_fuzzed_frames(spawn_worker):
     w = spawn_worker("w1")
     rng = random.Random(99)
+    await fuzz_worker(w.host, w.port, random.Random(rng.random()))  # warm-up: imports, pools
+    rss_before = _rss_bytes(w.proc.pid)
     sent = 0
-    while sent < 2000:
+    while sent < 10_000:
         counts = await asyncio.gather(*(fuzz_worker(w.host, w.port, random.Random(rng.random()))
                                         for _ in range(2)))
         sent += sum(counts)
     assert w.proc.poll() is None
+    grown = _rss_bytes(w.proc.pid) - rss_before
+    assert grown < 64 * 2**20, f"the worker's memory grew by {grown / 2**20:.1f} MiB under fuzzing"
     async with Client({"w1": w.address}, token=TOKEN, timeout=5.0) as client:
         x = ag.ones(3, requires_grad=True)
         async with dist.context(client) as ctx:
@@ -261,7 +274,7 @@ async def test_worker_survives_2000_fuzzed_frames(spawn_worker):
         np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0, 2.0])
         stats = await client.stats("w1")
         print("fuzz:", sent, "frames,", stats["requests"], "requests reached the worker's methods")
-        assert stats["requests"] > 250  # many fuzzed frames got through to the methods' checks
-        assert stats["contexts"] <= 60  # fuzzed calls may leave contexts; the TTL takes them
+        assert stats["requests"] > 1250  # many fuzzed frames got through to the methods' checks
+        assert stats["contexts"] <= 300  # fuzzed calls may leave contexts; the TTL takes them
     async with await connect(w.host, w.port, token=TOKEN) as conn:
         assert await conn.ping() > 0
