@@ -251,9 +251,16 @@ def softmax(input: Tensor, dim: int) -> Tensor:
     return SoftmaxBackward0.apply(input, dim=normalize_dim(dim, input.ndim))
 
 
+def log_softmax(input: Tensor, dim: int) -> Tensor:
+    """input - logsumexp(input) along `dim`."""
+    from .reduction import normalize_dim  # noqa: PLC0415
+
+    return LogSoftmaxBackward0.apply(input, dim=normalize_dim(dim, input.ndim))
+
+
 def erf(input: Tensor) -> Tensor:
     """Elementwise error function."""
     return ErfBackward0.apply(input)
 
 
-FUNCTIONS = {"erf": erf, "softmax": softmax}
+FUNCTIONS = {"erf": erf, "softmax": softmax, "log_softmax": log_softmax}
