@@ -344,7 +344,13 @@ class DeviceWorker:
 
     def note_driver_thread(self) -> None:
         """Remember the calling thread's name for traces (it is about to drive this worker)."""
-        self._thread_names[get_ident()] = threading.current_thread().name
+        names = self._thread_names
+        if len(names) > 1024:  # reentrant helper threads come and go: keep the memo bounded
+            own = names.get(self.thread.ident) if self.thread is not None else None
+            names.clear()
+            if own is not None:
+                names[self.thread.ident] = own
+        names[get_ident()] = threading.current_thread().name
 
     def _record_run(self, sink: Any, node: Node, task: GraphTask, begun: int) -> None:
         sink.record((node, self, get_ident(), task.id, begun, perf_counter_ns()))
