@@ -8,7 +8,6 @@ from typing import Any
 from ..devices import array_module
 from ..grad_mode import no_grad
 from ..tensor import Tensor
-from ._blas import axpy_
 from .optimizer import Optimizer, grad_array
 
 
@@ -48,13 +47,13 @@ class SGD(Optimizer):
     def _subtract_scaled(self, param: Any, data: Any, grad: Any, lr: float) -> None:
         """data -= lr * grad without a temporary the size of the parameter.
 
-        BLAS axpy when it can (one pass); else a scratch array per parameter, kept outside the
-        state dict, instead of a fresh parameter-sized temporary on every step.
+        A scratch array per parameter, kept outside the state dict, instead of a fresh
+        parameter-sized temporary on every step. (Not SciPy's BLAS axpy, though it is one pass:
+        SciPy ships its own OpenBLAS, and a second BLAS thread pool spinning beside NumPy's made
+        every training step several times slower on two cores.)
         """
         if data.ndim == 0 or data.size < 4096:
             data -= lr * grad
-            return
-        if axpy_(data, grad, -lr):
             return
         scratch = self._scratch.get(param)
         if scratch is None or scratch.shape != data.shape or scratch.dtype != data.dtype:
