@@ -1,4 +1,4 @@
-"""SGD on large parameters (updated through a reused scratch array) equals the formula."""
+"""SGD on large parameters (updated a block at a time through a scratch array) is exact."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import autograd_async as aa
 
 
 def _step(rng: np.random.Generator, dtype: str, momentum: float) -> tuple[np.ndarray, np.ndarray]:
-    start = rng.standard_normal((100, 100)).astype(dtype)
-    grads = [rng.standard_normal((100, 100)).astype(dtype) for _ in range(3)]
+    start = rng.standard_normal((300, 301)).astype(dtype)  # over one block, not a multiple
+    grads = [rng.standard_normal((300, 301)).astype(dtype) for _ in range(3)]
     p = aa.nn.Parameter(aa.tensor(start.copy()))
     opt = aa.optim.SGD([p], lr=0.1, momentum=momentum)
     expected = start.astype(np.float64)
