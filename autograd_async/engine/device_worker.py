@@ -284,7 +284,11 @@ class DeviceWorker:
             return None, None
         self.running_task = previous
         self.nodes_run += 1
-        return self._route(task, node, outputs)
+        try:
+            return self._route(task, node, outputs)
+        except BaseException as exc:  # noqa: BLE001 - e.g. gradients that cannot be summed
+            self.engine.fail_task(task, exc, node, self)
+            return None, None
 
     def _route(self, task: GraphTask, node: Node, outputs: tuple) -> tuple:
         """Deposit gradients for local nodes, hand the rest to their devices' workers.
@@ -398,7 +402,11 @@ class DeviceWorker:
         if sink is not None:
             self._record_run(sink, node, task, begun)
         self.nodes_run += 1
-        nxt, nxt_inputs = self._route(task, node, outputs)
+        try:
+            nxt, nxt_inputs = self._route(task, node, outputs)
+        except BaseException as exc:  # noqa: BLE001
+            self.engine.fail_task(task, exc, node, self)
+            return
         if nxt is not None:
             self.push(task, nxt, nxt_inputs)
         self._run_ready()

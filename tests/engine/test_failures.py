@@ -108,3 +108,25 @@ def test_error_in_hook_fails_the_task_and_engine_serves():
     with pytest.raises(KeyError, match="hook failed"):
         y.sum().backward()
     _works_afterwards()
+
+
+def test_a_failure_while_routing_gradients_fails_the_task_not_the_worker(monkeypatch):
+    from autograd_async.graph_task import GraphTask
+
+    original = GraphTask.deposit
+    x = aa.tensor([1.0, 2.0], requires_grad=True)
+    target = (x * 2.0)
+    loss = (target.tanh() * 3.0).sum()
+    broken = target.grad_fn
+
+    def deposit(self, node, nr, grad):
+        if node is broken:
+            raise MemoryError("could not buffer the gradient")
+        return original(self, node, nr, grad)
+
+    monkeypatch.setattr(GraphTask, "deposit", deposit)
+    with pytest.raises(MemoryError, match="could not buffer") as info:
+        loss.backward()
+    assert any("TanhBackward0" in note for note in info.value.__notes__)
+    monkeypatch.setattr(GraphTask, "deposit", original)
+    _works_afterwards()
