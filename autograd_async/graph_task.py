@@ -18,7 +18,6 @@ import numpy as np
 
 from .devices import Device
 from .graph import AccumulateGrad, Node
-from .ops.base import describe
 from .ops.dual import can_sum_to, cast, sum_to
 from .tensor import Tensor
 
@@ -460,4 +459,4 @@ def describe_node(node: Node) -> str:
     return f"{node.name()} (sequence_nr {node._seq}) on {node.device}"
 
 
-__all__ = ["GraphRoot", "GraphTask", "compute_dependencies", "compute_exec_info", "describe"]
+__all__ = ["GraphRoot", "GraphTask", "compute_dependencies", "compute_exec_info"]

@@ -11,12 +11,6 @@ from __future__ import annotations
 import asyncio
 from _thread import allocate_lock
 from collections.abc import Callable
-from typing import Any
-
-
-def call_in_loop(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], *args: Any) -> None:
-    """Schedule `fn(*args)` on `loop` from any thread."""
-    loop.call_soon_threadsafe(fn, *args)
 
 
 class BlockingWaiter:
