@@ -4,7 +4,7 @@
 # That machine has CuPy, NumPy, msgpack, uvloop, pytest, pytest-timeout, hypothesis, aiohttp,
 # scikit-learn and tqdm, but not pytest-asyncio: carry its wheel in `.whl` (see the device tool's
 # README), e.g. here: `python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12
-# -d .whl pytest-asyncio==1.3.0`, then run there, with `.whl` carried:
+# -d .whl pytest-asyncio==1.5.0`, then run there, with `.whl` carried:
 #
 #   bash benchmarks/gpu_check.sh
 #
