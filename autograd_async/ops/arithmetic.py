@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import cmath
 import math
+import operator
 from numbers import Number
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -33,45 +34,45 @@ from .elementwise import reciprocal
 from .promotion import FLOAT32, promote, scalar
 
 
-class AddBackward0(Op):
+class _ScaledSecondOperand(Op):
+    """`a + alpha * b` and `a - alpha * b`: the shared rule of add and sub."""
+
     __slots__ = ("_alpha",)
+    _combine: ClassVar[Any]
+    _ufunc_name: ClassVar[str]
+    _sign: ClassVar[int]
+
+    def forward(self, a: Any, b: Any, alpha: Any = 1, out: Any = None) -> Any:
+        a, b = promote(a, b)
+        self._alpha = alpha
+        if alpha != 1:
+            b = b * alpha
+        if out is not None:
+            return getattr(xp_of(out), self._ufunc_name)(a, b, out=out)
+        return as_array(self._combine(a, b))
+
+    def backward(self, g: Any) -> tuple:
+        gb = None
+        if self.needs_input_grad[1]:
+            scale = self._sign * self._alpha
+            gb = g if scale == 1 else (-g if scale == -1 else g * scale)
+        return g, gb
+
+
+class AddBackward0(_ScaledSecondOperand):
+    __slots__ = ()
     op_name = "add"
-
-    def forward(self, a: Any, b: Any, alpha: Any = 1, out: Any = None) -> Any:
-        a, b = promote(a, b)
-        self._alpha = alpha
-        if alpha != 1:
-            b = b * alpha
-        if out is not None:
-            return xp_of(out).add(a, b, out=out)
-        return as_array(a + b)
-
-    def backward(self, g: Any) -> tuple:
-        alpha = self._alpha
-        gb = None
-        if self.needs_input_grad[1]:
-            gb = g if alpha == 1 else g * alpha
-        return g, gb
+    _combine = operator.add
+    _ufunc_name = "add"
+    _sign = 1
 
 
-class SubBackward0(Op):
-    __slots__ = ("_alpha",)
+class SubBackward0(_ScaledSecondOperand):
+    __slots__ = ()
     op_name = "sub"
-
-    def forward(self, a: Any, b: Any, alpha: Any = 1, out: Any = None) -> Any:
-        a, b = promote(a, b)
-        self._alpha = alpha
-        if alpha != 1:
-            b = b * alpha
-        if out is not None:
-            return xp_of(out).subtract(a, b, out=out)
-        return as_array(a - b)
-
-    def backward(self, g: Any) -> tuple:
-        gb = None
-        if self.needs_input_grad[1]:
-            gb = -g if self._alpha == 1 else g * -self._alpha
-        return g, gb
+    _combine = operator.sub
+    _ufunc_name = "subtract"
+    _sign = -1
 
 
 class RsubBackward1(Op):
