@@ -14,7 +14,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 from threading import get_ident
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
@@ -221,9 +221,7 @@ class DeviceWorker:
                 pending.cancel()
         if self.ready and task.finished:
             self.ready = [entry for entry in self.ready if entry[3] is not task]
-            import heapq  # noqa: PLC0415
-
-            heapq.heapify(self.ready)
+            heapify(self.ready)
 
     # ------------------------------------------------------------------ queue
     def push(self, task: GraphTask, node: Node, inputs: list) -> None:
