@@ -213,27 +213,57 @@ class AccumulateGrad(Node):
         return ()
 
 
-# The memory owners of gradient arrays that are held outside the graph task: stored into a leaf's
-# `.grad` without a copy, or given by the caller as a starting gradient. A node that passes one
-# gradient to several inputs (`a + b`), or to a view (`reshape`), would otherwise make a leaf's
-# `.grad` share memory with another leaf's or with the caller's array, and an in-place change of
-# one (gradient clipping, `grad.mul_`) would change the other.
-_claimed: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+class HeldArrays:
+    """The memory owners of gradient arrays held outside a graph task.
+
+    An owner is held once stored into a leaf's `.grad` without a copy, or given by the caller as a
+    starting gradient. A node that passes one gradient to several inputs (`a + b`), or to a view
+    (`reshape`), would otherwise make a leaf's `.grad` share memory with another leaf's or with the
+    caller's array, and an in-place change of one (gradient clipping, `grad.mul_`) would change the
+    other.
+
+    Plain weak references without callbacks keep a claim at a dict insert: a
+    `WeakValueDictionary` costs several microseconds per claim plus a callback when each array
+    dies, paid once per leaf per backward. Dead entries are swept when the dict has doubled.
+    """
+
+    __slots__ = ("_refs", "_sweep_at", "_lock")
+
+    def __init__(self) -> None:
+        self._refs: dict[int, weakref.ref] = {}
+        self._sweep_at = 1024
+        self._lock = threading.Lock()
+
+    def claim(self, array: Any) -> bool:
+        """Mark the memory of `array` as held; False when it already was (or can't be tracked)."""
+        owner = array.base
+        if owner is None:
+            owner = array
+        key = id(owner)
+        try:
+            ref = weakref.ref(owner)
+        except TypeError:  # not weak-referenceable: never shared without a copy
+            return False
+        with self._lock:  # workers of several devices claim at once
+            refs = self._refs
+            held = refs.get(key)
+            if held is not None and held() is owner:
+                return False
+            refs[key] = ref
+            if len(refs) >= self._sweep_at:
+                self._sweep()
+        return True
+
+    def _sweep(self) -> None:
+        # A dead entry's id may be reused by a new array: `held() is owner` above already tells
+        # them apart, so sweeping only bounds the memory.
+        self._refs = {key: ref for key, ref in self._refs.items() if ref() is not None}
+        self._sweep_at = max(1024, 2 * len(self._refs))
 
 
-def claim(array: Any) -> bool:
-    """Mark the memory of `array` as held; False when it already was (or can't be tracked)."""
-    owner = array.base
-    if owner is None:
-        owner = array
-    key = id(owner)
-    if _claimed.get(key) is owner:
-        return False
-    try:
-        _claimed[key] = owner
-    except TypeError:  # not weak-referenceable: never shared without a copy
-        return False
-    return True
+# One per process: a gradient array can reach a leaf from any graph task on any thread.
+held_arrays = HeldArrays()
+claim = held_arrays.claim
 
 
 def grad_accumulator(tensor: Tensor) -> AccumulateGrad:
