@@ -159,10 +159,17 @@ def prepare(
     return PreparedTask(task, starts, ins, mode, allow_unused)
 
 
-def _engine():
+def _engine(outputs: Any = None):
+    """The engine, its root device's worker already being woken when `outputs` are given."""
     from ..engine import get_engine  # noqa: PLC0415 - the engine sits above this module's layer
 
-    return get_engine()
+    engine = get_engine()
+    first = outputs if isinstance(outputs, Tensor) else None
+    if first is None and isinstance(outputs, (tuple, list)) and outputs:
+        first = outputs[0]
+    if isinstance(first, Tensor):
+        engine.prewake(first.device)
+    return engine
 
 
 def backward(
@@ -173,8 +180,9 @@ def backward(
     inputs: Any = None,
 ) -> None:
     """Accumulate gradients of `tensors` into leaves' `.grad`, blocking until done."""
+    engine = _engine(tensors)
     prepared = prepare(tensors, grad_tensors, retain_graph, create_graph, inputs, "backward")
-    _engine().run(prepared, kind="backward")
+    engine.run(prepared, kind="backward")
     prepared.result()
 
 
@@ -186,8 +194,9 @@ async def backward_async(
     inputs: Any = None,
 ) -> None:
     """Like `backward`, awaited without blocking the caller's event loop."""
+    engine = _engine(tensors)
     prepared = prepare(tensors, grad_tensors, retain_graph, create_graph, inputs, "backward")
-    await _engine().run_async(prepared, kind="backward_async")
+    await engine.run_async(prepared, kind="backward_async")
     prepared.result()
 
 
@@ -200,10 +209,11 @@ def grad(
     allow_unused: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """Gradients of `outputs` with respect to `inputs`, running only the graph that leads there."""
+    engine = _engine(outputs)
     prepared = prepare(
         outputs, grad_outputs, retain_graph, create_graph, inputs, "grad", allow_unused
     )
-    _engine().run(prepared, kind="grad")
+    engine.run(prepared, kind="grad")
     return prepared.result()
 
 
@@ -216,8 +226,9 @@ async def grad_async(
     allow_unused: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """Like `grad`, awaited without blocking the caller's event loop."""
+    engine = _engine(outputs)
     prepared = prepare(
         outputs, grad_outputs, retain_graph, create_graph, inputs, "grad", allow_unused
     )
-    await _engine().run_async(prepared, kind="grad_async")
+    await engine.run_async(prepared, kind="grad_async")
     return prepared.result()

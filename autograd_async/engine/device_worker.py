@@ -157,6 +157,21 @@ class DeviceWorker:
                 self._wake_pending = False
                 self.engine.reject(item, exc, self)
 
+    def prewake(self) -> None:
+        """Start waking the thread now, ahead of work about to be submitted from this thread.
+
+        Waking an idle thread costs tens of microseconds; sent before the caller prepares a task,
+        that wait overlaps the preparation instead of following it. A wake that finds the inbox
+        still empty costs one empty pass, and the submit that follows then wakes the thread again.
+        """
+        if self._wake_pending or self.thread is threading.current_thread():
+            return
+        self._wake_pending = True
+        try:
+            self.loop.call_soon_threadsafe(self._on_wake)
+        except RuntimeError:  # loop closed: the submit that follows reports it
+            self._wake_pending = False
+
     def wake_waiter(self) -> None:
         """Wake a blocking reentrant wait on this worker (its task finished elsewhere)."""
         waiter = self._waiter

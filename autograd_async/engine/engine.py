@@ -86,6 +86,11 @@ class Engine:
                 self._workers[device] = found
         return found
 
+    def prewake(self, device: Device) -> None:
+        """Begin waking `device`'s worker for a task the calling thread is about to prepare."""
+        if self._state == "open" and thread_state.worker is None:
+            self.worker(device).prewake()
+
     def workers(self) -> dict[str, DeviceWorker]:
         """The started workers by device name."""
         return {str(d): w for d, w in self._workers.items()}
