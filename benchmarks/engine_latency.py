@@ -8,7 +8,9 @@
     primitive), and the blocking `loss.backward()` from a plain thread against a blocking round
     trip (`call_soon_threadsafe` on the other loop sets a `concurrent.futures.Future` the main
     thread waits on). p50 and p99 over many runs, the cases interleaved run by run; the graph is
-    built before each timed run. The worker's busy time (its nodes' own work) is shown too.
+    built before each timed run. The worker's busy time (its nodes' own work) is shown too, and,
+    when torch is installed, torch's `backward()` of the same graph (1 thread): its C++ engine
+    runs CPU nodes on the calling thread, so that row is the cost of the work with no hop at all.
 (b) The cost of one cross-device handoff: a chain of N ops on cpu, the same chain with K
     same-device `.to("cpu", copy=True)` nodes inserted, and with K `.to()` alternating
     cpu -> sim:0 -> cpu ... (each adds a node and a handoff). (crossing - local copies) / K is the
@@ -35,6 +37,7 @@ from _timing import (
     machine_line,
     median,
     percentile,
+    pin_torch_threads,
     print_table,
     use_repository_checkout,
     verdict,
@@ -102,6 +105,31 @@ def blocking_round_trip(other: asyncio.AbstractEventLoop) -> None:
 
 
 # ------------------------------------------------------------------------------- graphs
+def torch_small_graph(torch: Any) -> Any:
+    """The same 10-node graph in torch."""
+    x = torch.tensor(np.linspace(-1.0, 1.0, 4), requires_grad=True)
+    y = x
+    for i in range(8):
+        kind = i % 3
+        if kind == 0:
+            y = y * 1.5
+        elif kind == 1:
+            y = y + 0.5
+        else:
+            y = torch.tanh(y)
+    return y.sum()
+
+
+def optional_torch() -> Any:
+    """torch pinned to one thread, or None when it is not installed."""
+    try:
+        import torch  # noqa: PLC0415
+    except ImportError:
+        return None
+    pin_torch_threads(1)
+    return torch
+
+
 def small_graph() -> Any:
     """A 10-node backward graph: AccumulateGrad, 8 elementwise ops, the sum."""
     x = aa.tensor(np.linspace(-1.0, 1.0, 4), requires_grad=True)
@@ -153,6 +181,9 @@ def part_a(runs: int, warmup: int, other: OtherLoop) -> dict[str, list[float]]:
         "raw round trip (blocking)": [],
         "backward() (blocking)": [],
     }
+    torch = optional_torch()
+    if torch is not None:
+        times["torch backward(), no hop (1 thread)"] = []
     far = other.loop
 
     async def async_cases() -> None:
@@ -192,6 +223,12 @@ def part_a(runs: int, warmup: int, other: OtherLoop) -> dict[str, list[float]]:
         if i >= warmup:
             times["raw round trip (blocking)"].append(raw)
             times["backward() (blocking)"].append(ours)
+        if torch is not None:
+            reference = torch_small_graph(torch)
+            begun = perf()
+            reference.backward()
+            if i >= warmup:
+                times["torch backward(), no hop (1 thread)"].append(perf() - begun)
     return times
 
 
@@ -287,6 +324,11 @@ def main() -> int:
           "is steadier than the ratio: waking an idle vCPU of this VM costs 10 to 90 us, "
           "varying from run to run, and both sides pay it)")
     print(f"  less that busy time: {(ours50 - busy50) / raw50:.2f}x the raw round trip")
+    if "torch backward(), no hop (1 thread)" in times:
+        torch50 = percentile(times["torch backward(), no hop (1 thread)"], 50)
+        print(f"  the target leaves {(TARGET_RATIO - 1) * raw50 * 1e6:.1f} us for the work above "
+              f"the round trip; torch's whole backward of this graph, on the caller's thread "
+              f"with no hop, takes {torch50 * 1e6:.1f} us")
     print(f"backward() / blocking raw round trip: p50 {block50 / rawb50:.2f}x "
           f"({(block50 - rawb50) * 1e6:.1f} us above it)")
 
