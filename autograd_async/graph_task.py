@@ -271,17 +271,17 @@ class GraphTask:
 def compute_dependencies(root: Node) -> dict[Node, int]:
     """How many edges lead into each node reachable from `root` (no recursion)."""
     deps: dict[Node, int] = {}
-    seen = {root}
     stack = [root]
+    pop, push, get = stack.pop, stack.append, deps.get
     while stack:
-        node = stack.pop()
-        for nxt, _ in node.next_functions:
-            if nxt is None:
-                continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+        for nxt, _ in pop().next_functions:
+            if nxt is not None:
+                count = get(nxt)
+                if count is None:  # first edge into it: walk on from it once
+                    deps[nxt] = 1
+                    push(nxt)
+                else:
+                    deps[nxt] = count + 1
     return deps
 
 
