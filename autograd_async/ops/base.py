@@ -79,6 +79,9 @@ class Op(Node):
     is_view: ClassVar[bool] = False
     # The name of the op's function, for the profiler's forward records.
     op_name: ClassVar[str] = ""
+    # Whether backward may write its result into the gradient array it gets, when the node that
+    # feeds it made that array for it alone (`hand_over`); such a class defines `take_handed`.
+    takes_handed_grad: ClassVar[bool] = False
     # `saved_for` compiled: needs_input_grad -> which saved_inputs entries to keep (None: all).
     _save_plans: ClassVar[dict[tuple[bool, ...], tuple[bool, ...]] | None] = None
 
@@ -276,6 +279,18 @@ class Op(Node):
             )
         return tuple(values)
 
+    def hand_over(self, index: int, grad: Any) -> None:
+        """Mark `grad`, a new array that backward returned for input `index` only, as reusable.
+
+        The node of that input may then write its own result into it instead of a new array (a
+        saving of a full pass over fresh memory for elementwise rules); it still checks that
+        nothing else can see the gradient there. Not when this node has post-hooks: they see
+        the returned gradients and may keep them.
+        """
+        node = self.next_functions[index][0]
+        if self._hooks is None and getattr(node, "takes_handed_grad", False):
+            node.take_handed(grad)
+
     def check_released(self) -> None:
         """Raise PyTorch's error if the graph was freed: for rules that read `saved_slots`."""
         if self._released:
@@ -300,7 +315,10 @@ class Op(Node):
         raises, while a node that saved nothing can run again.
         """
         self._released = True
+        # The version checks hold the saved tensors too: drop them, so a freed graph keeps no
+        # tensor alive (and a node fed by this one can tell that its output is gone).
         self._saved = self._saved_data = None
+        self._checks = ()
         if self.saves_output:
             self._saved_out = None
         for name in self.saved_slots:

@@ -137,20 +137,49 @@ class SigmoidBackward0(Op):
 
 
 class ReluBackward0(Op):
-    __slots__ = ()
+    __slots__ = ("_handed",)
     saves_output = True
+    takes_handed_grad = True
 
-    def forward(self, a: Any) -> Any:
-        return as_array(xp_of(a).maximum(a, 0))
+    def forward(self, a: Any, into_input: bool = False) -> Any:
+        """max(a, 0); `into_input` writes it over `a`, a temporary that nothing else can reach
+        (see `nn.functional.relu_of_temporary`): a fresh 1 MB output costs as much as the max."""
+        self._handed = None
+        xp = xp_of(a)
+        if into_input and a.dtype.kind == "f":
+            return xp.maximum(a, 0, out=a)
+        return as_array(xp.maximum(a, 0))
 
     def backward(self, g: Any) -> Any:
         (y,) = self.saved(g)
         if isinstance(g, Tensor):
             mask = data_of(y) > 0
             return mul_const(g, mask.astype(g.dtype))
-        # One pass into a buffer we own: g may be shared with other nodes, so never write into it.
+        handed, self._handed = self._handed, None
         xp = xp_of(g)
-        return xp.multiply(g, y > 0, out=xp.empty(y.shape, g.dtype))
+        out = g if g is handed and self._unobserved() else xp.empty(y.shape, g.dtype)
+        return xp.multiply(g, y > 0, out=out)
+
+    def take_handed(self, grad: Any) -> None:
+        """Note `grad`, made for this node alone by the node that feeds it (`Op.hand_over`)."""
+        self._handed = grad if self._unobserved() else None
+
+    def _unobserved(self) -> bool:
+        """Whether nothing but this backward can see the gradient this node receives.
+
+        Its feeding node rules out its own post-hooks before handing a gradient over; what
+        remains is who may look at it here: this node's hooks (tensor hooks, retain_grad, pre-
+        and post-hooks all register on the node) and a `grad()` that captures the gradient of the
+        output, which holds the output tensor while it runs. Checked when the gradient is handed
+        over (after the feeding node dropped its own hold on the output) as well as when it is
+        used, so a gradient captured while this node did not run is never marked.
+        """
+        return self._hooks is None and self._out_ref() is None
+
+    def release_saved(self) -> None:
+        """Drop the saved output, and any gradient handed over but not used."""
+        super().release_saved()
+        self._handed = None
 
 
 class ClampBackward1(Op):

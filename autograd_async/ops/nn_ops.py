@@ -8,6 +8,7 @@ a hand-written NumPy step needs: a training step of an MLP spends its time in BL
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -56,12 +57,13 @@ def _erf(x: Any) -> Any:
 class LinearBackward0(Op):
     """x @ weight.T + bias in one node: backward is two matmuls and a column sum."""
 
-    __slots__ = ()
+    __slots__ = ("_new_gx",)
     op_name = "linear"
     saved_inputs = (0, 1)
     saved_for = {0: (1,), 1: (0,)}  # x only for the weight's gradient, the weight for x's
 
     def forward(self, x: Any, w: Any, b: Any = None) -> Any:
+        self._new_gx = None
         out = x @ w.T
         if b is not None:
             out += b  # `out` is a fresh buffer: adding in place saves a temporary
@@ -71,6 +73,8 @@ class LinearBackward0(Op):
         x, w = self.saved(g)[:2]
         need = self.needs_input_grad
         gx = g @ w if need[0] else None
+        if gx is not None and not isinstance(gx, Tensor):
+            self._new_gx = weakref.ref(gx)  # handed over on release, see `release_saved`
         gw = gb = None
         if need[1]:
             if x.ndim == 1:
@@ -82,6 +86,20 @@ class LinearBackward0(Op):
         if len(need) > 2 and need[2]:
             gb = sum_dims(g, tuple(range(g.ndim - 1))) if g.ndim > 1 else g
         return (gx, gw, gb) if len(need) > 2 else (gx, gw)
+
+
+    def release_saved(self) -> None:
+        """Free the saved tensors, then hand x's gradient, a new array, over to x's node.
+
+        Only now: until the saved x is dropped, x is alive here, so x's node could not tell that
+        nobody else holds it (its test before writing into the gradient). A graph that is kept
+        is never released, and its nodes write into new arrays as usual.
+        """
+        super().release_saved()
+        gx = self._new_gx() if self._new_gx is not None else None
+        self._new_gx = None
+        if gx is not None:
+            self.hand_over(0, gx)
 
 
 def softmax_array(a: Any, axis: int) -> Any:
