@@ -126,15 +126,24 @@ def cross_entropy(
         raise ValueError(
             f"Expected target size {tuple(expected)}, got {tuple(target.shape)}"
         )
-    classes = input.shape[1] if input.ndim > 1 else input.shape[0]
-    data = target._data
+    _check_targets(target._data, input.shape[1] if input.ndim > 1 else input.shape[0],
+                   ignore_index)
+    return CrossEntropyLossBackward0.apply(
+        input, target, reduction=reduction, ignore_index=ignore_index
+    )
+
+
+def _check_targets(data: Any, classes: int, ignore_index: int) -> None:
+    """Raise PyTorch's IndexError for a class index out of [0, classes) that is not ignored."""
+    if not data.size:
+        return
+    low, high = int(data.min()), int(data.max())
+    if 0 <= low and high < classes:  # the usual case, settled by two reductions
+        return
     valid = data[data != ignore_index]
     if valid.size and (int(valid.min()) < 0 or int(valid.max()) >= classes):
         bad = int(valid.max()) if int(valid.max()) >= classes else int(valid.min())
         raise IndexError(f"Target {bad} is out of bounds.")
-    return CrossEntropyLossBackward0.apply(
-        input, target, reduction=reduction, ignore_index=ignore_index
-    )
 
 
 def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,

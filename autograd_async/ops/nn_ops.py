@@ -139,6 +139,24 @@ class LogSoftmaxBackward0(Op):
         return g - exp(y) * sum_dims(g, self._dim, True)
 
 
+def _class_max(x: Any, axis: int) -> Any:
+    """The max over the class axis, kept as a length-1 axis.
+
+    A reduction along a short contiguous axis runs one tiny inner loop per row (15 us for 256 rows
+    of 10 classes); over a transposed copy it runs across rows instead (2 us), up to ~32 classes.
+    """
+    if x.ndim == 2 and axis == 1 and x.shape[1] <= 32 and xp_of(x) is np:
+        return np.maximum.reduce(np.ascontiguousarray(x.T), axis=0)[:, None]
+    return x.max(axis=axis, keepdims=True)
+
+
+def _pick(a: Any, index: Any, axis: int) -> Any:
+    """`a` at `index` along `axis` (index has length 1 there), as take_along_axis gives it."""
+    if a.ndim == 2 and axis == 1:  # (batch, classes): one fancy index, not take_along_axis's
+        return a[xp_of(a).arange(a.shape[0]), index[:, 0]][:, None]
+    return xp_of(a).take_along_axis(a, index, axis=axis)
+
+
 class CrossEntropyLossBackward0(Op):
     """log_softmax + nll_loss over class indices in one node; backward is (softmax - onehot) / N."""
 
@@ -152,17 +170,25 @@ class CrossEntropyLossBackward0(Op):
         axis = 1 if x.ndim > 1 else 0
         self._axis, self._reduction = axis, reduction
         keep = target != ignore_index
-        index = xp.expand_dims(xp.where(keep, target, 0), axis)
-        shifted = x - x.max(axis=axis, keepdims=True)
+        self._count = int(keep.sum())
+        if self._count == keep.size:
+            keep = None  # nothing ignored: no masking in the loss or the gradient
+            index = xp.expand_dims(target, axis)
+        else:
+            index = xp.expand_dims(xp.where(keep, target, 0), axis)
+        shifted = x - _class_max(x, axis)
         e = xp.exp(shifted)
         total = e.sum(axis=axis, keepdims=True)
-        picked = xp.take_along_axis(shifted, index, axis=axis) - xp.log(total)
-        losses = -xp.squeeze(picked, axis) * keep
+        # -log softmax at the target, log(total) - shifted[target], in the first array made here
+        losses = xp.log(total)
+        losses -= _pick(shifted, index, axis)
+        losses = xp.squeeze(losses, axis)
+        if keep is not None:
+            losses *= keep
         e /= total  # the softmax, kept for backward
         self._probs = e
         self._keep = keep
         self._hit = index
-        self._count = int(keep.sum())
         if reduction == "none":
             return as_array(losses)
         out = losses.sum()
@@ -172,10 +198,14 @@ class CrossEntropyLossBackward0(Op):
 
     def _scale(self, g: Any) -> Any:
         """The output gradient, shaped to broadcast against the per-class gradient."""
+        divisor = self._count if self._reduction == "mean" and self._count else 1
+        if self._keep is None:  # nothing ignored: a scalar factor, or the per-sample gradient
+            if self._reduction == "none":
+                return dual.unsqueeze(g, self._axis)
+            return g / divisor if divisor != 1 else g
         keep = xp_of(self._keep).expand_dims(self._keep, self._axis).astype(g.dtype)
         if self._reduction == "none":
             return mul_const(dual.unsqueeze(g, self._axis), keep)
-        divisor = self._count if self._reduction == "mean" and self._count else 1
         return mul_const(g, keep / divisor)
 
     def backward(self, g: Any, *_: Any) -> tuple:

@@ -155,3 +155,20 @@ def test_mlp_step_on_device(device: str) -> None:
     loss.backward()
     assert w1.grad.device == aa.device(device) and w1.grad.dtype == aa.float32
     assert w2.grad.shape == (3, 6)
+
+
+@pytest.mark.parametrize("classes", [3, 40])
+def test_cross_entropy_rows_far_apart_and_nan(classes: int) -> None:
+    """The per-row shift (a max over few classes is taken differently) keeps every row finite."""
+    rng = np.random.default_rng(5)
+    logits = rng.standard_normal((6, classes)).astype(np.float32)
+    logits[0] += 1000.0
+    logits[1] -= 1000.0
+    logits[5, 1] = np.nan
+    target = rng.integers(0, classes, 6)
+    x = aa.tensor(logits, requires_grad=True)
+    losses = F.cross_entropy(x, aa.tensor(target), reduction="none")
+    shifted = logits - logits.max(1, keepdims=True)
+    want = np.log(np.exp(shifted).sum(1)) - shifted[np.arange(6), target]
+    np.testing.assert_allclose(to_numpy(losses), want, rtol=1e-6, atol=1e-6)
+    assert np.isnan(to_numpy(losses)[5]) and np.isfinite(to_numpy(losses)[:5]).all()
