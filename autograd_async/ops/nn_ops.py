@@ -72,9 +72,6 @@ class LinearBackward0(Op):
     def backward(self, g: Any) -> tuple:
         x, w = self.saved(g)[:2]
         need = self.needs_input_grad
-        gx = g @ w if need[0] else None
-        if gx is not None and not isinstance(gx, Tensor):
-            self._new_gx = weakref.ref(gx)  # handed over on release, see `release_saved`
         gw = gb = None
         if need[1]:
             if x.ndim == 1:
@@ -85,8 +82,11 @@ class LinearBackward0(Op):
                 gw = g.reshape((-1, g.shape[-1])).T @ x.reshape((-1, x.shape[-1]))
         if len(need) > 2 and need[2]:
             gb = sum_dims(g, tuple(range(g.ndim - 1))) if g.ndim > 1 else g
+        # x's gradient last: the next node (a ReLU's backward, say) reads it while it is in cache
+        gx = g @ w if need[0] else None
+        if gx is not None and not isinstance(gx, Tensor):
+            self._new_gx = weakref.ref(gx)  # handed over on release, see `release_saved`
         return (gx, gw, gb) if len(need) > 2 else (gx, gw)
-
 
     def release_saved(self) -> None:
         """Free the saved tensors, then hand x's gradient, a new array, over to x's node.
