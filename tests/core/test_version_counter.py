@@ -156,3 +156,29 @@ def test_in_place_on_a_leaf_that_requires_grad_is_refused():
     with aa.no_grad():
         x.add_(1)  # allowed without grad, and counted
     assert x._version == 1
+
+
+def _tensor_pow(lib, needs: str, changed: str) -> None:
+    """`x ** w` with one side needing a gradient, then one of x, w, the result changed in place."""
+    x = lib.tensor([0.5, 1.5], requires_grad=needs == "x")
+    w = lib.tensor([2.0, 0.5], requires_grad=needs == "w")
+    y = x ** w
+    {"x": x, "w": w, "out": y}[changed].add_(1)  # never the leaf that requires grad
+    y.sum().backward()
+
+
+# PowBackward1 saves base, exponent and result whatever needs a gradient (as PyTorch's does), so
+# changing any of them in place is an error even where that gradient would not read it.
+POW_CASES = [("x", "w"), ("x", "out"), ("w", "x"), ("w", "out")]
+
+
+@pytest.mark.parametrize(("needs", "changed"), POW_CASES)
+def test_tensor_pow_checks_all_it_saves(needs, changed):
+    with pytest.raises(RuntimeError, match=VERSION_ERROR.split(",")[0]):
+        _tensor_pow(aa, needs, changed)
+
+
+@pytest.mark.parametrize(("needs", "changed"), POW_CASES)
+def test_tensor_pow_checks_all_it_saves_in_pytorch(torch, needs, changed):
+    with pytest.raises(RuntimeError, match=VERSION_ERROR.split(",")[0]):
+        _tensor_pow(torch, needs, changed)
