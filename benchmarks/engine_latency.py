@@ -105,9 +105,10 @@ def blocking_round_trip(other: asyncio.AbstractEventLoop) -> None:
 
 
 # ------------------------------------------------------------------------------- graphs
-def torch_small_graph(torch: Any) -> Any:
-    """The same 10-node graph in torch."""
-    x = torch.tensor(np.linspace(-1.0, 1.0, 4), requires_grad=True)
+def small_graph(lib: Any = aa) -> Any:
+    """A 10-node backward graph (AccumulateGrad, 8 elementwise ops, the sum) in `lib`: ours or
+    torch."""
+    x = lib.tensor(np.linspace(-1.0, 1.0, 4), requires_grad=True)
     y = x
     for i in range(8):
         kind = i % 3
@@ -116,7 +117,7 @@ def torch_small_graph(torch: Any) -> Any:
         elif kind == 1:
             y = y + 0.5
         else:
-            y = torch.tanh(y)
+            y = lib.tanh(y)
     return y.sum()
 
 
@@ -128,21 +129,6 @@ def optional_torch() -> Any:
         return None
     pin_torch_threads(1)
     return torch
-
-
-def small_graph() -> Any:
-    """A 10-node backward graph: AccumulateGrad, 8 elementwise ops, the sum."""
-    x = aa.tensor(np.linspace(-1.0, 1.0, 4), requires_grad=True)
-    y = x
-    for i in range(8):
-        kind = i % 3
-        if kind == 0:
-            y = y * 1.5
-        elif kind == 1:
-            y = y + 0.5
-        else:
-            y = aa.tanh(y)
-    return y.sum()
 
 
 def chain_graph(steps: int, crossings: int, mode: str) -> Any:
@@ -224,7 +210,7 @@ def part_a(runs: int, warmup: int, other: OtherLoop) -> dict[str, list[float]]:
             times["raw round trip (blocking)"].append(raw)
             times["backward() (blocking)"].append(ours)
         if torch is not None:
-            reference = torch_small_graph(torch)
+            reference = small_graph(torch)
             begun = perf()
             reference.backward()
             if i >= warmup:
