@@ -1,0 +1,51 @@
+"""Every benchmark script runs to its report at a tiny size, so none of them rots between uses.
+
+These check that the scripts work, not what they measure: figures from a test run mean nothing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+# (script, tiny arguments, a line its report always prints, reference libraries it needs)
+SMOKE_RUNS = [
+    ("chain.py", ["--quick"], "target: ours backward() per node", ("torch", "autograd")),
+    ("mlp.py", ["--quick"], "target: ours / NumPy", ("torch",)),
+    ("engine_latency.py", ["--quick"], "await backward_async() / raw round trip", ()),
+    ("parallel.py", ["--quick"], "speedup split vs serial", ()),
+    ("profiler_overhead.py", ["--ops", "300", "--repeats", "2"], "ratio on/off", ()),
+    ("transfer.py", ["--mib", "1", "--reps", "2", "--latency-iters", "30"], "raw uvloop echo", ()),
+    (
+        "distributed.py",
+        ["--mib", "1", "--reps", "2", "--latency-iters", "30"],
+        "distributed backward through remote mul()",
+        (),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "expected", "needs"), SMOKE_RUNS, ids=[run[0] for run in SMOKE_RUNS]
+)
+def test_benchmark_runs_to_its_report(script, args, expected, needs):
+    for module in needs:
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{script} compares with {module}, which is not installed")
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        cwd=BENCHMARKS.parent,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert expected in done.stdout, done.stdout[-2000:]
