@@ -143,7 +143,7 @@ class ReluBackward0(Op):
 
     def forward(self, a: Any, into_input: bool = False) -> Any:
         """max(a, 0); `into_input` writes it over `a`, a temporary that nothing else can reach
-        (see `nn.functional.relu_of_temporary`): a fresh 1 MB output costs as much as the max."""
+        (see `nn.functional.relu_over_temporary`): a fresh 1 MB output costs as much as the max."""
         self._handed = None
         xp = xp_of(a)
         if into_input and a.dtype.kind == "f":
