@@ -159,17 +159,30 @@ def prepare(
     return PreparedTask(task, starts, ins, mode, allow_unused)
 
 
-def _engine(outputs: Any = None):
-    """The engine, its root device's worker already being woken when `outputs` are given."""
+def _launch(
+    mode: str,
+    outputs: Any,
+    grad_outputs: Any,
+    retain_graph: bool | None,
+    create_graph: bool,
+    inputs: Any,
+    allow_unused: bool = False,
+) -> tuple[Any, PreparedTask]:
+    """The engine and the prepared task of one call.
+
+    The root device's worker is woken before the task is prepared, so that its wake-up (tens of
+    microseconds) overlaps the preparation instead of following it.
+    """
     from ..engine import get_engine  # noqa: PLC0415 - the engine sits above this module's layer
 
     engine = get_engine()
-    first = outputs if isinstance(outputs, Tensor) else None
-    if first is None and isinstance(outputs, (tuple, list)) and outputs:
-        first = outputs[0]
-    if isinstance(first, Tensor):
-        engine.prewake(first.device)
-    return engine
+    outs = _as_tuple(outputs)
+    if outs and isinstance(outs[0], Tensor):
+        engine.prewake(outs[0].device)
+    prepared = prepare(
+        outputs, grad_outputs, retain_graph, create_graph, inputs, mode, allow_unused
+    )
+    return engine, prepared
 
 
 def backward(
@@ -180,8 +193,9 @@ def backward(
     inputs: Any = None,
 ) -> None:
     """Accumulate gradients of `tensors` into leaves' `.grad`, blocking until done."""
-    engine = _engine(tensors)
-    prepared = prepare(tensors, grad_tensors, retain_graph, create_graph, inputs, "backward")
+    engine, prepared = _launch(
+        "backward", tensors, grad_tensors, retain_graph, create_graph, inputs
+    )
     engine.run(prepared, kind="backward")
     prepared.result()
 
@@ -194,8 +208,9 @@ async def backward_async(
     inputs: Any = None,
 ) -> None:
     """Like `backward`, awaited without blocking the caller's event loop."""
-    engine = _engine(tensors)
-    prepared = prepare(tensors, grad_tensors, retain_graph, create_graph, inputs, "backward")
+    engine, prepared = _launch(
+        "backward", tensors, grad_tensors, retain_graph, create_graph, inputs
+    )
     await engine.run_async(prepared, kind="backward_async")
     prepared.result()
 
@@ -209,9 +224,8 @@ def grad(
     allow_unused: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """Gradients of `outputs` with respect to `inputs`, running only the graph that leads there."""
-    engine = _engine(outputs)
-    prepared = prepare(
-        outputs, grad_outputs, retain_graph, create_graph, inputs, "grad", allow_unused
+    engine, prepared = _launch(
+        "grad", outputs, grad_outputs, retain_graph, create_graph, inputs, allow_unused
     )
     engine.run(prepared, kind="grad")
     return prepared.result()
@@ -226,9 +240,8 @@ async def grad_async(
     allow_unused: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """Like `grad`, awaited without blocking the caller's event loop."""
-    engine = _engine(outputs)
-    prepared = prepare(
-        outputs, grad_outputs, retain_graph, create_graph, inputs, "grad", allow_unused
+    engine, prepared = _launch(
+        "grad", outputs, grad_outputs, retain_graph, create_graph, inputs, allow_unused
     )
     await engine.run_async(prepared, kind="grad_async")
     return prepared.result()
