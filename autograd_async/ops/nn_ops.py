@@ -165,17 +165,20 @@ class CrossEntropyLossBackward0(Op):
     op_name = "cross_entropy"
     saved_inputs = (0,)
 
-    def forward(self, x: Any, target: Any, reduction: str, ignore_index: int) -> Any:
+    def forward(self, x: Any, target: Any, reduction: str, ignore_index: int | None) -> Any:
+        """`ignore_index` None: the caller found that no target can equal it (no mask needed)."""
         xp = xp_of(x)
         axis = 1 if x.ndim > 1 else 0
         self._axis, self._reduction = axis, reduction
-        keep = target != ignore_index
-        self._count = int(keep.sum())
-        if self._count == keep.size:
+        keep = None if ignore_index is None else target != ignore_index
+        self._count = target.size if keep is None else int(keep.sum())
+        if self._count == target.size:
             keep = None  # nothing ignored: no masking in the loss or the gradient
-            index = xp.expand_dims(target, axis)
         else:
-            index = xp.expand_dims(xp.where(keep, target, 0), axis)
+            target = xp.where(keep, target, 0)
+        # The class axis inserted by a reshape: expand_dims normalizes its axis argument first,
+        # which costs more than the rest of this step on a small batch.
+        index = target.reshape(target.shape[:axis] + (1,) + target.shape[axis:])
         shifted = x - _class_max(x, axis)
         e = xp.exp(shifted)
         total = e.sum(axis=axis, keepdims=True)

@@ -90,6 +90,44 @@ def test_cross_entropy_errors() -> None:
         F.cross_entropy(aa.tensor(X), aa.tensor(X))
 
 
+def _numpy_cross_entropy(x: np.ndarray, target: np.ndarray, reduction: str,
+                         ignore_index: int) -> np.ndarray:
+    keep = target != ignore_index
+    shifted = x - x.max(axis=1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    losses = -logp[np.arange(len(target)), np.where(keep, target, 0)] * keep
+    if reduction == "none":
+        return losses
+    return losses.sum() / (keep.sum() if reduction == "mean" else 1)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize(
+    ("target", "ignore_index"),
+    [
+        ([0, 3, 1, 1, 2], -100),  # nothing ignored: the loss is taken without a mask
+        ([0, -100, 1, -100, 2], -100),  # the default index, present
+        ([0, 3, 1, 1, 2], 1),  # an index inside the targets' range
+        ([0, 3, 0, 0, 2], 1),  # inside the range of classes but absent from the targets
+        ([0, 2, 0, 0, 2], 3),  # a valid class beyond the targets' range: no mask needed
+        ([3, 3, 1, 1, 2], 3),  # at the end of the targets' range
+    ],
+)
+def test_cross_entropy_ignore_index_values_and_gradients(target, ignore_index,
+                                                         reduction: str) -> None:
+    t = np.array(target)
+    check_op(lambda x: F.cross_entropy(x, aa.tensor(t), reduction=reduction,
+                                       ignore_index=ignore_index),
+             lambda x: _numpy_cross_entropy(x, t, reduction, ignore_index), X)
+
+
+def test_cross_entropy_with_every_target_ignored_is_nan_like_torch() -> None:
+    x = aa.tensor(X, requires_grad=True)
+    loss = F.cross_entropy(x, aa.tensor([2] * 5), ignore_index=2)
+    assert np.isnan(loss.item())
+    assert F.cross_entropy(x, aa.tensor([2] * 5), ignore_index=2, reduction="sum").item() == 0
+
+
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_mse_loss_matches_torch(torch, reduction: str) -> None:
     y = RNG.standard_normal((5, 4))
