@@ -178,8 +178,7 @@ class AccumulateGrad(Node):
         The leaf's own hooks (`register_hook`) are this node's tensor pre-hooks: the graph task
         runs them before the node's pre-hooks, as PyTorch does.
         """
-        from .tensor import Tensor  # noqa: PLC0415 - the tensor module imports this one
-
+        Tensor = tensor_module.Tensor  # noqa: N806 - the class, named as everywhere else
         variable = self.variable
         if isinstance(grad, np.generic):  # 0-d arithmetic gives NumPy scalars; .grad is an array
             grad = np.array(grad)
@@ -276,3 +275,8 @@ def grad_accumulator(tensor: Tensor) -> AccumulateGrad:
             node._hooks_or_new().tensor_pre[0] = tensor._hooks
         tensor._grad_accumulator = weakref.ref(node)
     return node
+
+
+# The module, not the class, and last: the tensor module imports this one's names. A name imported
+# inside AccumulateGrad.backward instead would cost an import-system lookup per leaf per backward.
+from . import tensor as tensor_module  # noqa: E402

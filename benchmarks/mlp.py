@@ -20,8 +20,9 @@ Medians of the step time over the timed steps. Ours and the NumPy variants alter
 (a burst of load from other processes hits them alike); torch, whose OpenMP pool would fight
 NumPy's BLAS pool for the two cores if interleaved step by step, runs in its own blocks, and the
 blocks alternate over three rounds. NumPy, and so ours, use the BLAS's default thread count.
-`--profile` adds where ours spends its time: forward, backward and update per step, the engine
-worker's busy time, and per-node backward times from the profiler.
+`--profile` adds the per-step work that does not grow with the net (ours and NumPy on a tiny net,
+hot and after a full-size step), where ours spends its time: forward, backward and update per
+step, the engine worker's busy time, and per-node backward times from the profiler.
 
 Run:  python benchmarks/mlp.py [--reps 30] [--profile] [--quick]
 """
@@ -332,6 +333,39 @@ def time_blocks(groups: list[dict[str, Callable[[], Any]]], reps: int, warmup: i
     return times
 
 
+def fixed_work(full_numpy: NumpyStep, full_numpy_ms: float, reps: int = 60) -> None:
+    """The per-step work that does not grow with the net: ours and NumPy on a tiny net.
+
+    Measured twice: hot (tiny steps back to back) and cold (each after a full-size NumPy step,
+    whose BLAS work leaves the caches as a training step leaves them for the next one).
+    """
+    weights = make_weights((8, 8, 8, 4))
+    x, y = make_batch(4, 8, 4)
+    tiny = {"ours": Ours(weights, x, y).step, "NumPy": NumpyStep(weights, x, y, False).step}
+    medians: dict[tuple[str, str], float] = {}
+    time.sleep(0.3)  # torch's OpenMP threads, busy-waiting after the agreement check, go to sleep
+    for condition, before in (("hot", None), ("cold", full_numpy.step)):
+        times: dict[str, list[float]] = {name: [] for name in tiny}
+        for i in range(reps + 5):
+            for name, step in tiny.items():
+                if before is not None:
+                    before()
+                begun = time.perf_counter()
+                step()
+                if i >= 5:
+                    times[name].append(time.perf_counter() - begun)
+        for name, values in times.items():
+            medians[name, condition] = median(values) * 1e6
+    rows = [[name, medians[name, "hot"], medians[name, "cold"]] for name in tiny]
+    hot = medians["ours", "hot"] - medians["NumPy", "hot"]
+    cold = medians["ours", "cold"] - medians["NumPy", "cold"]
+    rows.append(["ours - NumPy", hot, cold])
+    rows.append(["  as % of a full-size NumPy step", 100 * hot / (full_numpy_ms * 1e3),
+                 100 * cold / (full_numpy_ms * 1e3)])
+    print_table("Per-step work that does not grow with the net (8-8-8-4, batch 4; medians, us)",
+                ["step", "hot", "after a full-size NumPy step"], rows)
+
+
 def profile_ours(ours: Ours, numpy_step: NumpyStep, reps: int) -> None:
     """Where ours spends a step: phases against NumPy's, engine busy time, per-node backward."""
     engine = get_engine()
@@ -436,6 +470,7 @@ def main() -> int:
           f"load): {verdict(paired, TARGET_VS_NUMPY)}")
     print(agreement(weights, x, y))
     if args.profile:
+        fixed_work(numpy_step, numpy_ms)
         profile_ours(ours, numpy_step, max(reps // 2, 3))
     print(f"\n{load_line()} at the end")
     return 0
