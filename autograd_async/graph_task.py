@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .devices import Device
-from .graph import AccumulateGrad, Node
-from .ops.dual import can_sum_to, cast, sum_to
+from .devices import Device, array_module
+from .graph import AccumulateGrad, Node, next_sequence_nr
+from .ops.dual import can_sum_to, cast, sum_to, xp_of
 from .tensor import Tensor
 
 _task_ids = itertools.count(1)
@@ -31,8 +31,6 @@ class GraphRoot(Node):
     runs_without_grad = True
 
     def __init__(self, edges: Sequence[tuple[Node, int]], grads: Sequence[Any], dev: Device):
-        from .graph import next_sequence_nr  # noqa: PLC0415
-
         self.next_functions = tuple(edges)
         self._grads = tuple(grads)
         self._seq = next_sequence_nr()  # PyTorch's GraphRoot takes one too
@@ -353,8 +351,6 @@ def validate_outputs(node: Node, outputs: tuple, create_graph: bool) -> tuple:
 
 def materialize(node: Node, inputs: list, create_graph: bool) -> list:
     """Fill missing gradients of a multi-output node with zeros of the output's shape."""
-    from .devices import array_module  # noqa: PLC0415
-
     xp = array_module(node.device)
     filled = list(inputs)
     for i, g in enumerate(filled):
@@ -367,8 +363,6 @@ def materialize(node: Node, inputs: list, create_graph: bool) -> list:
 
 def check_nan(node: Node, outputs: tuple) -> None:
     """Anomaly mode: refuse NaN gradients, naming the node that made them."""
-    from .ops.dual import xp_of  # noqa: PLC0415
-
     for i, g in enumerate(outputs):
         if g is None:
             continue

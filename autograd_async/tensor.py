@@ -261,9 +261,7 @@ class Tensor:
         inputs: Any = None,
     ) -> None:
         """Compute gradients of this tensor into the leaves' `.grad` (blocks the calling thread)."""
-        from .autograd.api import backward  # noqa: PLC0415 - the API sits above tensors
-
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        autograd_api.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     async def backward_async(
         self,
@@ -273,9 +271,7 @@ class Tensor:
         inputs: Any = None,
     ) -> None:
         """Like `backward`, awaited: the caller's event loop keeps running meanwhile."""
-        from .autograd.api import backward_async  # noqa: PLC0415
-
-        await backward_async(self, gradient, retain_graph, create_graph, inputs=inputs)
+        await autograd_api.backward_async(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> Tensor:
         """A tensor sharing storage (and version counter) with this one, outside the graph."""
@@ -362,3 +358,8 @@ class Tensor:
         elif self._rg:
             extras.append("requires_grad=True")
         return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+
+# Last: the autograd API sits above tensors and imports this module (an import inside
+# `backward` would go through the import system on every call).
+from .autograd import api as autograd_api  # noqa: E402

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..devices import CPU, array_module
+from ..engine import get_engine
 from ..grad_mode import anomaly_check_nan, anomaly_enabled
 from ..graph import Node, claim, grad_accumulator
 from ..graph_task import GraphRoot, GraphTask
@@ -173,8 +174,6 @@ def _launch(
     The root device's worker is woken before the task is prepared, so that its wake-up (tens of
     microseconds) overlaps the preparation instead of following it.
     """
-    from ..engine import get_engine  # noqa: PLC0415 - the engine sits above this module's layer
-
     engine = get_engine()
     outs = _as_tuple(outputs)
     if outs and isinstance(outs[0], Tensor):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..devices import Device, check_available, move_array
+from ..tensor import Tensor, as_dtype
 from .base import Op
 
 
@@ -29,8 +30,6 @@ class ToCopyBackward0(Op):
         return out
 
     def backward(self, g: Any) -> Any:
-        from ..tensor import Tensor  # noqa: PLC0415
-
         if isinstance(g, Tensor):
             return g.to(self._src, dtype=self._src_dtype)
         if self.device is not self._src:
@@ -42,8 +41,6 @@ class ToCopyBackward0(Op):
 
 def to(tensor: Any, *args: Any, device: Any = None, dtype: Any = None, copy: bool = False) -> Any:
     """Copy to a device and/or dtype: `t.to('sim:0')`, `t.to(float64)`, `t.to('cpu', float32)`."""
-    from ..tensor import Tensor, as_dtype  # noqa: PLC0415
-
     for arg in args:
         if isinstance(arg, (str, Device)):
             device = arg
