@@ -187,12 +187,13 @@ def grad_array(param: Tensor) -> Any:
             f"the gradient of a parameter on {param.device} is on {grad.device}; "
             "move the gradient to the parameter's device"
         )
-    if tuple(grad.shape) != tuple(param.shape):
+    data = grad._data
+    if data.shape != param._data.shape:  # both arrays' shapes are tuples
         raise RuntimeError(
             f"the gradient's shape {tuple(grad.shape)} does not match the parameter's "
             f"{tuple(param.shape)}"
         )
-    return grad._data
+    return data
 
 
 def _state_value_for(param: Tensor, name: str, value: Any) -> Any:

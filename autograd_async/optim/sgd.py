@@ -49,7 +49,7 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
         self._blocks: dict[Any, np.ndarray] = {}
 
-    def _subtract_scaled(self, param: Any, data: Any, grad: Any, lr: float) -> None:
+    def _subtract_scaled(self, data: Any, grad: Any, lr: float) -> None:
         """data -= lr * grad without a temporary the size of the parameter.
 
         NumPy has no fused axpy, so the product goes through a small scratch array, a block at a
@@ -58,10 +58,9 @@ class SGD(Optimizer):
         axpy: SciPy ships its own OpenBLAS, and a second BLAS thread pool spinning beside
         NumPy's made training steps several times slower on two cores.
         """
-        xp = array_module(param.device)
         if (
             data.size <= _BLOCK
-            or xp is not np
+            or type(data) is not np.ndarray  # CuPy: one fused kernel launch either way
             or not data.flags.c_contiguous
             or not grad.flags.c_contiguous
             or grad.dtype != data.dtype
@@ -86,11 +85,12 @@ class SGD(Optimizer):
         for group in self.param_groups:
             lr, momentum = group["lr"], group["momentum"]
             dampening, weight_decay = group["dampening"], group["weight_decay"]
+            maximize, nesterov = group["maximize"], group["nesterov"]
             for param in group["params"]:
                 grad = grad_array(param)
                 if grad is None:
                     continue
-                if group["maximize"]:
+                if maximize:
                     grad = -grad
                 data = param._data
                 if weight_decay != 0:
@@ -110,7 +110,7 @@ class SGD(Optimizer):
                         else:
                             buf += grad
                         buf_t._bump_version()
-                    grad = grad + momentum * buf if group["nesterov"] else buf
-                self._subtract_scaled(param, data, grad, lr)
+                    grad = grad + momentum * buf if nesterov else buf
+                self._subtract_scaled(data, grad, lr)
                 param._bump_version()
         return loss
