@@ -78,6 +78,20 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
+def latency_us(samples: Sequence[float]) -> tuple[float, float]:
+    """p50 and p99 of round-trip times given in seconds, in microseconds."""
+    return percentile(samples, 50) * 1e6, percentile(samples, 99) * 1e6
+
+
+def print_latencies(title: str, rows: Sequence[tuple[str, str]],
+                    samples: dict[str, list[float]], width: int) -> None:
+    """One `label  p50  p99` line per (label, key) row, under a header titled `title`."""
+    print(f"\n{title:<{width}}{'p50 us':>10}{'p99 us':>8}")
+    for label, key in rows:
+        p50, p99 = latency_us(samples[key])
+        print(f"{label:<{width}}{p50:>10.1f}{p99:>8.1f}")
+
+
 def paired_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> float:
     """The median of per-repetition ratios of two interleaved series.
 
@@ -178,4 +192,14 @@ def argument_parser(description: str) -> argparse.ArgumentParser:
         "--quick", action="store_true", help="a short smoke run (small sizes, few repetitions)"
     )
     parser.add_argument("--reps", type=int, default=None, help="timed repetitions per case")
+    return parser
+
+
+def round_trip_parser(description: str, reps: int) -> argparse.ArgumentParser:
+    """A parser with the options of the benchmarks that send a payload there and back."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--mib", type=int, default=64, help="payload size in MiB")
+    parser.add_argument("--reps", type=int, default=reps, help="timed round trips per mode")
+    parser.add_argument("--latency-iters", type=int, default=2000)
+    parser.add_argument("--verbose", action="store_true", help="print every round trip")
     return parser

@@ -38,6 +38,7 @@ from _timing import (
     print_table,
     spread,
     use_repository_checkout,
+    verdict,
 )
 
 use_repository_checkout()
@@ -288,8 +289,7 @@ def main() -> int:
                                 results["torch (1 thread)", True][1]) * per_node_scale
     print(f"\nours / torch backward per node, gc enabled: ratio of medians {ratio:.3f}; median "
           f"of per-repetition ratios {paired:.3f} (await backward_async(): {paired_async:.3f})")
-    print(f"target: ours backward() per node < torch's: "
-          f"{'meets' if ratio < TARGET_VS_TORCH else 'MISSES'} target ({ratio:.3f} < 1)")
+    print(f"target: ours backward() per node < torch's: {verdict(ratio, TARGET_VS_TORCH)}")
     print(f"\n{load_line()} at the end")
     return 0
 

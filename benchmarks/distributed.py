@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import multiprocessing as mp
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,7 +34,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path[:0] = [str(REPO), str(HERE)]
 
-from transfer import RawEcho  # noqa: E402 - benchmarks/transfer.py, the transport benchmark
+from _timing import print_latencies, round_trip_parser  # noqa: E402
+from transfer import RawEcho, median_rate  # noqa: E402 - benchmarks/transfer.py, the transport benchmark
 
 import autograd_async as ag  # noqa: E402
 from autograd_async import distributed as dist  # noqa: E402
@@ -73,12 +73,6 @@ def start_worker(token_file: Path) -> tuple[subprocess.Popen, str]:
         proc.kill()
         raise SystemExit("worker did not start")
     return proc, line[2]
-
-
-def percentiles(samples: list[float]) -> tuple[float, float]:
-    """p50 and p99 in microseconds."""
-    arr = np.array(samples) * 1e6
-    return float(np.percentile(arr, 50)), float(np.percentile(arr, 99))
 
 
 async def bench(args: argparse.Namespace, ports: tuple[int, int], address: str) -> None:
@@ -157,7 +151,7 @@ async def bench(args: argparse.Namespace, ports: tuple[int, int], address: str) 
     raw.transport.close()
     await conn.aclose()
 
-    raw_t = statistics.median(results["raw"])
+    _, raw_gbs = median_rate(results["raw"], nbytes)
     print(f"distributed benchmark: {args.mib} MiB float32 payload, uvloop, loopback, worker "
           f"in another process; median of {args.reps}; GB/s = 2 x payload / time")
     print(f"{'mode':<52}{'median ms':>10}{'GB/s':>8}{'vs raw':>8}{'best ms':>9}")
@@ -165,26 +159,19 @@ async def bench(args: argparse.Namespace, ports: tuple[int, int], address: str) 
             ("(b) Connection.request echo (the transport alone)", "transport"),
             ("(c) distributed backward: gradient there and back", "backward")]
     for label, key in rows:
-        t = statistics.median(results[key])
-        print(f"{label:<52}{t * 1e3:>10.1f}{2 * nbytes / t / 1e9:>8.2f}{raw_t / t:>7.2f}x"
+        ms, gbs = median_rate(results[key], nbytes)
+        print(f"{label:<52}{ms:>10.1f}{gbs:>8.2f}{gbs / raw_gbs:>7.2f}x"
               f"{min(results[key]) * 1e3:>9.1f}")
-    print(f"\n{'latency, 1 KiB':<52}{'p50 us':>10}{'p99 us':>8}")
-    for label, key in (("(a) raw uvloop echo of 1 KiB", "raw"),
-                       ("(b) Connection.request echo of 1 KiB", "transport"),
-                       ("(d) remote mul() forward, no context", "forward"),
-                       ("(c) distributed backward through remote mul()", "backward")):
-        p50, p99 = percentiles(lat[key])
-        print(f"{label:<52}{p50:>10.1f}{p99:>8.1f}")
+    print_latencies("latency, 1 KiB",
+                    [("(a) raw uvloop echo of 1 KiB", "raw"),
+                     ("(b) Connection.request echo of 1 KiB", "transport"),
+                     ("(d) remote mul() forward, no context", "forward"),
+                     ("(c) distributed backward through remote mul()", "backward")], lat, 52)
 
 
 def main() -> None:
     """Start the raw echo and worker processes, run the client side, print the table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mib", type=int, default=64)
-    parser.add_argument("--reps", type=int, default=21)
-    parser.add_argument("--latency-iters", type=int, default=2000)
-    parser.add_argument("--verbose", action="store_true", help="print every round trip")
-    args = parser.parse_args()
+    args = round_trip_parser(__doc__.splitlines()[0], reps=21).parse_args()
     ctx = mp.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
     raw_proc = ctx.Process(target=raw_server_main, args=(args.mib << 20, send), daemon=True)

@@ -14,7 +14,6 @@ GB/s counts the payload bytes of both directions: 2 x payload / round-trip time.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import multiprocessing as mp
 import statistics
@@ -28,6 +27,8 @@ import numpy as np
 import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _timing import print_latencies, round_trip_parser  # noqa: E402
 
 from autograd_async.distributed import connect, serve  # noqa: E402
 
@@ -132,13 +133,9 @@ def server_main(capacity: int, ports) -> None:
 
 
 def median_rate(times: list[float], nbytes: int) -> tuple[float, float]:
+    """Median round-trip milliseconds and GB/s (the payload goes there and back)."""
     t = statistics.median(times)
     return t * 1e3, 2 * nbytes / t / 1e9
-
-
-def percentiles(samples: list[float]) -> tuple[float, float]:
-    arr = np.array(samples) * 1e6
-    return float(np.percentile(arr, 50)), float(np.percentile(arr, 99))
 
 
 async def bench(args, ports: tuple[int, int, int, int]) -> None:
@@ -216,21 +213,14 @@ async def bench(args, ports: tuple[int, int, int, int]) -> None:
     for label, key in rows:
         ms, gbs = median_rate(results[key], nbytes)
         print(f"{label:<44}{ms:>10.1f}{gbs:>8.2f}{gbs / raw_gbs:>7.2f}x")
-    print(f"\n{'latency, 1 KiB round trip':<44}{'p50 us':>10}{'p99 us':>8}")
-    for label, key in (("(d) Connection.request 256 x float32", "ours"),
-                       ("(d) raw uvloop echo of 1 KiB", "raw")):
-        p50, p99 = percentiles(lat[key])
-        print(f"{label:<44}{p50:>10.1f}{p99:>8.1f}")
+    print_latencies("latency, 1 KiB round trip",
+                    [("(d) Connection.request 256 x float32", "ours"),
+                     ("(d) raw uvloop echo of 1 KiB", "raw")], lat, 44)
 
 
 def main() -> None:
     """Start the server process, run the client side, print the table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mib", type=int, default=64)
-    parser.add_argument("--reps", type=int, default=11)
-    parser.add_argument("--latency-iters", type=int, default=2000)
-    parser.add_argument("--verbose", action="store_true", help="print every round trip")
-    args = parser.parse_args()
+    args = round_trip_parser(__doc__.splitlines()[0], reps=11).parse_args()
     ctx = mp.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=server_main, args=(args.mib << 20, send), daemon=True)
