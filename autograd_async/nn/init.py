@@ -140,6 +140,11 @@ def xavier_normal_(
     return normal_(tensor, 0.0, std, generator)
 
 
+def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> float:
+    """He's standard deviation: the nonlinearity's gain over sqrt(fan_in or fan_out)."""
+    return calculate_gain(nonlinearity, a) / math.sqrt(_calculate_correct_fan(tensor, mode))
+
+
 def kaiming_uniform_(
     tensor: Tensor,
     a: float = 0.0,
@@ -150,9 +155,7 @@ def kaiming_uniform_(
     """He uniform: U(-b, b) with b = gain * sqrt(3 / fan)."""
     if _is_empty(tensor):
         return tensor
-    fan = _calculate_correct_fan(tensor, mode)
-    std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
-    bound = math.sqrt(3.0) * std
+    bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
     return uniform_(tensor, -bound, bound, generator)
 
 
@@ -166,9 +169,7 @@ def kaiming_normal_(
     """He normal: N(0, std**2) with std = gain / sqrt(fan)."""
     if _is_empty(tensor):
         return tensor
-    fan = _calculate_correct_fan(tensor, mode)
-    std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
-    return normal_(tensor, 0.0, std, generator)
+    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
 
 
 __all__ = [
