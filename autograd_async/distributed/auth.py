@@ -91,16 +91,30 @@ def _check_version(version: int, who: str) -> None:
         raise ProtocolError(f"{who} speaks protocol version {version}, this side speaks {VERSION}")
 
 
-class ServerHandshake:
-    """Server side of the handshake: expects hello, then auth; anything else is refused."""
+class _Handshake:
+    """What both sides hold: the token, a fresh nonce, and the one message they expect next."""
 
-    def __init__(self, token: bytes, name: str) -> None:
+    def __init__(self, token: bytes, name: str, expect: str) -> None:
         self._token = check_token(token)
         self.name = name
         self.peer_name: str | None = None
         self.done = False
         self._nonce = new_nonce()
-        self._expect = "hello"
+        self._expect = expect
+
+    def _check_expected(self, msg: str) -> None:
+        if self.done or msg != self._expect:
+            raise ProtocolError(
+                f"message {msg!r} received before authentication completed "
+                f"(expected {self._expect!r})"
+            )
+
+
+class ServerHandshake(_Handshake):
+    """Server side of the handshake: expects hello, then auth; anything else is refused."""
+
+    def __init__(self, token: bytes, name: str) -> None:
+        super().__init__(token, name, "hello")
 
     def challenge(self) -> dict[str, Any]:
         """Fields of the challenge message the server sends as soon as a client connects."""
@@ -108,11 +122,7 @@ class ServerHandshake:
 
     def receive(self, msg: str, fields: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
         """Consume one client message; return the message to send back, if any."""
-        if self.done or msg != self._expect:
-            raise ProtocolError(
-                f"message {msg!r} received before authentication completed "
-                f"(expected {self._expect!r})"
-            )
+        self._check_expected(msg)
         if msg == "hello":
             _check_version(fields["version"], f"client {fields['name']!r}")
             self.peer_name = fields["name"]
@@ -127,17 +137,12 @@ class ServerHandshake:
         return "auth_ok", {"proof": proof.hex()}
 
 
-class ClientHandshake:
+class ClientHandshake(_Handshake):
     """Client side of the handshake: sends hello, answers the challenge, checks auth_ok."""
 
     def __init__(self, token: bytes, name: str) -> None:
-        self._token = check_token(token)
-        self.name = name
-        self.peer_name: str | None = None
-        self.done = False
-        self._nonce = new_nonce()
+        super().__init__(token, name, "challenge")
         self._server_nonce = b""
-        self._expect = "challenge"
 
     def hello(self) -> dict[str, Any]:
         """Fields of the hello message the client sends as soon as it connects."""
@@ -151,11 +156,7 @@ class ClientHandshake:
                 f"server {self.peer_name or '?'!r} refused the handshake: "
                 f"{fields['type']}: {fields['message']}"
             )
-        if self.done or msg != self._expect:
-            raise ProtocolError(
-                f"message {msg!r} received before authentication completed "
-                f"(expected {self._expect!r})"
-            )
+        self._check_expected(msg)
         if msg == "challenge":
             _check_version(fields["version"], f"server {fields['name']!r}")
             self.peer_name = fields["name"]
