@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from autograd_async.distributed import Client
 from autograd_async.distributed.auth import ClientHandshake
 from autograd_async.distributed.wire import BadFrame, Frame, FrameReader, encode_frame
 
@@ -251,3 +252,10 @@ def cluster(tmp_path_factory):
     yield SimpleNamespace(w1=w1, w2=w2, w3=w3, token=TOKEN,
                           addresses={w.name: w.address for w in (w1, w2, w3)})
     factory.close()
+
+
+@pytest.fixture
+async def client(cluster):
+    """A client of the module's cluster, closed after the test."""
+    async with Client(cluster.addresses, token=cluster.token, timeout=10.0) as c:
+        yield c

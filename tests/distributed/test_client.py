@@ -22,12 +22,6 @@ from autograd_async.distributed import (
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture
-async def client(cluster):
-    async with Client(cluster.addresses, token=cluster.token, timeout=10.0) as c:
-        yield c
-
-
 async def test_connections_open_lazily_one_per_worker(cluster):
     addresses = {**cluster.addresses, "ghost": "127.0.0.1:1"}  # nobody listens there
     async with Client(addresses, token=cluster.token, timeout=10.0) as client:

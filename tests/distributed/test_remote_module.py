@@ -9,7 +9,6 @@ import autograd_async as ag
 from autograd_async import distributed as dist
 from autograd_async import nn, optim
 from autograd_async.distributed import (
-    Client,
     DistributedOptimizer,
     ParameterRef,
     RemoteError,
@@ -17,12 +16,6 @@ from autograd_async.distributed import (
 )
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-async def client(cluster):
-    async with Client(cluster.addresses, token=cluster.token, timeout=10.0) as c:
-        yield c
 
 
 def batch(shape, seed, dtype=np.float32):

@@ -57,13 +57,8 @@ class Probe(aa.autograd.Function):
         return g, None, None, None
 
 
-class AsyncProbe(aa.autograd.Function):
-    """Identity whose async backward awaits `asyncio.sleep` on its device loop, then records."""
-
-    @staticmethod
-    def forward(ctx: Any, x: aa.Tensor, recorder: Recorder, tag: str, sleep: float = 0.0):
-        ctx.recorder, ctx.tag, ctx.sleep, ctx.dev = recorder, tag, sleep, str(x.device)
-        return x * 1.0
+class AsyncProbe(Probe):
+    """Probe whose async backward awaits `asyncio.sleep` on its device loop, then records."""
 
     @staticmethod
     async def backward(ctx: Any, g: aa.Tensor):
