@@ -196,12 +196,16 @@ def grad_array(param: Tensor) -> Any:
     return data
 
 
+# State entries that are counters kept as float32 cpu scalars, whatever the parameter's device.
+_SCALAR_STATE = frozenset({"step", "mu_product"})
+
+
 def _state_value_for(param: Tensor, name: str, value: Any) -> Any:
     """A private copy of a saved state value, on the parameter's device and (if float) dtype."""
     if not isinstance(value, Tensor):
         return copy.deepcopy(value)
     data = value._data
-    if name != "step":
+    if name not in _SCALAR_STATE:
         if value.device is not param.device:
             data = move_array(data, value.device, param.device)
         if data.dtype.kind in "fc" and data.dtype != param.dtype:

@@ -32,10 +32,41 @@ ADAMW_CONFIGS = [
     {"lr": 0.02, "weight_decay": 0.1, "amsgrad": True},
     {"lr": 0.01, "maximize": True},
 ]
+MORE_CONFIGS = {
+    "RMSprop": [
+        {"lr": 0.01},
+        {"lr": 0.01, "alpha": 0.9, "eps": 1e-6, "weight_decay": 0.1},
+        {"lr": 0.01, "momentum": 0.9, "centered": True},
+        {"lr": 0.02, "momentum": 0.5, "maximize": True},
+    ],
+    "Adagrad": [
+        {"lr": 0.1},
+        {"lr": 0.1, "lr_decay": 0.05, "weight_decay": 0.1, "initial_accumulator_value": 0.5},
+        {"lr": 0.05, "eps": 1e-6, "maximize": True},
+    ],
+    "Adadelta": [
+        {},
+        {"lr": 0.5, "rho": 0.8, "eps": 1e-4, "weight_decay": 0.1},
+        {"maximize": True},
+    ],
+    "NAdam": [
+        {},
+        {"lr": 0.01, "betas": (0.8, 0.99), "momentum_decay": 0.01},
+        {"lr": 0.01, "weight_decay": 0.1},
+        {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True, "maximize": True},
+    ],
+    "RAdam": [
+        {},
+        {"lr": 0.01, "betas": (0.5, 0.6)},
+        {"lr": 0.01, "weight_decay": 0.1},
+        {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True, "maximize": True},
+    ],
+}
 CASES = (
     [("SGD", c) for c in SGD_CONFIGS]
     + [("Adam", c) for c in ADAM_CONFIGS]
     + [("AdamW", c) for c in ADAMW_CONFIGS]
+    + [(name, c) for name, configs in MORE_CONFIGS.items() for c in configs]
 )
 
 
@@ -207,6 +238,11 @@ def test_param_groups_and_defaults():
         (lambda: optim.Adam([aa.zeros(1)], betas=(1.0, 0.9)), ValueError, "beta parameter at"),
         (lambda: optim.Adam([aa.zeros(1)], eps=-1.0), ValueError, "Invalid epsilon"),
         (lambda: optim.SGD([1.0]), TypeError, "can only optimize Tensors"),
+        (lambda: optim.RMSprop([aa.zeros(1)], alpha=-0.5), ValueError, "Invalid alpha value"),
+        (lambda: optim.Adagrad([aa.zeros(1)], lr_decay=-1), ValueError, "Invalid lr_decay"),
+        (lambda: optim.Adadelta([aa.zeros(1)], rho=1.5), ValueError, "Invalid rho value"),
+        (lambda: optim.NAdam([aa.zeros(1)], momentum_decay=-1), ValueError, "momentum_decay"),
+        (lambda: optim.RAdam([aa.zeros(1)], betas=(0.9, 1.0)), ValueError, "beta parameter at"),
         (lambda: optim.SGD({aa.zeros(1)}), TypeError, "ordered collections"),
     ],
 )
@@ -257,6 +293,11 @@ def _do_steps(params, opt, grads):
         (optim.SGD, {"lr": 0.1, "momentum": 0.9}),
         (optim.Adam, {"lr": 0.01, "amsgrad": True}),
         (optim.AdamW, {"lr": 0.01}),
+        (optim.RMSprop, {"lr": 0.01, "momentum": 0.9, "centered": True}),
+        (optim.Adagrad, {"lr": 0.1, "lr_decay": 0.1}),
+        (optim.Adadelta, {"lr": 0.5}),
+        (optim.NAdam, {"lr": 0.01}),
+        (optim.RAdam, {"lr": 0.01, "betas": (0.5, 0.6)}),
     ],
 )
 def test_state_dict_resume_matches_uninterrupted(opt_cls, config):
@@ -301,6 +342,48 @@ def test_load_state_dict_errors():
         optim.SGD([{"params": [a]}, {"params": [b]}], lr=0.1).load_state_dict(saved)
     with pytest.raises(ValueError, match="doesn't match the size of optimizer's group"):
         optim.SGD([a], lr=0.1).load_state_dict(saved)
+
+
+@pytest.mark.parametrize("name", ["RAdam", "NAdam", "Adadelta"])
+def test_long_runs_match_torch(torch, name):
+    # RAdam's rectified branch starts once rho_t passes 5, about the sixth step; NAdam's float32
+    # mu_product drifts from a float64 one only over many steps.
+    rng = np.random.default_rng(3)
+    init = rng.standard_normal((4, 3))
+    grads = [rng.standard_normal((4, 3)) for _ in range(40)]
+    ours = Parameter(aa.tensor(init))
+    theirs = torch.nn.Parameter(torch.tensor(init))
+    opt_ours = getattr(optim, name)([ours], lr=0.01)
+    opt_theirs = getattr(torch.optim, name)([theirs], lr=0.01, foreach=False)
+    for g in grads:
+        ours.grad, theirs.grad = aa.tensor(g), torch.tensor(g)
+        opt_ours.step()
+        opt_theirs.step()
+    np.testing.assert_allclose(np.asarray(ours.detach()), theirs.detach().numpy(), rtol=1e-12)
+
+
+def test_nadam_mu_product_stays_a_float32_cpu_scalar_after_load():
+    p = Parameter(aa.zeros(2, device="sim:0", dtype="float64"))
+    opt = optim.NAdam([p], lr=0.1)
+    p.grad = aa.ones(2, device="sim:0", dtype="float64")
+    opt.step()
+    q = Parameter(aa.zeros(2, device="sim:1", dtype="float64"))
+    other = optim.NAdam([q], lr=0.1)
+    other.load_state_dict(opt.state_dict())
+    for key in ("step", "mu_product"):
+        assert str(other.state[q][key].device) == "cpu"
+        assert other.state[q][key].dtype == aa.float32
+    assert str(other.state[q]["exp_avg"].device) == "sim:1"
+
+
+def test_adagrad_state_exists_before_the_first_step(torch):
+    p = Parameter(aa.zeros(3))
+    saved = optim.Adagrad([p], initial_accumulator_value=0.25).state_dict()
+    theirs = torch.optim.Adagrad(
+        [torch.nn.Parameter(torch.zeros(3))], initial_accumulator_value=0.25
+    ).state_dict()
+    assert sorted(saved["state"][0]) == sorted(theirs["state"][0])
+    np.testing.assert_array_equal(np.asarray(saved["state"][0]["sum"]), [0.25] * 3)
 
 
 def test_adamw_keeps_decoupled_weight_decay_after_load():
