@@ -1,0 +1,44 @@
+"""Data loading (PyTorch's `torch.utils.data`): datasets, samplers, collation and `DataLoader`,
+which also supports `async for` with batches prepared on a thread ahead of the caller."""
+
+from .collate import default_collate, default_convert
+from .dataloader import DataLoader
+from .dataset import (
+    ChainDataset,
+    ConcatDataset,
+    Dataset,
+    IterableDataset,
+    Subset,
+    TensorDataset,
+    random_split,
+)
+from .fetch import WorkerInfo, get_worker_info
+from .prefetch import AsyncBatchIterator
+from .sampler import (
+    BatchSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+)
+
+__all__ = [
+    "AsyncBatchIterator",
+    "BatchSampler",
+    "ChainDataset",
+    "ConcatDataset",
+    "DataLoader",
+    "Dataset",
+    "IterableDataset",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+    "Subset",
+    "SubsetRandomSampler",
+    "TensorDataset",
+    "WorkerInfo",
+    "default_collate",
+    "default_convert",
+    "get_worker_info",
+    "random_split",
+]
