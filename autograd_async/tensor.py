@@ -313,6 +313,7 @@ class Tensor:
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         data = self._data if not _devices.is_cupy_array(self._data) else self._data.get()
+        data = np.asarray(data)  # a 0-d result of NumPy arithmetic may be a NumPy scalar
         return data if dtype is None else data.astype(dtype)
 
     def __float__(self) -> float:

@@ -12,9 +12,11 @@ from typing import Any, NamedTuple
 
 from ...devices import Device, DeviceError, check_available, move_array
 from ...grad_mode import no_grad
+from ...graph import RemovableHandle
 from ...optim.optimizer import reset_grad
 from ...tensor import Tensor, as_dtype
 from ..parameter import Parameter
+from .hooks import HookEntry, ModuleHooks, call_with_hooks
 
 
 class IncompatibleKeys(NamedTuple):
@@ -93,6 +95,7 @@ class Module:
         object.__setattr__(self, "_buffers", {})
         object.__setattr__(self, "_non_persistent_buffers", set())
         object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "_module_hooks", None)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Compute the module's output; every subclass overrides it."""
@@ -101,7 +104,45 @@ class Module:
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.forward(*args, **kwargs)
+        hooks = self.__dict__.get("_module_hooks")
+        if hooks is None:
+            return self.forward(*args, **kwargs)
+        return call_with_hooks(self, hooks, args, kwargs)
+
+    # ------------------------------------------------------------------ hooks
+    def _add_hook(self, kind: str, entry: HookEntry, prepend: bool) -> RemovableHandle:
+        hooks = self.__dict__.get("_module_hooks")
+        if hooks is None:
+            hooks = ModuleHooks()
+            object.__setattr__(self, "_module_hooks", hooks)
+        return hooks.add(kind, entry, prepend)
+
+    def register_forward_pre_hook(
+        self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False
+    ) -> RemovableHandle:
+        """`hook(module, args)` (or `(module, args, kwargs)`) before forward; may replace them."""
+        return self._add_hook("forward_pre", HookEntry(hook, with_kwargs), prepend)
+
+    def register_forward_hook(
+        self,
+        hook: Callable,
+        *,
+        prepend: bool = False,
+        with_kwargs: bool = False,
+        always_call: bool = False,
+    ) -> RemovableHandle:
+        """`hook(module, args, output)` after forward; may replace the output."""
+        return self._add_hook("forward", HookEntry(hook, with_kwargs, always_call), prepend)
+
+    def register_full_backward_pre_hook(
+        self, hook: Callable, prepend: bool = False
+    ) -> RemovableHandle:
+        """`hook(module, grad_output)` when the outputs' gradients arrive; may replace them."""
+        return self._add_hook("backward_pre", HookEntry(hook), prepend)
+
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """`hook(module, grad_input, grad_output)` once the inputs' gradients are computed."""
+        return self._add_hook("backward", HookEntry(hook), prepend)
 
     # ----------------------------------------------------------- registration
     def _check_ready(self, what: str) -> None:
