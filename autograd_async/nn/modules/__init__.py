@@ -1,33 +1,64 @@
 """The layers of `autograd_async.nn`."""
 
 from .activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .attention import MultiheadAttention
+from .batchnorm import BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm2d
 from .bilinear import Bilinear
 from .container import ModuleList, Sequential
 from .containers_dict import ModuleDict, ParameterDict, ParameterList
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from .dropout import Dropout
 from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear
 from .loss import CrossEntropyLoss, MSELoss
 from .module import IncompatibleKeys, Module
 from .normalization import LayerNorm
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
 from .sparse import Embedding
+from .transformer import TransformerEncoder, TransformerEncoderLayer
+from .upsampling import Upsample
 
 __all__ = [
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "BatchNorm1d",
+    "BatchNorm2d",
     "Bilinear",
+    "Conv1d",
+    "Conv2d",
+    "Conv3d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
     "CrossEntropyLoss",
     "Dropout",
     "Embedding",
     "Flatten",
     "GELU",
+    "GroupNorm",
     "Identity",
     "IncompatibleKeys",
+    "InstanceNorm2d",
     "LayerNorm",
     "Linear",
     "LogSoftmax",
     "MSELoss",
+    "MaxPool1d",
+    "MaxPool2d",
     "Module",
     "ModuleDict",
     "ModuleList",
+    "MultiheadAttention",
     "ParameterDict",
     "ParameterList",
     "ReLU",
@@ -35,5 +66,8 @@ __all__ = [
     "Sigmoid",
     "Softmax",
     "Tanh",
+    "TransformerEncoder",
+    "TransformerEncoderLayer",
     "Unflatten",
+    "Upsample",
 ]
