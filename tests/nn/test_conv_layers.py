@@ -44,7 +44,8 @@ def test_convolutions_match_torch(torch, name, args, kwargs, shape):
 
 
 def test_conv_transpose_output_size_matches_torch(torch):
-    ours, theirs = nn.ConvTranspose2d(2, 3, 3, stride=2), torch.nn.ConvTranspose2d(2, 3, 3, stride=2)
+    ours = nn.ConvTranspose2d(2, 3, 3, stride=2)
+    theirs = torch.nn.ConvTranspose2d(2, 3, 3, stride=2)
     x = _x(1, 2, 4, 4)
     compare_layer(torch, ours, theirs, x, call=lambda layer, t: layer(t, output_size=(10, 9)))
     with pytest.raises(ValueError, match="valid sizes range from 9 to 10"):
