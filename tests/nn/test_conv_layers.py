@@ -97,6 +97,7 @@ def test_pooling_indices_match_torch(torch, name):
         ("BatchNorm1d", {"momentum": None}, (4, 3, 5)),
         ("BatchNorm2d", {"eps": 1e-3, "momentum": 0.3}, (4, 3, 5, 5)),
         ("BatchNorm2d", {"affine": False}, (2, 3, 4, 4)),
+        ("BatchNorm2d", {"bias": False}, (2, 3, 4, 4)),
         ("BatchNorm2d", {"track_running_stats": False}, (2, 3, 4, 4)),
         ("InstanceNorm2d", {}, (2, 3, 5, 5)),
         ("InstanceNorm2d", {"affine": True, "track_running_stats": True}, (2, 3, 5, 5)),
@@ -118,8 +119,9 @@ def test_normalisation_train_then_eval_matches_torch(torch, name, kwargs, shape)
 
 
 def test_group_norm_matches_torch(torch):
-    for affine in (True, False):
-        ours, theirs = nn.GroupNorm(2, 4, affine=affine), torch.nn.GroupNorm(2, 4, affine=affine)
+    for affine, bias in ((True, True), (False, True), (True, False)):
+        ours = nn.GroupNorm(2, 4, affine=affine, bias=bias)
+        theirs = torch.nn.GroupNorm(2, 4, affine=affine, bias=bias)
         assert repr(ours) == repr(theirs)
         compare_layer(torch, ours, theirs, _x(3, 4, 5, 2))
 
@@ -166,7 +168,7 @@ def test_layer_refuses_a_list():
         (lambda: nn.Conv2d(4, 6, 3, padding="full"), "Invalid padding string 'full'"),
         (lambda: nn.Conv2d(4, 6, 3, stride=2, padding="same"), "not supported for strided"),
         (lambda: nn.Conv2d(4, 6, 3, padding_mode="mirror"), "padding_mode must be one of"),
-        (lambda: nn.GroupNorm(3, 4), "num_channels must be divisible by num_groups"),
+        (lambda: nn.GroupNorm(3, 4), r"num_channels \(4\) must be divisible by num_groups \(3\)"),
     ],
 )
 def test_constructor_errors_match_torch(torch, make, message):

@@ -27,6 +27,7 @@ class _NormBase(Module):
         track_running_stats: bool,
         device: Any,
         dtype: Any,
+        bias: bool = True,
     ) -> None:
         super().__init__()
         self.num_features = num_features
@@ -36,7 +37,10 @@ class _NormBase(Module):
         self.track_running_stats = track_running_stats
         if affine:
             self.weight = Parameter(creation.empty(num_features, dtype=dtype, device=device))
-            self.bias = Parameter(creation.empty(num_features, dtype=dtype, device=device))
+            if bias:
+                self.bias = Parameter(creation.empty(num_features, dtype=dtype, device=device))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -69,7 +73,8 @@ class _NormBase(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def _averaging_factor(self) -> float:
         """This batch's weight in the running statistics (PyTorch's exponential_average_factor)."""
@@ -94,7 +99,8 @@ class _NormBase(Module):
         """PyTorch's summary."""
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+            f"affine={self.affine}, bias={self.bias is not None}, "
+            f"track_running_stats={self.track_running_stats}"
         )
 
 
@@ -110,9 +116,11 @@ class _BatchNorm(_NormBase):
         track_running_stats: bool = True,
         device: Any = None,
         dtype: Any = None,
+        *,
+        bias: bool = True,
     ) -> None:
         super().__init__(
-            num_features, eps, momentum, affine, track_running_stats, device, dtype
+            num_features, eps, momentum, affine, track_running_stats, device, dtype, bias
         )
 
     def forward(self, input: Tensor) -> Tensor:
@@ -165,9 +173,11 @@ class InstanceNorm2d(_NormBase):
         track_running_stats: bool = False,
         device: Any = None,
         dtype: Any = None,
+        *,
+        bias: bool = True,
     ) -> None:
         super().__init__(
-            num_features, eps, momentum, affine, track_running_stats, device, dtype
+            num_features, eps, momentum, affine, track_running_stats, device, dtype, bias
         )
 
     def forward(self, input: Tensor) -> Tensor:
@@ -201,17 +211,24 @@ class GroupNorm(Module):
         affine: bool = True,
         device: Any = None,
         dtype: Any = None,
+        *,
+        bias: bool = True,
     ) -> None:
         super().__init__()
         if num_channels % num_groups != 0:
-            raise ValueError("num_channels must be divisible by num_groups")
+            raise ValueError(
+                f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})"
+            )
         self.num_groups = num_groups
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
         if affine:
             self.weight = Parameter(creation.ones(num_channels, dtype=dtype, device=device))
-            self.bias = Parameter(creation.zeros(num_channels, dtype=dtype, device=device))
+            if bias:
+                self.bias = Parameter(creation.zeros(num_channels, dtype=dtype, device=device))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -224,7 +241,10 @@ class GroupNorm(Module):
 
     def extra_repr(self) -> str:
         """PyTorch's summary."""
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (
+            f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+            f"bias={self.bias is not None}"
+        )
 
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm2d"]

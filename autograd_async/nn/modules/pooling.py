@@ -10,6 +10,10 @@ from .conv import check_layer_input
 from .module import Module
 
 
+def _single(value: Any) -> tuple[int, ...]:
+    return tuple(value) if isinstance(value, tuple | list) else (value,)
+
+
 class _Pool(Module):
     _dims = 2
 
@@ -84,9 +88,10 @@ class AvgPool1d(_Pool):
         count_include_pad: bool = True,
     ) -> None:
         super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
+        # PyTorch keeps AvgPool1d's sizes as 1-tuples (and prints them so).
+        self.kernel_size = _single(kernel_size)
+        self.stride = _single(stride if stride is not None else kernel_size)
+        self.padding = _single(padding)
         self.ceil_mode = ceil_mode
         self.count_include_pad = count_include_pad
 
