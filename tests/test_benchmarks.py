@@ -22,6 +22,7 @@ SMOKE_RUNS = [
     ("engine_latency.py", ["--quick"], "await backward_async() / raw round trip", ()),
     ("parallel.py", ["--quick"], "speedup split vs serial", ()),
     ("dataloader.py", ["--quick"], "target: ours / torch DataLoader", ("torch",)),
+    ("models.py", ["--quick"], "target: ours / torch (transformer)", ("torch",)),
     ("profiler_overhead.py", ["--ops", "300", "--repeats", "2"], "ratio on/off", ()),
     ("transfer.py", ["--mib", "1", "--reps", "2", "--latency-iters", "30"], "raw uvloop echo", ()),
     (
