@@ -300,7 +300,8 @@ def _do_steps(params, opt, grads):
         (optim.RAdam, {"lr": 0.01, "betas": (0.5, 0.6)}),
     ],
 )
-def test_state_dict_resume_matches_uninterrupted(opt_cls, config):
+@pytest.mark.parametrize("through_file", [False, True], ids=["in-memory", "saved-and-loaded"])
+def test_state_dict_resume_matches_uninterrupted(opt_cls, config, through_file, tmp_path):
     rng = np.random.default_rng(1)
     grads = [[rng.standard_normal(s) for s in [(2, 3), (3,)]] for _ in range(6)]
     params, opt = _fresh(opt_cls, config)
@@ -310,6 +311,9 @@ def test_state_dict_resume_matches_uninterrupted(opt_cls, config):
     params, opt = _fresh(opt_cls, config)
     _do_steps(params, opt, grads[:3])
     saved = opt.state_dict()
+    if through_file:  # as a checkpoint resumed by another run
+        aa.save(saved, tmp_path / "optimizer.npz")
+        saved = aa.load(tmp_path / "optimizer.npz")
     assert sorted(saved["state"]) == [0, 1]
     assert saved["param_groups"][0]["params"] == [0, 1]
     copies = [Parameter(aa.tensor(np.asarray(p.detach()))) for p in params]
