@@ -194,3 +194,92 @@ def full_like(
     """`fill_value` shaped like `t`."""
     return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device,
                 requires_grad=requires_grad)
+
+
+# ------------------------------------------------------- ranges, matrices, random integers
+def linspace(
+    start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """`steps` evenly spaced values from `start` to `end`, both included (float32 by default)."""
+    if steps < 0:
+        raise RuntimeError("linspace: number of steps must be non-negative")
+    dtype = as_dtype(dtype) or DEFAULT_FLOAT
+    values = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
+    if dtype.kind in "iu":
+        values = np.trunc(values)  # PyTorch truncates toward zero for integer dtypes
+    return _make(values.astype(dtype), device, requires_grad)
+
+
+def logspace(
+    start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None,
+    device: Any = None, requires_grad: bool = False,
+) -> Tensor:
+    """`base ** linspace(start, end, steps)` (float32 by default)."""
+    if steps < 0:
+        raise RuntimeError("logspace: number of steps must be non-negative")
+    dtype = as_dtype(dtype) or DEFAULT_FLOAT
+    exponents = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
+    return _make((float(base) ** exponents).astype(dtype), device, requires_grad)
+
+
+def eye(
+    n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """An `n` x `m` matrix (square without `m`) with ones on the diagonal."""
+    if n < 0:
+        raise RuntimeError(f"eye: n must be greater or equal to 0, got {n}")
+    if m is not None and m < 0:
+        raise RuntimeError(f"eye: m must be greater or equal to 0, got {m}")
+    dtype = as_dtype(dtype) or DEFAULT_FLOAT
+    return _make(np.eye(n, m, dtype=dtype), device, requires_grad)
+
+
+def randint(
+    *args: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False, size: Any = None,
+) -> Tensor:
+    """Integers drawn uniformly from [low, high): `randint(high, size)` or `randint(low, high,
+    size)` (int64 by default)."""
+    if size is not None:
+        args = (*args, size)
+    if len(args) == 2:
+        low, (high, size) = 0, args
+    elif len(args) == 3:
+        low, high, size = args
+    else:
+        raise TypeError(
+            f"randint() takes (high, size) or (low, high, size), got {len(args)} arguments"
+        )
+    if low >= high:
+        raise RuntimeError(
+            f"randint: random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )
+    rng = (generator or default_generator).rng
+    dtype = as_dtype(dtype) or np.dtype(np.int64)
+    values = rng.integers(int(low), int(high), size=_shape((size,) if isinstance(size, int)
+                                                              else tuple(size)))
+    return _make(values.astype(dtype), device, requires_grad)
+
+
+def randperm(
+    n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """A random permutation of 0..n-1 (int64 by default)."""
+    if n < 0:
+        raise RuntimeError(f"randperm: Trying to create tensor with negative dimension {n}: [{n}]")
+    rng = (generator or default_generator).rng
+    dtype = as_dtype(dtype) or np.dtype(np.int64)
+    return _make(rng.permutation(int(n)).astype(dtype), device, requires_grad)
+
+
+def is_tensor(obj: Any) -> bool:
+    """True when `obj` is a Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input: Tensor) -> int:
+    """The number of elements of `input`."""
+    return input.numel()
