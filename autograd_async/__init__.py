@@ -1,7 +1,7 @@
 """autograd-async: reverse-mode autograd on NumPy and CuPy, with a backward pass that runs on one
 worker thread and asyncio event loop per device and that callers can `await`."""
 
-from . import autograd, engine, nn, optim, profiler
+from . import autograd, cuda, engine, nn, optim, profiler
 from . import ops as _ops  # noqa: F401 - installs the op methods on Tensor
 from .creation import (
     Generator,
@@ -10,6 +10,7 @@ from .creation import (
     empty,
     empty_like,
     eye,
+    from_dlpack,
     from_numpy,
     full,
     full_like,
@@ -115,4 +116,6 @@ __all__ = [
     "numel",
     "randint",
     "randperm",
+    "cuda",
+    "from_dlpack",
 ]

@@ -73,12 +73,23 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    """A tensor sharing memory with `data` when possible."""
-    same_device = device is None or Device(device) is getattr(data, "device", None)
-    if isinstance(data, Tensor) and dtype is None and same_device:
-        return data
+    """A tensor sharing memory with `data` when possible: a Tensor, a NumPy or CuPy array, or any
+    DLPack producer (a PyTorch tensor) already of that dtype and device is not copied."""
+    if isinstance(data, Tensor):  # as PyTorch: `to`, so the result stays in the graph
+        return data.to(device=device, dtype=dtype)
+    if _is_foreign_dlpack(data):
+        return from_dlpack(data).to(device=device, dtype=dtype)
     dev = _device(device)
     return Tensor._wrap(infer_array(data, dtype, dev), dev)
+
+
+def _is_foreign_dlpack(data: Any) -> bool:
+    """True for DLPack producers other than NumPy and CuPy arrays (e.g. PyTorch tensors)."""
+    return (
+        hasattr(data, "__dlpack__")
+        and not isinstance(data, (np.ndarray, np.generic))
+        and not _devices.is_cupy_array(data)
+    )
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
@@ -283,3 +294,28 @@ def is_tensor(obj: Any) -> bool:
 def numel(input: Tensor) -> int:
     """The number of elements of `input`."""
     return input.numel()
+
+
+# -------------------------------------------------------------------- interop
+_DLPACK_CPU, _DLPACK_CUDA = 1, 2
+
+
+def from_dlpack(ext_tensor: Any) -> Tensor:
+    """A tensor sharing memory with any DLPack producer (a NumPy array, a PyTorch or CuPy tensor)
+    on the cpu or a CUDA GPU: no copy, and writes through either side are seen by the other."""
+    if isinstance(ext_tensor, Tensor):
+        return ext_tensor
+    if not hasattr(ext_tensor, "__dlpack_device__"):
+        raise TypeError(
+            f"from_dlpack expects an object with __dlpack__ and __dlpack_device__, got "
+            f"{type(ext_tensor).__name__}"
+        )
+    kind, index = ext_tensor.__dlpack_device__()
+    if kind == _DLPACK_CPU:
+        return Tensor._wrap(np.from_dlpack(ext_tensor), CPU)
+    if kind == _DLPACK_CUDA:
+        dev = _device(f"cuda:{index}")
+        cupy = _devices.array_module(dev)
+        with cupy.cuda.Device(index):
+            return Tensor._wrap(cupy.from_dlpack(ext_tensor), dev)
+    raise BufferError(f"from_dlpack: unsupported DLPack device type {kind} (index {index})")

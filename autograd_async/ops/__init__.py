@@ -13,6 +13,7 @@ from ..tensor import Tensor, bool_, float16, float32, float64, int32, int64
 from . import (
     arithmetic,
     comparison,
+    conversion,
     elementwise,
     factory,
     gather,
@@ -28,7 +29,7 @@ from . import (
 from .transfer import to
 
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
-_FAMILIES += (triangular, factory, rearrange, gather, sorting)
+_FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
 
 FUNCTIONS: dict[str, Any] = {}
 for _family in _FAMILIES:
