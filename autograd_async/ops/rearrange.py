@@ -92,7 +92,9 @@ def repeat_interleave(
     if repeats is None:  # repeat_interleave(counts): indices 0..n-1, each counts[i] times
         counts = input
         xp = xp_of(counts._data)
-        return Tensor._wrap(xp.repeat(xp.arange(counts.shape[0]), counts._data), counts.device)
+        # CuPy's repeat takes the counts as a list, not as an array.
+        index = xp.repeat(xp.arange(counts.shape[0]), counts._data.tolist())
+        return Tensor._wrap(index, counts.device)
     if dim is None:
         input, dim = reshape(input, -1), 0
     axis = normalize_dim(dim, input.ndim)
@@ -117,7 +119,7 @@ def repeat_interleave(
     if counts.size and int(counts.min()) < 0:
         raise RuntimeError("repeat_interleave: Repeats must be non-negative")
     xp = xp_of(input._data)
-    index = xp.repeat(xp.arange(counts.shape[0]), xp.asarray(counts))
+    index = xp.repeat(xp.arange(counts.shape[0]), counts.tolist())
     from .gather import index_select  # noqa: PLC0415 - gather imports this family's peers
 
     return index_select(input, axis, Tensor._wrap(index, input.device))
