@@ -59,7 +59,7 @@ def type_name(t: Tensor) -> str:
     return f"aa.{where}{TYPE_NAMES.get(t.dtype.name, t.dtype.name)}Tensor"
 
 
-def type(self: Tensor, dtype: Any = None, non_blocking: bool = False) -> Any:  # noqa: A001
+def type_or_cast(self: Tensor, dtype: Any = None, non_blocking: bool = False) -> Any:
     """Without `dtype`, the type string ('aa.FloatTensor'); with one (a dtype or a type string
     such as 'aa.DoubleTensor' or 'torch.DoubleTensor'), the tensor cast to it."""
     if dtype is None:
@@ -127,7 +127,7 @@ METHODS = {
     "cuda": cuda,
     "is_cuda": property(is_cuda, doc=is_cuda.__doc__),
     "is_cpu": property(is_cpu, doc=is_cpu.__doc__),
-    "type": type,
+    "type": type_or_cast,
     "element_size": element_size,
     "nelement": nelement,
     "__format__": format_,

@@ -143,6 +143,24 @@ def test_create_graph_through_gather_and_scatter() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x, s: x.masked_fill(aa.tensor(MASK), 0.0) * x,
+        lambda x, s: x.index_add(0, aa.tensor([2, 2]), s * s),
+        lambda x, s: x.index_copy(0, aa.tensor([2, 0]), s) ** 2,
+        lambda x, s: x.scatter(1, aa.tensor([[0, 3], [2, 1]]), s[:, :2]) ** 2,
+        lambda x, s: (x.masked_select(aa.tensor(MASK)) ** 3).sum()
+        + s.index_select(1, aa.tensor([1])),
+        lambda x, s: aa.take_along_dim(x, aa.tensor([[1], [0], [3]]), 1) ** 2 * s.sum(),
+    ],
+)
+def test_second_derivatives(fn) -> None:
+    x = aa.tensor(A, requires_grad=True)
+    s = aa.tensor(S, requires_grad=True)
+    assert aa.autograd.gradgradcheck(fn, (x, s))
+
+
 ERRORS = [
     (lambda x, T: x.gather(1, T([[5]])), RuntimeError,
      "gather\\(\\): index 5 is out of bounds for dimension 1 with size 4"),
