@@ -34,7 +34,8 @@ def _float_formatter(values: np.ndarray) -> Any:
     def one(v: float) -> str:
         return spec.format(v) if np.isfinite(v) else str(v)
 
-    width = max((len(one(float(v))) for v in values.flat), default=0)
+    # As PyTorch: the width comes from the non-zero finite values (nan and inf may stick out).
+    width = max((len(one(float(v))) for v in finite[finite != 0].flat), default=0)
     return lambda v: one(float(v)).rjust(width)
 
 

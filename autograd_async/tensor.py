@@ -215,6 +215,11 @@ class Tensor:
     @property
     def mT(self) -> Tensor:  # noqa: N802
         """The tensor with its last two dimensions swapped."""
+        if self.ndim < 2:
+            raise RuntimeError(
+                "tensor.mT is only supported on matrices or batches of matrices. Got "
+                f"{self.ndim}-D tensor."
+            )
         return self.transpose(-2, -1)
 
     # -------------------------------------------------------------- graph helpers

@@ -58,8 +58,6 @@ def test_like_torch(torch, device: str, name: str) -> None:
 
 def test_node_names(torch) -> None:
     for name, (fn, *arrays) in CASES.items():
-        if name in ("t", "t_1d"):
-            continue  # PyTorch: TBackward0 and an alias; here TransposeBackward0 and the input
         ours = fn(aa, aa.tensor, *(aa.tensor(a, requires_grad=True) for a in arrays))
         ref = fn(torch, torch.tensor, *(torch.tensor(a, requires_grad=True) for a in arrays))
         assert ours.grad_fn.name() == ref.grad_fn.name(), name
@@ -73,6 +71,7 @@ def test_node_names(torch) -> None:
         lambda x: x.unflatten(1, (2, 2)),
         lambda x: x.reshape_as(aa.zeros(12)),
         lambda x: x.t(),
+        lambda x: x.reshape(-1).t(),
         lambda x: x.mT,
         lambda x: x[:, :1].expand_as(x),
     ],
@@ -139,6 +138,7 @@ ERRORS = [
     (lambda x: x[0].triu(), RuntimeError, "triu: input tensor must have at least 2 dimensions"),
     (lambda x: aa.diag(x.unsqueeze(0)), RuntimeError, "diag\\(\\): Supports 1D or 2D tensors. Go"),
     (lambda x: x.unsqueeze(0).t(), RuntimeError, "t\\(\\) expects a tensor with <= 2 dimensions"),
+    (lambda x: x[0].mT, RuntimeError, "tensor.mT is only supported on matrices or batches"),
 ]
 
 

@@ -117,6 +117,11 @@ def test_python_protocols(device: str) -> None:
         lambda lib: lib.tensor([123456789.0, 1.0]),
         lambda lib: lib.tensor([[0.001, -0.5], [10.0, 99.25]], dtype=lib.float64),
         lambda lib: lib.arange(24.0).reshape(2, 3, 4),
+        lambda lib: lib.tensor([1.0, float("nan"), float("inf")]),
+        lambda lib: lib.tensor([1.5, float("nan")]),
+        lambda lib: lib.tensor([-float("inf"), 1e-5]),
+        lambda lib: lib.tensor([0.0, float("nan")]),
+        lambda lib: lib.tensor([[1e-8, 1.0]]),
     ],
 )
 def test_repr_matches_pytorch(torch, make) -> None:
