@@ -36,7 +36,8 @@ _HEADER_IMPORTS = {  # name -> (import group, module, import text)
     "Iterator": (0, "collections.abc", "Iterator"),
     "Sequence": (0, "collections.abc", "Sequence"),
     "Any": (0, "typing", "Any"),
-    "np": (1, "numpy", "numpy as np"),
+    "builtins": (0, "builtins", "import builtins"),
+    "np": (1, "numpy", "import numpy as np"),
     "Device": (2, ".devices", "Device"),
     "Node": (2, ".graph", "Node"),
     "RemovableHandle": (2, ".graph", "RemovableHandle"),
@@ -51,8 +52,24 @@ _SKIPPED = {
 }
 
 
-def _annotation(value: Any) -> str | None:
-    """An annotation as stub text, `Any` when it names something the stubs do not import."""
+class _Qualify(ast.NodeTransformer):
+    """Write `builtins.bool` for a builtin that a Tensor method of the same name hides."""
+
+    def __init__(self, shadowed: frozenset[str]) -> None:
+        self.shadowed = shadowed
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:  # noqa: N802 - the visitor protocol
+        if node.id in self.shadowed:
+            return ast.Attribute(ast.Name("builtins", ast.Load()), node.id, ast.Load())
+        return node
+
+
+def _annotation(value: Any, shadowed: frozenset[str] = frozenset()) -> str | None:
+    """An annotation as stub text, `Any` when it names something the stubs do not import.
+
+    In the Tensor class body `bool` would mean the method `Tensor.bool` to a type checker, so
+    builtins named in `shadowed` are written `builtins.bool`.
+    """
     if value is inspect.Parameter.empty:
         return None
     text = value if isinstance(value, str) else inspect.formatannotation(value)
@@ -61,10 +78,14 @@ def _annotation(value: Any) -> str | None:
     except SyntaxError:
         return "Any"
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    return text if names <= _KNOWN_NAMES else "Any"
+    if not names <= _KNOWN_NAMES:
+        return "Any"
+    if names & shadowed:
+        return ast.unparse(_Qualify(shadowed).visit(tree))
+    return text
 
 
-def _parameters(sig: inspect.Signature, as_method: bool) -> str:
+def _parameters(sig: inspect.Signature, as_method: bool, shadowed: frozenset[str]) -> str:
     parts: list[str] = []
     star_done = False
     params = list(sig.parameters.values())
@@ -77,7 +98,7 @@ def _parameters(sig: inspect.Signature, as_method: bool) -> str:
             name, star_done = "*" + name, True
         elif p.kind is p.VAR_KEYWORD:
             name = "**" + name
-        note = None if as_method and i == 0 else _annotation(p.annotation)
+        note = None if as_method and i == 0 else _annotation(p.annotation, shadowed)
         text = name if note is None else f"{name}: {note}"
         if p.default is not p.empty:
             text += " = ..."
@@ -90,15 +111,17 @@ def _parameters(sig: inspect.Signature, as_method: bool) -> str:
     return ", ".join(parts)
 
 
-def _def(name: str, fn: Any, indent: str, as_method: bool) -> str:
+def _def(
+    name: str, fn: Any, indent: str, as_method: bool, shadowed: frozenset[str] = frozenset()
+) -> str:
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):  # a builtin slot such as object.__hash__
         return f"{indent}def {name}(self, *args: Any, **kwargs: Any) -> Any: ...\n"
-    returns = _annotation(sig.return_annotation)
+    returns = _annotation(sig.return_annotation, shadowed)
     arrow = f" -> {returns}" if returns else ""
     prefix = "async def" if inspect.iscoroutinefunction(fn) else "def"
-    params = _parameters(sig, as_method)
+    params = _parameters(sig, as_method, shadowed)
     line = f"{indent}{prefix} {name}({params}){arrow}: ...\n"
     if len(line) <= _MAX_LINE + 1:
         return line
@@ -106,23 +129,23 @@ def _def(name: str, fn: Any, indent: str, as_method: bool) -> str:
     return f"{indent}{prefix} {name}(\n{inner}{indent}){arrow}: ...\n"
 
 
-def _tensor_member(name: str, value: Any) -> str:
+def _tensor_member(name: str, value: Any, shadowed: frozenset[str]) -> str:
     indent = "    "
     if isinstance(value, property):
-        out = f"{indent}@property\n" + _def(name, value.fget, indent, True)
+        out = f"{indent}@property\n" + _def(name, value.fget, indent, True, shadowed)
         if value.fset is not None:
             out += f"{indent}@{name}.setter\n{indent}def {name}(self, value: Any) -> None: ...\n"
         return out
     if isinstance(value, classmethod):
-        return f"{indent}@classmethod\n" + _def(name, value.__func__, indent, True)
+        return f"{indent}@classmethod\n" + _def(name, value.__func__, indent, True, shadowed)
     if isinstance(value, staticmethod):
-        return f"{indent}@staticmethod\n" + _def(name, value.__func__, indent, False)
+        return f"{indent}@staticmethod\n" + _def(name, value.__func__, indent, False, shadowed)
     if value is None:
         return f"{indent}{name}: None\n"
     if isinstance(value, types.MemberDescriptorType):
         return f"{indent}{name}: {_PUBLIC_SLOTS[name]}\n" if name in _PUBLIC_SLOTS else ""
     if callable(value):
-        return _def(name, value, indent, True)
+        return _def(name, value, indent, True, shadowed)
     return f"{indent}{name}: Any\n"
 
 
@@ -137,15 +160,15 @@ def _imports(body: str, package: str) -> str:
             groups.setdefault(group, {}).setdefault(module, []).append(text)
     blocks = ["from __future__ import annotations\n"]
     for group in sorted(groups):
-        lines = []
+        plain, froms = [], []
         for module in sorted(groups[group]):
             names = sorted(groups[group][module])
-            if module == "numpy":
-                lines.append("import numpy as np\n")
+            if names[0].startswith("import "):  # isort puts `import x` before `from x import`
+                plain.append(f"{names[0]}\n")
                 continue
             where = package + module if module.startswith(".") else module
-            lines.append(f"from {where} import {', '.join(names)}\n")
-        blocks.append("".join(lines))
+            froms.append(f"from {where} import {', '.join(names)}\n")
+        blocks.append("".join(plain + froms))
     return "\n".join(blocks)
 
 
@@ -169,9 +192,10 @@ def render_tensor_stub() -> str:
             lines.append(_def(name, value, "", False))
     lines.append("\n\nclass Tensor:\n")
     members = vars(module.Tensor)
+    shadowed = frozenset(n for n in members if n in vars(builtins))
     for name in sorted(members):
         if _public(name):
-            lines.append(_tensor_member(name, members[name]))
+            lines.append(_tensor_member(name, members[name], shadowed))
     body = "".join(lines)
     return _HEADER + _imports(body, "") + "\n" + body
 

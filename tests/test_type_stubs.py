@@ -7,6 +7,8 @@ import inspect
 import tomllib
 from pathlib import Path
 
+import pytest
+
 import autograd_async as aa
 from autograd_async import _stubgen
 
@@ -34,9 +36,10 @@ def test_every_public_tensor_member_is_in_the_stub() -> None:
 
 def test_stub_signatures_follow_the_functions() -> None:
     text = _stubgen.TENSOR_STUB.read_text(encoding="utf-8")
-    assert "    def gather(self, dim: int, index: Tensor, *, sparse_grad: bool = ...) -> Tensor" \
+    assert "    def gather(\n        self,\n        dim: builtins.int,\n        index: Tensor,\n" \
         in text
-    assert "    def scatter_add_(self, dim: int, index: Tensor, src: Tensor) -> Tensor: ..." in text
+    assert "    def scatter_add_(self, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:" \
+        in text
     ops_text = _stubgen.OPS_STUB.read_text(encoding="utf-8")
     assert inspect.signature(aa.index_select).return_annotation == "Tensor"
     assert "def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor: ..." in ops_text
@@ -61,3 +64,29 @@ def test_check_mode_and_package_data() -> None:
     data = config["tool"]["setuptools"]["package-data"]
     assert "py.typed" in data["autograd_async"] and "*.pyi" in data["autograd_async"]
     assert "*.pyi" in data["autograd_async.ops"]
+
+
+USAGE = """\
+import pytest
+
+import autograd_async as aa
+
+x = aa.randn(3, 4, requires_grad=True)
+y: aa.Tensor = x.gather(1, aa.tensor([[0], [1], [2]])).sum()
+values = aa.topk(x, 2).values
+n: int = x.dim() + x.nelement()
+kind: str = x.type()
+x.not_a_method()
+"""
+
+
+def test_a_type_checker_sees_the_installed_ops(tmp_path: Path) -> None:
+    mypy_api = pytest.importorskip("mypy.api")
+    script = tmp_path / "usage.py"
+    script.write_text(USAGE, encoding="utf-8")
+    out, _, status = mypy_api.run(
+        [str(script), "--ignore-missing-imports", "--follow-imports=silent",
+         "--cache-dir", str(tmp_path / "cache")]
+    )
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and '"Tensor" has no attribute "not_a_method"' in errors[0], out
