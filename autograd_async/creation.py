@@ -248,30 +248,33 @@ def eye(
 
 
 def randint(
-    *args: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
-    requires_grad: bool = False, size: Any = None,
+    *args: Any, low: int | None = None, high: int | None = None, size: Any = None,
+    generator: Generator | None = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
 ) -> Tensor:
-    """Integers drawn uniformly from [low, high): `randint(high, size)` or `randint(low, high,
-    size)` (int64 by default)."""
-    if size is not None:
-        args = (*args, size)
-    if len(args) == 2:
-        low, (high, size) = 0, args
-    elif len(args) == 3:
-        low, high, size = args
-    else:
+    """Integers drawn uniformly from [low, high): `randint(high, size)`, `randint(low, high,
+    size)` or with keywords (int64 by default)."""
+    given = list(args)
+    if size is None and given:
+        size = given.pop()
+    if high is None and given:
+        high = given.pop()
+    if low is None and given:
+        low = given.pop()
+    if given or high is None or size is None:
         raise TypeError(
-            f"randint() takes (high, size) or (low, high, size), got {len(args)} arguments"
+            "randint() takes (high, size) or (low, high, size), positionally or as keywords; "
+            f"got {len(args)} positional arguments"
         )
+    low = 0 if low is None else low
     if low >= high:
         raise RuntimeError(
             f"randint: random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
         )
     rng = (generator or default_generator).rng
     dtype = as_dtype(dtype) or np.dtype(np.int64)
-    values = rng.integers(int(low), int(high), size=_shape((size,) if isinstance(size, int)
-                                                              else tuple(size)))
-    return _make(values.astype(dtype), device, requires_grad)
+    shape = _shape((size,) if isinstance(size, int) else tuple(size))
+    return _make(rng.integers(int(low), int(high), size=shape).astype(dtype), device, requires_grad)
 
 
 def randperm(

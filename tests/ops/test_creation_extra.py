@@ -55,6 +55,9 @@ def test_randint(device: str) -> None:
     y = aa.randint(4, (2, 3), dtype=aa.int32)
     assert y.dtype == aa.int32 and y.shape == (2, 3) and 0 <= int(y.min()) and int(y.max()) < 4
     assert aa.randint(10, size=(5,)).shape == (5,)
+    keywords = aa.randint(low=-2, high=0, size=(50,))
+    assert set(keywords.tolist()) == {-2, -1}
+    assert aa.randint(high=3, size=4).shape == (4,)
     again = aa.randint(3, 7, (200,), generator=aa.Generator(0), device=device)
     assert again.tolist() == x.tolist()
 
@@ -118,3 +121,5 @@ def test_errors(make, match) -> None:
 def test_randint_needs_a_size() -> None:
     with pytest.raises(TypeError, match="randint\\(\\) takes \\(high, size\\) or"):
         aa.randint(5)
+    with pytest.raises(TypeError, match="randint\\(\\) takes"):
+        aa.randint(1, 2, 3, (4,))
