@@ -1,7 +1,7 @@
 """autograd-async: reverse-mode autograd on NumPy and CuPy, with a backward pass that runs on one
 worker thread and asyncio event loop per device and that callers can `await`."""
 
-from . import autograd, engine, nn, optim, profiler
+from . import autograd, cuda, engine, nn, optim, profiler
 from . import ops as _ops  # noqa: F401 - installs the op methods on Tensor
 from .creation import (
     Generator,
@@ -9,16 +9,24 @@ from .creation import (
     as_tensor,
     empty,
     empty_like,
+    eye,
+    from_dlpack,
     from_numpy,
     full,
     full_like,
+    is_tensor,
+    linspace,
+    logspace,
     manual_seed,
+    numel,
     ones,
     ones_like,
     rand,
     rand_like,
+    randint,
     randn,
     randn_like,
+    randperm,
     tensor,
     zeros,
     zeros_like,
@@ -101,4 +109,13 @@ __all__ = [
     "uint8",
     "zeros",
     "zeros_like",
+    "eye",
+    "is_tensor",
+    "linspace",
+    "logspace",
+    "numel",
+    "randint",
+    "randperm",
+    "cuda",
+    "from_dlpack",
 ]

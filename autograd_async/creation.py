@@ -73,12 +73,23 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    """A tensor sharing memory with `data` when possible."""
-    same_device = device is None or Device(device) is getattr(data, "device", None)
-    if isinstance(data, Tensor) and dtype is None and same_device:
-        return data
+    """A tensor sharing memory with `data` when possible: a Tensor, a NumPy or CuPy array, or any
+    DLPack producer (a PyTorch tensor) already of that dtype and device is not copied."""
+    if isinstance(data, Tensor):  # as PyTorch: `to`, so the result stays in the graph
+        return data.to(device=device, dtype=dtype)
+    if _is_foreign_dlpack(data):
+        return from_dlpack(data).to(device=device, dtype=dtype)
     dev = _device(device)
     return Tensor._wrap(infer_array(data, dtype, dev), dev)
+
+
+def _is_foreign_dlpack(data: Any) -> bool:
+    """True for DLPack producers other than NumPy and CuPy arrays (e.g. PyTorch tensors)."""
+    return (
+        hasattr(data, "__dlpack__")
+        and not isinstance(data, (np.ndarray, np.generic))
+        and not _devices.is_cupy_array(data)
+    )
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
@@ -194,3 +205,120 @@ def full_like(
     """`fill_value` shaped like `t`."""
     return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device,
                 requires_grad=requires_grad)
+
+
+# ------------------------------------------------------- ranges, matrices, random integers
+def linspace(
+    start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """`steps` evenly spaced values from `start` to `end`, both included (float32 by default)."""
+    if steps < 0:
+        raise RuntimeError("linspace: number of steps must be non-negative")
+    dtype = as_dtype(dtype) or DEFAULT_FLOAT
+    values = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
+    if dtype.kind in "iu":
+        values = np.trunc(values)  # PyTorch truncates toward zero for integer dtypes
+    return _make(values.astype(dtype), device, requires_grad)
+
+
+def logspace(
+    start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None,
+    device: Any = None, requires_grad: bool = False,
+) -> Tensor:
+    """`base ** linspace(start, end, steps)` (float32 by default)."""
+    if steps < 0:
+        raise RuntimeError("logspace: number of steps must be non-negative")
+    dtype = as_dtype(dtype) or DEFAULT_FLOAT
+    exponents = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
+    return _make((float(base) ** exponents).astype(dtype), device, requires_grad)
+
+
+def eye(
+    n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """An `n` x `m` matrix (square without `m`) with ones on the diagonal."""
+    if n < 0:
+        raise RuntimeError(f"eye: n must be greater or equal to 0, got {n}")
+    if m is not None and m < 0:
+        raise RuntimeError(f"eye: m must be greater or equal to 0, got {m}")
+    dtype = as_dtype(dtype) or DEFAULT_FLOAT
+    return _make(np.eye(n, m, dtype=dtype), device, requires_grad)
+
+
+def randint(
+    *args: Any, low: int | None = None, high: int | None = None, size: Any = None,
+    generator: Generator | None = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Integers drawn uniformly from [low, high): `randint(high, size)`, `randint(low, high,
+    size)` or with keywords (int64 by default)."""
+    given = list(args)
+    if size is None and given:
+        size = given.pop()
+    if high is None and given:
+        high = given.pop()
+    if low is None and given:
+        low = given.pop()
+    if given or high is None or size is None:
+        raise TypeError(
+            "randint() takes (high, size) or (low, high, size), positionally or as keywords; "
+            f"got {len(args)} positional arguments"
+        )
+    low = 0 if low is None else low
+    if low >= high:
+        raise RuntimeError(
+            f"randint: random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )
+    rng = (generator or default_generator).rng
+    dtype = as_dtype(dtype) or np.dtype(np.int64)
+    shape = _shape((size,) if isinstance(size, int) else tuple(size))
+    return _make(rng.integers(int(low), int(high), size=shape).astype(dtype), device, requires_grad)
+
+
+def randperm(
+    n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """A random permutation of 0..n-1 (int64 by default)."""
+    if n < 0:
+        raise RuntimeError(f"randperm: Trying to create tensor with negative dimension {n}: [{n}]")
+    rng = (generator or default_generator).rng
+    dtype = as_dtype(dtype) or np.dtype(np.int64)
+    return _make(rng.permutation(int(n)).astype(dtype), device, requires_grad)
+
+
+def is_tensor(obj: Any) -> bool:
+    """True when `obj` is a Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input: Tensor) -> int:
+    """The number of elements of `input`."""
+    return input.numel()
+
+
+# -------------------------------------------------------------------- interop
+_DLPACK_CPU, _DLPACK_CUDA = 1, 2
+
+
+def from_dlpack(ext_tensor: Any) -> Tensor:
+    """A tensor sharing memory with any DLPack producer (a NumPy array, a PyTorch or CuPy tensor)
+    on the cpu or a CUDA GPU: no copy, and writes through either side are seen by the other."""
+    if isinstance(ext_tensor, Tensor):
+        return ext_tensor
+    if not hasattr(ext_tensor, "__dlpack_device__"):
+        raise TypeError(
+            f"from_dlpack expects an object with __dlpack__ and __dlpack_device__, got "
+            f"{type(ext_tensor).__name__}"
+        )
+    kind, index = ext_tensor.__dlpack_device__()
+    if kind == _DLPACK_CPU:
+        return Tensor._wrap(np.from_dlpack(ext_tensor), CPU)
+    if kind == _DLPACK_CUDA:
+        dev = _device(f"cuda:{index}")
+        cupy = _devices.array_module(dev)
+        with cupy.cuda.Device(index):
+            return Tensor._wrap(cupy.from_dlpack(ext_tensor), dev)
+    raise BufferError(f"from_dlpack: unsupported DLPack device type {kind} (index {index})")

@@ -215,6 +215,11 @@ class Tensor:
     @property
     def mT(self) -> Tensor:  # noqa: N802
         """The tensor with its last two dimensions swapped."""
+        if self.ndim < 2:
+            raise RuntimeError(
+                "tensor.mT is only supported on matrices or batches of matrices. Got "
+                f"{self.ndim}-D tensor."
+            )
         return self.transpose(-2, -1)
 
     # -------------------------------------------------------------- graph helpers
@@ -314,7 +319,9 @@ class Tensor:
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         data = self._data if not _devices.is_cupy_array(self._data) else self._data.get()
         data = np.asarray(data)  # a 0-d result of NumPy arithmetic may be a NumPy scalar
-        return data if dtype is None else data.astype(dtype)
+        if dtype is not None:
+            return data.astype(dtype, copy=bool(copy))
+        return data.copy() if copy else data
 
     def __float__(self) -> float:
         return float(self.item())
@@ -346,19 +353,9 @@ class Tensor:
     __hash__ = object.__hash__
 
     def __repr__(self) -> str:
-        body = np.array2string(
-            np.asarray(self.__array__()), separator=", ", prefix="tensor(", precision=4
-        )
-        extras = []
-        if self.device is not CPU:
-            extras.append(f"device='{self.device}'")
-        if self._data.dtype not in (DEFAULT_FLOAT, int64, bool_):
-            extras.append(f"dtype={self._data.dtype}")
-        if self.grad_fn is not None:
-            extras.append(f"grad_fn=<{self.grad_fn.name()}>")
-        elif self._rg:
-            extras.append("requires_grad=True")
-        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+        from ._tensor_str import format_tensor  # noqa: PLC0415 - printing is off the hot path
+
+        return format_tensor(np.asarray(self.__array__()), str(self.device), self._rg, self.grad_fn)
 
 
 # Last: the autograd API sits above tensors and imports this module (an import inside

@@ -58,6 +58,20 @@ class TransposeBackward0(Op):
         return g.transpose(*self._dims) if isinstance(g, Tensor) else g.swapaxes(*self._dims)
 
 
+class TBackward0(Op):
+    """`t()`: a matrix transposed, or a 1-D or 0-d tensor as a view of itself."""
+
+    __slots__ = ()
+    op_name = "t"
+    is_view = True
+
+    def forward(self, a: Any) -> Any:
+        return a.T
+
+    def backward(self, g: Any) -> Any:
+        return TBackward0.apply(g) if isinstance(g, Tensor) else g.T
+
+
 class PermuteBackward0(Op):
     __slots__ = ("_inverse",)
     op_name = "permute"
@@ -254,7 +268,7 @@ def t(input: Tensor) -> Tensor:
     """Transpose a tensor of at most 2 dimensions."""
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
-    return transpose(input, 0, 1) if input.ndim == 2 else input
+    return TBackward0.apply(input)
 
 
 def permute(input: Tensor, *dims: Any) -> Tensor:
