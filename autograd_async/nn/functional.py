@@ -20,6 +20,7 @@ from ..ops.nn_ops import (
 )
 from ..ops.reduction import normalize_dim
 from ..tensor import Tensor
+from ..type_names import type_name
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -27,6 +28,15 @@ _REDUCTIONS = ("mean", "sum", "none")
 def _check_reduction(reduction: str) -> None:
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _require_tensor(value: Any, function: str, argument: str, position: int) -> None:
+    # PyTorch's wording; without the check a list fails later on a missing `.ndim` or `.dtype`.
+    if not isinstance(value, Tensor):
+        raise TypeError(
+            f"{function}(): argument '{argument}' (position {position}) must be Tensor, not "
+            f"{type_name(value)}"
+        )
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -65,6 +75,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 def softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
     """exp(input) / sum(exp(input)) along `dim`."""
+    _require_tensor(input, "softmax", "input", 1)
     if dtype is not None:
         input = input.to(dtype=dtype)
     return _softmax(input, _implicit_dim(input, dim))
@@ -72,6 +83,7 @@ def softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
 
 def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
     """input - logsumexp(input) along `dim`."""
+    _require_tensor(input, "log_softmax", "input", 1)
     if dtype is not None:
         input = input.to(dtype=dtype)
     dim = normalize_dim(_implicit_dim(input, dim), input.ndim)
@@ -87,6 +99,8 @@ def _implicit_dim(input: Tensor, dim: int | None) -> int:
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """input @ weight.T + bias, as one node."""
+    _require_tensor(input, "linear", "input", 1)
+    _require_tensor(weight, "linear", "weight", 2)
     if weight.ndim != 2 or input.ndim == 0 or input.shape[-1] != weight.shape[1]:
         rows = math.prod(input.shape[:-1]) if input.ndim > 1 else 1
         cols = input.shape[-1] if input.ndim else 1
@@ -111,15 +125,17 @@ def cross_entropy(
 ) -> Tensor:
     """Softmax cross entropy against class indices, as one node (backward: softmax - onehot)."""
     _check_reduction(reduction)
+    _require_tensor(input, "cross_entropy", "input", 1)
+    _require_tensor(target, "cross_entropy", "target", 2)
     if weight is not None or label_smoothing or size_average is not None or reduce is not None:
         raise NotImplementedError(
             "cross_entropy: class weights, label smoothing and the legacy size_average/reduce "
             "arguments are not supported"
         )
-    if not isinstance(target, Tensor) or target.dtype.kind not in "iu":
+    if target.dtype.kind not in "iu":
         raise RuntimeError(
-            "cross_entropy: expected target of class indices (an integer tensor); probability "
-            f"targets are not supported, got {getattr(target, 'dtype', type(target).__name__)}"
+            "cross_entropy(): expected a target of class indices (an integer tensor), got a "
+            f"{target.dtype} tensor; targets of class probabilities are not supported"
         )
     expected = input.shape[:1] + input.shape[2:] if input.ndim > 1 else ()
     if target.shape != expected:
@@ -156,6 +172,8 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
              reduction: str = "mean") -> Tensor:
     """Mean (or sum, or elementwise) squared error."""
     _check_reduction(reduction)
+    _require_tensor(input, "mse_loss", "input", 1)
+    _require_tensor(target, "mse_loss", "target", 2)
     return MseLossBackward0.apply(input, target, reduction=reduction)
 
 
