@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 from ..creation import default_generator
@@ -18,7 +19,8 @@ from ..ops.nn_ops import (
 from ..ops.nn_ops import (
     softmax as _softmax,
 )
-from ..ops.reduction import normalize_dim
+from ..ops.promotion import result_type
+from ..ops.reduction import _TORCH_NAMES, normalize_dim
 from ..tensor import Tensor
 from ..type_names import type_name
 
@@ -78,7 +80,7 @@ def softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
     _require_tensor(input, "softmax", "input", 1)
     if dtype is not None:
         input = input.to(dtype=dtype)
-    return _softmax(input, _implicit_dim(input, dim))
+    return _softmax(input, _implicit_dim(input, dim, "softmax"))
 
 
 def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
@@ -86,15 +88,27 @@ def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Ten
     _require_tensor(input, "log_softmax", "input", 1)
     if dtype is not None:
         input = input.to(dtype=dtype)
-    dim = normalize_dim(_implicit_dim(input, dim), input.ndim)
+    dim = normalize_dim(_implicit_dim(input, dim, "log_softmax"), input.ndim)
     return LogSoftmaxBackward0.apply(input, dim=dim)
 
 
-def _implicit_dim(input: Tensor, dim: int | None) -> int:
-    # PyTorch's legacy choice when no dim is given: 0 for 0-, 1- and 3-D inputs, else 1.
+def _implicit_dim(input: Tensor, dim: int | None, function: str) -> int:
+    # PyTorch's legacy choice when no dim is given: 0 for 0-, 1- and 3-D inputs, else 1. It is
+    # rarely what a batch of 3-D inputs wants, hence PyTorch's warning, given here too.
     if dim is not None:
         return dim
+    warnings.warn(
+        f"Implicit dimension choice for {function} has been deprecated. Change the call to "
+        "include dim=X as an argument.",
+        UserWarning,
+        stacklevel=3,
+    )
     return 0 if input.ndim in (0, 1, 3) else 1
+
+
+def _dtype_name(dtype: Any) -> str:
+    """PyTorch's name for a dtype in its messages (Float, Double, Long...)."""
+    return _TORCH_NAMES.get(dtype.name, dtype.name)
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -107,6 +121,18 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         wshape = "x".join(str(n) for n in weight.shape[::-1])
         raise RuntimeError(
             f"mat1 and mat2 shapes cannot be multiplied ({rows}x{cols} and {wshape})"
+        )
+    # NumPy would promote a float64 or int64 input against a float32 weight and return float64;
+    # PyTorch refuses, naming the operands as its addmm does (self is the bias).
+    if input.dtype != weight.dtype:
+        raise RuntimeError(
+            "mat1 and mat2 must have the same dtype, but got "
+            f"{_dtype_name(input.dtype)} and {_dtype_name(weight.dtype)}"
+        )
+    if bias is not None and bias.dtype != weight.dtype:
+        raise RuntimeError(
+            "self and mat2 must have the same dtype, but got "
+            f"{_dtype_name(bias.dtype)} and {_dtype_name(weight.dtype)}"
         )
     if bias is None:
         return LinearBackward0.apply(input, weight)
@@ -174,6 +200,21 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
     _check_reduction(reduction)
     _require_tensor(input, "mse_loss", "input", 1)
     _require_tensor(target, "mse_loss", "target", 2)
+    if target.shape != input.shape:
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            UserWarning,
+            stacklevel=2,
+        )
+    if input.dtype != target.dtype or input.dtype.kind not in "fc":
+        # PyTorch's promotion (float32 with an int64 target stays float32; NumPy's would give
+        # float64), and like PyTorch no integer loss.
+        dtype = result_type(input._data, target._data)
+        if dtype.kind not in "fc":
+            raise NotImplementedError(f'"mse_loss" not implemented for \'{_dtype_name(dtype)}\'')
+        input, target = input.to(dtype=dtype), target.to(dtype=dtype)
     return MseLossBackward0.apply(input, target, reduction=reduction)
 
 
