@@ -69,6 +69,9 @@ def test_a_with_block_is_one_range_around_the_ops_in_it():
     summary = summarize(trace)
     assert summary.key_averages.find("step").kind == "user"
     assert "step" in summary.format()
+    # the live table and the one read back from the trace agree, ranges included
+    as_tuples = lambda t: sorted((r.name, r.device, r.kind, r.count) for r in t)  # noqa: E731
+    assert as_tuples(prof.key_averages()) == as_tuples(summary.key_averages)
 
 
 def test_the_decorator_makes_a_range_per_call_and_keeps_the_function():
