@@ -30,6 +30,10 @@ class ProfilerError(RuntimeError):
     """A profile was used out of its lifecycle (entered twice, exited out of nesting order)."""
 
 
+def _discard(event: Any) -> None:
+    """What a closed profile's sink does with a record that still reaches it."""
+
+
 class _Sink:
     """What the engine calls: `record` is the event list's own `append`, the cheapest call."""
 
@@ -40,6 +44,11 @@ class _Sink:
         self.record = events.append
         self.gpu_timing = gpu_timing
         self.closed = False  # its profile has exited
+
+    def close(self) -> None:
+        """Keep nothing more (a profile entered later may still hand records on to this one)."""
+        self.closed = True
+        self.record = _discard
 
 
 class _ChainedSink:
@@ -63,6 +72,11 @@ class _ChainedSink:
             self._append(event)
         if self._outer_gpu or not is_gpu:
             self.outer.record(event)
+
+    def close(self) -> None:
+        """Keep nothing more, but still pass records on to the enclosing profile."""
+        self.closed = True
+        self._append = _discard
 
 
 def _make_sink(events: list[Any], outer: Any, gpu_timing: bool) -> _Sink | _ChainedSink:
@@ -105,7 +119,8 @@ class profile:  # noqa: N801 - lower case like torch.profiler.profile, which use
         self._events: list[Any] = []
         self._state = "unopened"
         self._sink: Any = None
-        self._context_sinks: list[tuple[Any, Any]] = []  # (ContextVar, the sink set in it)
+        # (ContextVar, the sink this profile set in it, the token of that set)
+        self._context_sinks: list[tuple[Any, Any, Any]] = []
         self.start_ns: int | None = None
         self.end_ns: int | None = None
 
@@ -133,8 +148,7 @@ class profile:  # noqa: N801 - lower case like torch.profiler.profile, which use
         self._context_sinks = []
         for var in variables:
             sink = _make_sink(self._events, var.get(), False)
-            var.set(sink)
-            self._context_sinks.append((var, sink))
+            self._context_sinks.append((var, sink, var.set(sink)))
         self._state = "open"
         self.start_ns = time.perf_counter_ns()
         return self
@@ -150,19 +164,23 @@ class profile:  # noqa: N801 - lower case like torch.profiler.profile, which use
         self.end_ns = time.perf_counter_ns()
         self._state = "closed"
         problems = []
-        self._sink.closed = True
+        self._sink.close()
         if self._engine.trace_sink is self._sink:
             self._engine.set_trace_sink(_open_outer(self._sink))
         else:
             # Restoring now would cut off the profile entered after this one; leave it in place.
             problems.append("profiles must exit in the reverse order of entry (strictly nested)")
         in_context = True
-        for var, sink in self._context_sinks:
-            sink.closed = True
-            if var.get() is sink:
-                var.set(_open_outer(sink))
-            else:  # another thread or task, or a profile entered later and still open
+        for var, sink, token in self._context_sinks:
+            sink.close()
+            if var.get() is not sink:  # another thread, or a profile entered later still open
                 in_context = False
+                continue
+            try:
+                var.reset(token)  # raises in a copy of the entering context (a task it started)
+            except ValueError:
+                in_context = False
+            var.set(_open_outer(sink))
         if not in_context and not problems:
             problems.append("a profile must exit in the context (thread or task) that entered it")
         if problems and exc is None:

@@ -157,9 +157,30 @@ def test_exiting_out_of_order_leaves_no_sink_behind():
     b.__enter__()
     with pytest.raises(ProfilerError, match="reverse order"):
         a.__exit__(None, None, None)
+    kept_by_a = len(a.events)
+    with record_function("after a closed"):
+        model_step()
     b.__exit__(None, None, None)
+    # a keeps nothing once closed, though b, still open, passes its records on
+    assert len(a.events) == kept_by_a
+    assert [r.name for r in ranges(b)] == ["after a closed"]
     # b passes over a's sinks, closed, instead of putting them back: nothing keeps recording
     assert range_sink.get() is None and forward_sink.get() is None
+    assert aa.engine.get_engine().trace_sink is None
+
+
+async def test_exiting_in_a_task_started_inside_the_block_is_refused():
+    prof = profile()
+    prof.__enter__()
+
+    async def exit_here():
+        prof.__exit__(None, None, None)
+
+    with pytest.raises(ProfilerError, match="context"):
+        await asyncio.create_task(exit_here())
+    with record_function("after the exit"):
+        model_step()
+    assert not ranges(prof) and not [ev for ev in prof.events if type(ev) is ForwardOp]
     assert aa.engine.get_engine().trace_sink is None
 
 
