@@ -23,6 +23,7 @@ import numpy as np
 
 from .devices import CPU, Device, DeviceError, asarray_on, check_available, is_cupy_array
 from .tensor import Tensor
+from .type_names import type_name
 
 FORMAT_VERSION = 1
 _STRUCTURE = "__structure__"
@@ -75,7 +76,7 @@ class _Writer:
             for key, value in obj.items():
                 if isinstance(key, bool) or not isinstance(key, str | int):
                     raise TypeError(
-                        f"cannot save a dict key of type {type(key).__name__} ({key!r}) at {path}; "
+                        f"cannot save a dict key of type {type_name(key)} ({key!r}) at {path}; "
                         "keys must be str or int"
                     )
                 items.append(
@@ -89,8 +90,9 @@ class _Writer:
             kind = "list" if isinstance(obj, list) else "tuple"
             return [kind, [self.encode(v, f"{path}[{i}]") for i, v in enumerate(obj)]]
         raise TypeError(
-            f"cannot save an object of type {type(obj).__name__} at {path}: checkpoints hold "
-            "tensors, arrays, numbers, strings, None, and dicts, lists and tuples of them"
+            f"cannot save an object of type {type_name(obj)} at {path}: checkpoints hold "
+            "autograd_async tensors, NumPy arrays, numbers, strings, None, and dicts, lists and "
+            "tuples of them"
         )
 
 
@@ -194,10 +196,20 @@ def load(f: str | os.PathLike | IO[bytes], map_location: MapLocation = None) -> 
     """
     if isinstance(f, bytes | bytearray):
         f = io.BytesIO(f)
+    if isinstance(f, str | os.PathLike):
+        # Opened here so that a missing file or a directory raises its own OSError
+        # (FileNotFoundError, IsADirectoryError), as open() and torch.load do.
+        with open(f, "rb") as handle:
+            return _load_archive(handle, map_location)
+    return _load_archive(f, map_location)
+
+
+def _load_archive(f: IO[bytes], map_location: MapLocation) -> Any:
+    """Read a checkpoint from an open binary file; ValueError when it is not one."""
     try:
         archive = np.load(f, allow_pickle=False)
-    except (ValueError, OSError, zipfile.BadZipFile) as exc:
-        raise ValueError(f"not an autograd_async checkpoint: {exc}") from exc
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"not an autograd_async checkpoint: {exc or type(exc).__name__}") from exc
     if not hasattr(archive, "files") or _STRUCTURE not in archive.files:
         raise ValueError("not an autograd_async checkpoint: the archive has no __structure__")
     with archive:

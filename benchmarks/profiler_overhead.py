@@ -7,6 +7,9 @@ is the engine's per-node overhead, which is what a trace sink adds to. Each repe
 graph (untimed) and times one `backward()`, in three modes that take turns so drift hits all alike:
 no sink, a sink that drops every record (the engine's cost of building them) and `profile()`.
 Prints the medians and the profile/off ratio; `--check` exits 1 when it is above `--limit`.
+
+Then the forward side: building the chain (untimed above) with profiling off, under
+`profile(record_forward=False)` and under `profile()`, which records every forward op by default.
 """
 
 from __future__ import annotations
@@ -84,6 +87,23 @@ def time_backward(n_ops: int, device: str, mode: str) -> tuple[float, int]:
         gc.enable()
 
 
+def time_forward(n_ops: int, device: str, mode: str) -> float:
+    """Seconds to build an `n_ops` chain in `mode` (off, backward-only, profile)."""
+    gc.collect()
+    gc.disable()
+    try:
+        if mode == "off":
+            start = time.perf_counter()
+            build_chain(n_ops, device)
+            return time.perf_counter() - start
+        with profile(record_forward=mode == "profile"):
+            start = time.perf_counter()
+            build_chain(n_ops, device)
+            return time.perf_counter() - start
+    finally:
+        gc.enable()
+
+
 def main() -> int:
     """Run the benchmark and print the medians and the on/off ratio."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -115,6 +135,16 @@ def main() -> int:
     print(f"  ratio on/off:           {ratio:.3f}  (limit {args.limit:.2f}); of the added time, "
           f"{_share(discard - off, on - off)} is the engine building records, "
           f"{_share(on - discard, on - off)} the profiler keeping them")
+    forward_modes = ("off", "backward-only", "profile")
+    forward_runs: dict[str, list[float]] = {mode: [] for mode in forward_modes}
+    for i in range(args.repeats):
+        for mode in forward_modes[i % 3:] + forward_modes[: i % 3]:
+            forward_runs[mode].append(time_forward(args.ops, args.device, mode))
+    f_off, f_backward_only, f_on = (statistics.median(forward_runs[m]) for m in forward_modes)
+    print(f"forward (building the chain), median of {args.repeats}")
+    print(f"  profiling off:          {f_off * 1e3:8.2f} ms")
+    print(f"  record_forward=False:   {f_backward_only * 1e3:8.2f} ms")
+    print(f"  profile() (default):    {f_on * 1e3:8.2f} ms  (ratio on/off {f_on / f_off:.3f})")
     return 1 if args.check and ratio > args.limit else 0
 
 

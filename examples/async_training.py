@@ -84,8 +84,8 @@ def default_device() -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line; `parse_args([])` gives the defaults."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", default=None, help="cpu, sim:N or cuda:N (default: %(default)s "
-                        "means cuda:0 with a GPU, else sim:0)")
+    parser.add_argument("--device", default=None,
+                        help="cpu, sim:N or cuda:N (default: cuda:0 with a GPU, else sim:0)")
     parser.add_argument("--epochs", type=int, default=15)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=0.05, help="SGD learning rate (momentum 0.9)")
@@ -94,7 +94,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace of training")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or epoch lines")
     parser.add_argument("--check", action="store_true",
-                        help=f"exit with status 1 if test accuracy is below {TARGET_ACCURACY:.0%}")
+                        # %% because argparse %-formats help strings
+                        help=f"exit with status 1 if test accuracy is below {TARGET_ACCURACY:.0%}%")
     args = parser.parse_args(argv)
     if args.epochs < 1 or args.batch_size < 1:
         parser.error("--epochs and --batch-size must be at least 1")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 from ..creation import default_generator
@@ -18,8 +19,10 @@ from ..ops.nn_ops import (
 from ..ops.nn_ops import (
     softmax as _softmax,
 )
-from ..ops.reduction import normalize_dim
+from ..ops.promotion import result_type
+from ..ops.reduction import _TORCH_NAMES, normalize_dim
 from ..tensor import Tensor
+from ..type_names import type_name
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -27,6 +30,15 @@ _REDUCTIONS = ("mean", "sum", "none")
 def _check_reduction(reduction: str) -> None:
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _require_tensor(value: Any, function: str, argument: str, position: int) -> None:
+    # PyTorch's wording; without the check a list fails later on a missing `.ndim` or `.dtype`.
+    if not isinstance(value, Tensor):
+        raise TypeError(
+            f"{function}(): argument '{argument}' (position {position}) must be Tensor, not "
+            f"{type_name(value)}"
+        )
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -65,34 +77,62 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 def softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
     """exp(input) / sum(exp(input)) along `dim`."""
+    _require_tensor(input, "softmax", "input", 1)
     if dtype is not None:
         input = input.to(dtype=dtype)
-    return _softmax(input, _implicit_dim(input, dim))
+    return _softmax(input, _implicit_dim(input, dim, "softmax"))
 
 
 def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
     """input - logsumexp(input) along `dim`."""
+    _require_tensor(input, "log_softmax", "input", 1)
     if dtype is not None:
         input = input.to(dtype=dtype)
-    dim = normalize_dim(_implicit_dim(input, dim), input.ndim)
+    dim = normalize_dim(_implicit_dim(input, dim, "log_softmax"), input.ndim)
     return LogSoftmaxBackward0.apply(input, dim=dim)
 
 
-def _implicit_dim(input: Tensor, dim: int | None) -> int:
-    # PyTorch's legacy choice when no dim is given: 0 for 0-, 1- and 3-D inputs, else 1.
+def _implicit_dim(input: Tensor, dim: int | None, function: str) -> int:
+    # PyTorch's legacy choice when no dim is given: 0 for 0-, 1- and 3-D inputs, else 1. It is
+    # rarely what a batch of 3-D inputs wants, hence PyTorch's warning, given here too.
     if dim is not None:
         return dim
+    warnings.warn(
+        f"Implicit dimension choice for {function} has been deprecated. Change the call to "
+        "include dim=X as an argument.",
+        UserWarning,
+        stacklevel=3,
+    )
     return 0 if input.ndim in (0, 1, 3) else 1
+
+
+def _dtype_name(dtype: Any) -> str:
+    """PyTorch's name for a dtype in its messages (Float, Double, Long...)."""
+    return _TORCH_NAMES.get(dtype.name, dtype.name)
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """input @ weight.T + bias, as one node."""
+    _require_tensor(input, "linear", "input", 1)
+    _require_tensor(weight, "linear", "weight", 2)
     if weight.ndim != 2 or input.ndim == 0 or input.shape[-1] != weight.shape[1]:
         rows = math.prod(input.shape[:-1]) if input.ndim > 1 else 1
         cols = input.shape[-1] if input.ndim else 1
         wshape = "x".join(str(n) for n in weight.shape[::-1])
         raise RuntimeError(
             f"mat1 and mat2 shapes cannot be multiplied ({rows}x{cols} and {wshape})"
+        )
+    # NumPy would promote a float64 or int64 input against a float32 weight and return float64;
+    # PyTorch refuses, naming the operands as its addmm does (self is the bias).
+    if input.dtype != weight.dtype:
+        raise RuntimeError(
+            "mat1 and mat2 must have the same dtype, but got "
+            f"{_dtype_name(input.dtype)} and {_dtype_name(weight.dtype)}"
+        )
+    if bias is not None and bias.dtype != weight.dtype:
+        raise RuntimeError(
+            "self and mat2 must have the same dtype, but got "
+            f"{_dtype_name(bias.dtype)} and {_dtype_name(weight.dtype)}"
         )
     if bias is None:
         return LinearBackward0.apply(input, weight)
@@ -111,15 +151,17 @@ def cross_entropy(
 ) -> Tensor:
     """Softmax cross entropy against class indices, as one node (backward: softmax - onehot)."""
     _check_reduction(reduction)
+    _require_tensor(input, "cross_entropy", "input", 1)
+    _require_tensor(target, "cross_entropy", "target", 2)
     if weight is not None or label_smoothing or size_average is not None or reduce is not None:
         raise NotImplementedError(
             "cross_entropy: class weights, label smoothing and the legacy size_average/reduce "
             "arguments are not supported"
         )
-    if not isinstance(target, Tensor) or target.dtype.kind not in "iu":
+    if target.dtype.kind not in "iu":
         raise RuntimeError(
-            "cross_entropy: expected target of class indices (an integer tensor); probability "
-            f"targets are not supported, got {getattr(target, 'dtype', type(target).__name__)}"
+            "cross_entropy(): expected a target of class indices (an integer tensor), got a "
+            f"{target.dtype} tensor; targets of class probabilities are not supported"
         )
     expected = input.shape[:1] + input.shape[2:] if input.ndim > 1 else ()
     if target.shape != expected:
@@ -156,6 +198,23 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
              reduction: str = "mean") -> Tensor:
     """Mean (or sum, or elementwise) squared error."""
     _check_reduction(reduction)
+    _require_tensor(input, "mse_loss", "input", 1)
+    _require_tensor(target, "mse_loss", "target", 2)
+    if target.shape != input.shape:
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            UserWarning,
+            stacklevel=2,
+        )
+    if input.dtype != target.dtype or input.dtype.kind not in "fc":
+        # PyTorch's promotion (float32 with an int64 target stays float32; NumPy's would give
+        # float64), and like PyTorch no integer loss.
+        dtype = result_type(input._data, target._data)
+        if dtype.kind not in "fc":
+            raise NotImplementedError(f'"mse_loss" not implemented for \'{_dtype_name(dtype)}\'')
+        input, target = input.to(dtype=dtype), target.to(dtype=dtype)
     return MseLossBackward0.apply(input, target, reduction=reduction)
 
 

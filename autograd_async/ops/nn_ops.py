@@ -132,6 +132,8 @@ class LogSoftmaxBackward0(Op):
 
     def forward(self, a: Any, dim: int) -> Any:
         self._dim = dim
+        if a.ndim == 0:  # a 0-d tensor is its own class: log(1); NumPy has no axis 0 to reduce
+            return as_array(xp_of(a).zeros_like(a))
         return as_array(a - logsumexp_array(a, (dim,), True))
 
     def backward(self, g: Any) -> Any:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor
+from ..type_names import type_name
 from .base import Op
 from .dual import getitem, xp_of
 from .promotion import result_type
@@ -353,18 +354,24 @@ def contiguous(input: Tensor) -> Tensor:
 
 
 def _tensor_list(tensors: Any, name: str) -> list:
+    if isinstance(tensors, Tensor):  # iterating it would quietly treat its rows as the list
+        raise TypeError(
+            f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor"
+        )
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError(f"{name}(): expected a non-empty list of Tensors")
     for i, x in enumerate(tensors):
         if not isinstance(x, Tensor):
-            raise TypeError(f"{name}(): expected a list of Tensors, got {type(x).__name__} at {i}")
+            raise TypeError(
+                f"{name}(): expected a list of Tensors, got {type_name(x)} at position {i}"
+            )
     return tensors
 
 
 def cat(tensors: Any, dim: int = 0) -> Tensor:
     """Concatenate along an existing dimension."""
-    tensors = _tensor_list(tensors, "torch.cat")
+    tensors = _tensor_list(tensors, "cat")
     for i, x in enumerate(tensors):
         if x.ndim == 0:
             raise RuntimeError(

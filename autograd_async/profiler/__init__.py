@@ -2,8 +2,10 @@
 
     from autograd_async.profiler import profile
 
-    with profile(record_forward=True) as prof:
-        loss.backward()
+    with profile() as prof:                     # forward ops too; record_forward=False: not
+        with record_function("step"):           # a named range of your own code
+            loss = model(x).sum()
+            loss.backward()
     print(prof.key_averages())
     prof.export_chrome_trace("backward.trace.json")   # open in https://ui.perfetto.dev
 
@@ -22,6 +24,7 @@ from autograd_async.profiler.chrome_trace import (
 )
 from autograd_async.profiler.key_averages import KeyAverage, KeyAverages
 from autograd_async.profiler.profiling import ProfilerError, key_averages, profile
+from autograd_async.profiler.record_function import UserRange, record_function
 from autograd_async.profiler.summary import IdleGap, Summary, TraceSlice, TrackSummary, summarize
 
 
@@ -42,11 +45,13 @@ __all__ = [
     "Summary",
     "TraceSlice",
     "TrackSummary",
+    "UserRange",
     "export_chrome_trace",
     "key_averages",
     "load_trace",
     "plot_timeline",
     "profile",
+    "record_function",
     "summarize",
     "to_chrome_trace",
     "write_trace",

@@ -6,8 +6,10 @@ Layout of the trace (one process):
   a caller or forward-recording thread's track by the thread's name; `thread_sort_index` puts
   callers first, then devices in order (cpu, sim:N, cuda:N, each `cuda:N stream` right after its
   worker);
-- a complete slice (`ph: "X"`) per node run (cat "backward"), caller await (cat "caller"), forward
-  op (cat "forward") and GPU kernel span (cat "gpu", on the `cuda:N stream` track);
+- a complete slice (`ph: "X"`) per node run (cat "backward"), caller wait (cat "caller", named
+  "backward (blocking)" for `backward()` and "backward_async (await)" for `backward_async()`),
+  forward op (cat "forward"), `record_function` range (cat "user_annotation") and GPU kernel span
+  (cat "gpu", on the `cuda:N stream` track);
 - a flow arrow per cross-device gradient handoff (cat "handoff"): `ph: "s"` inside the producing
   slice and `ph: "f"`, `bp: "e"` inside the consuming slice, both with the handoff's `id`.
 
@@ -33,10 +35,12 @@ from autograd_async.engine.trace_events import (
     Handoff,
     NodeRun,
 )
+from autograd_async.profiler.record_function import UserRange
 
 CAT_BACKWARD = "backward"
 CAT_FORWARD = "forward"
 CAT_CALLER = "caller"
+CAT_USER = "user_annotation"  # PyTorch's category for record_function ranges
 CAT_GPU = "gpu"
 CAT_HANDOFF = "handoff"
 PROCESS_NAME = "autograd_async"
@@ -65,6 +69,14 @@ class _Track:
     name: str
     sort_key: tuple[Any, ...]
     slices: list[_Slice] = field(default_factory=list)
+
+
+def caller_slice_name(kind: str) -> str:
+    """The name of a caller's wait: `backward_async (await)`, but `backward (blocking)`.
+
+    The sync forms block their thread for the whole pass; only the async forms await.
+    """
+    return f"{kind} (await)" if kind.endswith("_async") else f"{kind} (blocking)"
 
 
 def device_sort_key(device: str) -> tuple[int, int, str]:
@@ -111,7 +123,7 @@ def to_chrome_trace(events: Iterable[Any], *, pid: int | None = None) -> dict[st
             handoffs.append(ev)
         elif kind is CallerAwait:
             key = ("thread", ev.thread_id)
-            s = _Slice(key, ev.start_ns, ev.end_ns, f"{ev.kind} (await)", CAT_CALLER,
+            s = _Slice(key, ev.start_ns, ev.end_ns, caller_slice_name(ev.kind), CAT_CALLER,
                        {"kind": ev.kind, "task_id": ev.task_id, "thread": ev.thread_name})
             add(key, ev.thread_name, s)
             awaits[(ev.task_id, ev.thread_id)].append(s)
@@ -124,6 +136,12 @@ def to_chrome_trace(events: Iterable[Any], *, pid: int | None = None) -> dict[st
                 "input_shapes": _shapes(ev.input_shapes),
                 "output_shapes": _shapes(ev.output_shapes),
             }))
+        elif kind is UserRange:
+            key = ("thread", ev.thread_id)
+            args = {"name": ev.name, "thread": ev.thread_name}
+            if ev.args is not None:
+                args["args"] = ev.args
+            add(key, ev.thread_name, _Slice(key, ev.start_ns, ev.end_ns, ev.name, CAT_USER, args))
         elif kind is GpuKernelSpan:
             key = ("stream", ev.device)
             add(key, f"{ev.device} stream", _Slice(key, ev.start_ns, ev.end_ns, ev.name, CAT_GPU, {

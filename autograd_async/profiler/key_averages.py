@@ -28,7 +28,7 @@ class KeyAverage:
 
     name: str
     device: str
-    kind: str  # "backward", "forward", "gpu" or "caller"
+    kind: str  # "backward", "forward", "gpu", "caller" or "user"
     count: int = 0
     total_ns: int = 0
     min_ns: int = 0
@@ -117,12 +117,12 @@ class KeyAverages(Sequence[KeyAverage]):
         rows = self.sort_by(sort_by)._rows
         if row_limit is not None:
             rows = rows[:row_limit]
-        # Shares are within a kind: a GPU span overlaps its node's run and an await covers a whole
-        # backward, so one grand total across kinds would count the same time twice.
+        # Shares are within a kind: a GPU span overlaps its node's run, an await covers a whole
+        # backward and a user range the ops in it, so a grand total would count time twice.
         kind_totals: dict[str, int] = {}
         for r in self._rows:
             kind_totals[r.kind] = kind_totals.get(r.kind, 0) + r.total_ns
-        header = ("Name", "Device", "Kind", "Count", "Total", "Total %", "Mean", "Min", "Max")
+        header = ("Name", "Device", "Kind", "Count", "Total", "% of kind", "Mean", "Min", "Max")
         body = [
             (
                 r.name,
@@ -150,6 +150,7 @@ class KeyAverages(Sequence[KeyAverage]):
         lines = [rule, render(header), rule, *(render(line) for line in body), rule]
         totals = ", ".join(f"{kind} {format_ns(t)}" for kind, t in sorted(kind_totals.items()))
         lines.append(f"{len(self._rows)} rows; total time by kind: {totals or 'none'}")
+        lines.append("% of kind: share of the total time of the row's kind (kinds overlap in time)")
         return "\n".join(lines)
 
     def __str__(self) -> str:

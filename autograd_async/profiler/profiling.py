@@ -19,33 +19,47 @@ from autograd_async.engine.trace_events import (
     NodeRun,
     expand_records,
 )
-from autograd_async.profiler.chrome_trace import to_chrome_trace, write_trace
+from autograd_async.profiler.chrome_trace import caller_slice_name, to_chrome_trace, write_trace
 from autograd_async.profiler.key_averages import KeyAverages
+from autograd_async.profiler.record_function import UserRange, range_sink
 from autograd_async.profiler.summary import Summary, summarize
+from autograd_async.recording import forward_sink
 
 
 class ProfilerError(RuntimeError):
     """A profile was used out of its lifecycle (entered twice, exited out of nesting order)."""
 
 
+def _discard(event: Any) -> None:
+    """What a closed profile's sink does with a record that still reaches it."""
+
+
 class _Sink:
     """What the engine calls: `record` is the event list's own `append`, the cheapest call."""
 
-    __slots__ = ("record", "gpu_timing")
+    __slots__ = ("record", "gpu_timing", "closed")
+    outer = None  # nothing to pass records on to
 
     def __init__(self, events: list[Any], gpu_timing: bool) -> None:
         self.record = events.append
         self.gpu_timing = gpu_timing
+        self.closed = False  # its profile has exited
+
+    def close(self) -> None:
+        """Keep nothing more (a profile entered later may still hand records on to this one)."""
+        self.closed = True
+        self.record = _discard
 
 
 class _ChainedSink:
     """The sink of a profile nested in another: keeps its own copy and passes every record on."""
 
-    __slots__ = ("_append", "_outer", "_own_gpu", "_outer_gpu", "gpu_timing")
+    __slots__ = ("_append", "outer", "_own_gpu", "_outer_gpu", "gpu_timing", "closed")
 
     def __init__(self, events: list[Any], outer: Any, gpu_timing: bool) -> None:
         self._append = events.append
-        self._outer = outer
+        self.outer = outer
+        self.closed = False
         self._own_gpu = gpu_timing
         self._outer_gpu = bool(getattr(outer, "gpu_timing", False))
         # The engine times kernels if either profile asked; each keeps spans only if it asked.
@@ -57,15 +71,32 @@ class _ChainedSink:
         if self._own_gpu or not is_gpu:
             self._append(event)
         if self._outer_gpu or not is_gpu:
-            self._outer.record(event)
+            self.outer.record(event)
+
+    def close(self) -> None:
+        """Keep nothing more, but still pass records on to the enclosing profile."""
+        self.closed = True
+        self._append = _discard
 
 
 def _make_sink(events: list[Any], outer: Any, gpu_timing: bool) -> _Sink | _ChainedSink:
     return _Sink(events, gpu_timing) if outer is None else _ChainedSink(events, outer, gpu_timing)
 
 
+def _open_outer(sink: Any) -> Any:
+    """What to put back when `sink`'s profile exits: its outer sink, skipping closed profiles'.
+
+    A profile that exited out of order could not take its sink out (a later one sat on top);
+    the later one, exiting, passes over it, so that a closed profile's sink is never reinstalled.
+    """
+    outer = sink.outer
+    while getattr(outer, "closed", False):
+        outer = outer.outer
+    return outer
+
+
 class profile:  # noqa: N801 - lower case like torch.profiler.profile, which users know
-    """Record the engine's backward passes (and optionally forward ops) while the block runs.
+    """Record the engine's backward passes, forward ops and user ranges while the block runs.
 
     Usable as `with profile() as prof:` or `async with profile() as prof:`. Recording is
     process-wide: every backward on every thread while the block is open lands in `prof.events`.
@@ -73,12 +104,14 @@ class profile:  # noqa: N801 - lower case like torch.profiler.profile, which use
     enclosing one, and on exit puts the enclosing sink back; exiting profiles in any order other
     than the reverse of entry raises `ProfilerError`. A profile is entered once.
 
-    `record_forward=True` also records forward ops run by the entering thread or task (the forward
-    sink is a ContextVar). `gpu_timing=True` lets cuda workers time kernels with CUDA events.
+    Forward ops and `record_function` ranges are recorded when the entering thread or task (or a
+    task it starts) runs them: their sinks are ContextVars. `record_forward=False` leaves forward
+    ops out (ranges are still recorded). `gpu_timing=True` lets cuda workers time kernels with
+    CUDA events.
     """
 
     def __init__(
-        self, record_forward: bool = False, gpu_timing: bool = True, *, engine: Any = None
+        self, record_forward: bool = True, gpu_timing: bool = True, *, engine: Any = None
     ) -> None:
         self.record_forward = record_forward
         self.gpu_timing = gpu_timing
@@ -86,14 +119,14 @@ class profile:  # noqa: N801 - lower case like torch.profiler.profile, which use
         self._events: list[Any] = []
         self._state = "unopened"
         self._sink: Any = None
-        self._previous: Any = None
-        self._forward_token: Any = None
+        # (ContextVar, the sink this profile set in it, the token of that set)
+        self._context_sinks: list[tuple[Any, Any, Any]] = []
         self.start_ns: int | None = None
         self.end_ns: int | None = None
 
     @property
     def events(self) -> list[Any]:
-        """The records (NodeRun, Handoff, CallerAwait, ForwardOp, GpuKernelSpan), in order."""
+        """The records (NodeRun, Handoff, CallerAwait, ForwardOp, UserRange, GpuKernelSpan)."""
         return expand_records(self._events)
 
     @property
@@ -108,18 +141,14 @@ class profile:  # noqa: N801 - lower case like torch.profiler.profile, which use
             from autograd_async.engine import get_engine  # the engine, unlike its records, is heavy
 
             self._engine = get_engine()
-        self._previous = self._engine.trace_sink
-        self._sink = _make_sink(self._events, self._previous, self.gpu_timing)
+        self._sink = _make_sink(self._events, self._engine.trace_sink, self.gpu_timing)
         self._engine.set_trace_sink(self._sink)
-        if self.record_forward:
-            try:
-                from autograd_async.recording import forward_sink
-            except BaseException:
-                self._engine.set_trace_sink(self._previous)
-                raise
-            # Same list: forward ops and backward records interleave in time order.
-            outer = forward_sink.get()
-            self._forward_token = forward_sink.set(_make_sink(self._events, outer, False))
+        # Same list: user ranges, forward ops and backward records interleave in time order.
+        variables = (range_sink, forward_sink) if self.record_forward else (range_sink,)
+        self._context_sinks = []
+        for var in variables:
+            sink = _make_sink(self._events, var.get(), False)
+            self._context_sinks.append((var, sink, var.set(sink)))
         self._state = "open"
         self.start_ns = time.perf_counter_ns()
         return self
@@ -135,18 +164,25 @@ class profile:  # noqa: N801 - lower case like torch.profiler.profile, which use
         self.end_ns = time.perf_counter_ns()
         self._state = "closed"
         problems = []
+        self._sink.close()
         if self._engine.trace_sink is self._sink:
-            self._engine.set_trace_sink(self._previous)
+            self._engine.set_trace_sink(_open_outer(self._sink))
         else:
             # Restoring now would cut off the profile entered after this one; leave it in place.
             problems.append("profiles must exit in the reverse order of entry (strictly nested)")
-        if self._forward_token is not None:
-            from autograd_async.recording import forward_sink
-
+        in_context = True
+        for var, sink, token in self._context_sinks:
+            sink.close()
+            if var.get() is not sink:  # another thread, or a profile entered later still open
+                in_context = False
+                continue
             try:
-                forward_sink.reset(self._forward_token)
+                var.reset(token)  # raises in a copy of the entering context (a task it started)
             except ValueError:
-                problems.append("a record_forward profile must exit in the context that entered it")
+                in_context = False
+            var.set(_open_outer(sink))
+        if not in_context and not problems:
+            problems.append("a profile must exit in the context (thread or task) that entered it")
         if problems and exc is None:
             raise ProfilerError("; ".join(problems))
 
@@ -197,4 +233,6 @@ def _samples(events: Iterable[Any]) -> Iterable[tuple[str, str, str, int]]:
         elif kind is GpuKernelSpan:
             yield ev.name, ev.device, "gpu", ev.end_ns - ev.start_ns
         elif kind is CallerAwait:
-            yield f"{ev.kind} (await)", ev.thread_name, "caller", ev.end_ns - ev.start_ns
+            yield caller_slice_name(ev.kind), ev.thread_name, "caller", ev.end_ns - ev.start_ns
+        elif kind is UserRange:
+            yield ev.name, ev.thread_name, "user", ev.end_ns - ev.start_ns

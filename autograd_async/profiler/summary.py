@@ -31,7 +31,13 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
-from autograd_async.profiler.chrome_trace import CAT_BACKWARD, CAT_CALLER, CAT_FORWARD, CAT_GPU
+from autograd_async.profiler.chrome_trace import (
+    CAT_BACKWARD,
+    CAT_CALLER,
+    CAT_FORWARD,
+    CAT_GPU,
+    CAT_USER,
+)
 from autograd_async.profiler.key_averages import KeyAverages, format_ns
 
 # Half a nanosecond in microseconds: slices are written with ns precision, so anything closer is
@@ -340,7 +346,8 @@ def track_names(events: list[dict[str, Any]]) -> dict[tuple[Any, Any], str]:
 
 def _samples(slices: list[TraceSlice]) -> list[tuple[str, str, str, int]]:
     """Key-average samples from trace slices, labelled as `profile.key_averages` labels records."""
-    kinds = {CAT_BACKWARD: "backward", CAT_GPU: "gpu", CAT_FORWARD: "forward", CAT_CALLER: "caller"}
+    kinds = {CAT_BACKWARD: "backward", CAT_GPU: "gpu", CAT_FORWARD: "forward", CAT_CALLER: "caller",
+             CAT_USER: "user"}
     out = []
     for s in slices:
         kind = kinds.get(s.cat, s.cat or "other")

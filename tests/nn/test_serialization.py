@@ -164,12 +164,43 @@ def test_file_objects(tmp_path):
         ({"s": {1, 2}}, r"type set at obj\['s'\]"),
         ([np.array(["x"])], r"array of dtype <U1 at obj\[0\]"),
         ({"f": lambda: 0}, r"type function at obj\['f'\]"),
-        ({"m": nn.Linear(1, 1)}, r"type Linear at obj\['m'\]: checkpoints hold tensors"),
+        (
+            {"m": nn.Linear(1, 1)},
+            r"type autograd_async\.nn\.modules\.linear\.Linear at obj\['m'\]: checkpoints hold",
+        ),
     ],
 )
 def test_unsupported_objects_are_refused(tmp_path, obj, message):
     with pytest.raises(TypeError, match=message):
         aa.save(obj, tmp_path / "bad.npz")
+
+
+def test_saving_another_librarys_tensor_names_its_module(tmp_path, torch):
+    # A bare "Tensor" would read as ours; the message must say whose tensor it is.
+    with pytest.raises(TypeError, match=r"object of type torch\.Tensor at obj\['w'\]"):
+        aa.save({"w": torch.ones(2)}, tmp_path / "bad.npz")
+    with pytest.raises(TypeError, match=r"object of type torch\.Tensor at obj: "):
+        aa.save(torch.ones(2), tmp_path / "bad.npz")
+
+
+def test_a_missing_file_raises_what_open_and_torch_load_raise(tmp_path, torch):
+    missing = tmp_path / "missing.npz"
+    with pytest.raises(FileNotFoundError) as ours:
+        aa.load(missing)
+    with pytest.raises(FileNotFoundError) as theirs:
+        torch.load(missing)
+    assert ours.value.filename == theirs.value.filename == str(missing)
+    with pytest.raises(FileNotFoundError):
+        aa.load(str(missing))
+    with pytest.raises(IsADirectoryError):
+        aa.load(tmp_path)
+
+
+def test_an_empty_file_is_not_a_checkpoint(tmp_path):
+    empty = tmp_path / "empty.npz"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match="not an autograd_async checkpoint"):
+        aa.load(empty)
 
 
 def test_loading_refuses_pickles_and_foreign_files(tmp_path):

@@ -162,3 +162,18 @@ def test_shape_errors() -> None:
         x["a"]
     with pytest.raises(IndexError, match="tensors used as indices must be long"):
         x[aa.tensor([0.0])]
+
+
+@pytest.mark.parametrize("name", ["cat", "stack"])
+def test_cat_and_stack_errors_name_our_function(name, torch) -> None:
+    ours, theirs = getattr(aa, name), getattr(torch, name)
+    with pytest.raises(TypeError, match=rf"^{name}\(\): expected a list of Tensors, got list at "
+                       "position 0"):
+        ours([[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(TypeError, match=r"got torch\.Tensor at position 1"):
+        ours([aa.ones(2), torch.ones(2)])
+    # A tensor is not a list of its rows, here as in PyTorch.
+    for fn, make in ((ours, aa.ones), (theirs, torch.ones)):
+        with pytest.raises(TypeError, match=rf"^{name}\(\): argument 'tensors' \(position 1\) "
+                           "must be tuple of Tensors, not Tensor"):
+            fn(make(2, 3))

@@ -109,7 +109,7 @@ def handmade_trace(next_slice_flow: bool = False) -> dict[str, Any]:
         _x(2, "b1", 11, 20), _x(2, "b2", 32, 1),
         _x(3, "c1", 5, 25),
         # a host slice: not a node run, so never on the critical path
-        _x(4, "backward (await)", 0, 45, cat="caller"),
+        _x(4, "backward (blocking)", 0, 45, cat="caller"),
     ]
     events += _flow(1, 1, 9.5, 2, 11.0) + _flow(2, 2, 30.0, 1, 40.5)
     if next_slice_flow:

@@ -91,7 +91,8 @@ def test_caller_await_and_forward_ops_on_the_caller_track():
     mine = [ev for ev in _by_ph(trace, "X") if ev["tid"] == tid]
     assert Counter(ev["cat"] for ev in mine) == {"forward": 3, "caller": 1}
     await_ = next(ev for ev in mine if ev["cat"] == "caller")
-    assert await_["name"] == "backward (await)" and await_["args"]["task_id"] == 7
+    # a blocking backward() waits without awaiting: its slice says so
+    assert await_["name"] == "backward (blocking)" and await_["args"]["task_id"] == 7
 
 
 def test_gpu_spans_on_stream_track():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from autograd_async.profiler import KeyAverages, key_averages, summarize, to_chrome_trace
@@ -40,8 +42,21 @@ def test_table_prints_a_row_per_key():
     assert text.splitlines()[1].split()[:4] == ["Name", "Device", "Kind", "Count"]
     for row in table:
         assert any(line.startswith(row.name) and row.device in line for line in text.splitlines())
-    assert len(table.table(row_limit=2).splitlines()) == 2 + 4 + 1
+    assert len(table.table(row_limit=2).splitlines()) == 2 + 4 + 2  # rows, rules, totals, legend
     assert "gpu" in text and "caller" in text
+
+
+def test_the_share_column_says_it_is_a_share_of_its_kind():
+    table = key_averages(backward_events() + gpu_events())
+    lines = str(table).splitlines()
+    assert "% of kind" in lines[1] and "Total %" not in lines[1]
+    assert lines[-1].startswith("% of kind: share of the total time of the row's kind")
+    # the shares of one kind add up to 100%, whatever the other kinds hold
+    rows = [re.split(r" {2,}", line) for line in lines[3:-3]]  # names may hold single spaces
+    assert len(rows) == len(table)
+    for kind in {r.kind for r in table}:
+        shares = [float(cells[5].rstrip("%")) for cells in rows if cells[2] == kind]
+        assert sum(shares) == pytest.approx(100.0, abs=0.3)
 
 
 def test_live_and_exported_key_averages_agree():

@@ -82,3 +82,62 @@ def test_cli_reports_an_unreadable_trace(tmp_path, capsys):
 def test_cli_needs_a_subcommand():
     result = _run_cli()
     assert result.returncode != 0 and "summary" in result.stderr
+
+
+def _slices_trace() -> dict:
+    """One track: a wide range holding a wide op and a 1 us op, then a second wide op."""
+    meta = [{"name": "thread_name", "ph": "M", "ts": 0, "pid": 1, "tid": 1,
+             "args": {"name": "MainThread"}}]
+
+    def x(name, ts, dur, cat):
+        return {"name": name, "cat": cat, "ph": "X", "ts": ts, "dur": dur, "pid": 1, "tid": 1,
+                "args": {}}
+
+    return {"traceEvents": meta + [
+        x("train step", 0, 600, "user_annotation"),
+        x("LinearBackward0 wide", 10, 500, "forward"),
+        x("tiny op", 520, 1, "forward"),
+        x("second wide op", 700, 300, "backward"),
+    ]}
+
+
+def test_plot_labels_the_slices_wide_enough_for_their_name():
+    pytest.importorskip("matplotlib")
+    from autograd_async.profiler.plot import draw_timeline
+
+    fig = draw_timeline(_slices_trace())
+    (ax,) = fig.axes
+    labels = {t.get_text(): t for t in ax.texts}
+    assert {"train step", "LinearBackward0 wide", "second wide op"} <= set(labels)
+    assert "tiny op" not in labels and not any(name.startswith("tin") for name in labels)
+    # every label lies inside the bar it names, in pixels as drawn
+    renderer = fig.canvas.get_renderer()
+    to_px = ax.transData.transform
+    for name, start, dur in (("train step", 0, 600), ("LinearBackward0 wide", 10, 500),
+                             ("second wide op", 700, 300)):
+        box = labels[name].get_window_extent(renderer)
+        # the trace lasts 1 ms, so the axis is in ms
+        left, right = to_px((start / 1e3, 0))[0], to_px(((start + dur) / 1e3, 0))[0]
+        assert left < box.x0 and box.x1 < right, name
+    # the nested op sits below the range that holds it, in the same lane
+    assert labels["train step"].get_position()[1] < labels["LinearBackward0 wide"].get_position()[1]
+
+
+def test_nesting_depths_and_label_fitting():
+    from autograd_async.profiler.plot import fit_label, nesting_depths
+    from autograd_async.profiler.summary import TraceSlice
+
+    def s(ts, dur):
+        return TraceSlice("n", "forward", "t", ts, dur)
+
+    # a range, two ops in it, one op in the second, one starting in the second and outlasting it,
+    # then a new root
+    assert nesting_depths([s(0, 100), s(10, 20), s(40, 50), s(45, 10), s(80, 40), s(200, 5)]) \
+        == [0, 1, 1, 2, 2, 0]
+
+    def width(text):  # 6 px a character
+        return 6.0 * len(text)
+
+    assert fit_label("SumBackward0", 200, width) == "SumBackward0"
+    assert fit_label("SumBackward0", 50, width) == "SumBac…"
+    assert fit_label("SumBackward0", 20, width) is None

@@ -144,7 +144,7 @@ def test_record_forward_sets_and_resets_the_forward_sink():
             sink.record(op)
     assert forward_sink.get() is None
     assert prof.events == forward_ops
-    with profile(engine=engine):
+    with profile(record_forward=False, engine=engine):
         assert forward_sink.get() is None  # record_forward=False leaves it alone
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
+from .input_checks import expect_tensor
 from .module import Module
 
 
@@ -16,6 +17,7 @@ class ReLU(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         """relu(input)."""
+        expect_tensor(self, input)
         return F.relu(input, inplace=True) if self.inplace else F.relu(input)
 
     def extra_repr(self) -> str:
@@ -34,6 +36,7 @@ class GELU(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         """gelu(input)."""
+        expect_tensor(self, input)
         if self.approximate == "none":
             return F.gelu(input)
         return F.gelu(input, approximate=self.approximate)
@@ -48,6 +51,7 @@ class Tanh(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         """tanh(input)."""
+        expect_tensor(self, input)
         return input.tanh()
 
 
@@ -56,6 +60,7 @@ class Sigmoid(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         """sigmoid(input)."""
+        expect_tensor(self, input)
         return input.sigmoid()
 
 
@@ -68,6 +73,7 @@ class Softmax(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         """softmax(input, dim)."""
+        expect_tensor(self, input)
         return F.softmax(input, dim=self.dim)
 
     def extra_repr(self) -> str:
@@ -84,6 +90,7 @@ class LogSoftmax(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         """log_softmax(input, dim)."""
+        expect_tensor(self, input)
         return F.log_softmax(input, dim=self.dim)
 
     def extra_repr(self) -> str:

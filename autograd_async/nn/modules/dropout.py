@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
+from .input_checks import expect_tensor
 from .module import Module
 
 
@@ -19,6 +20,7 @@ class Dropout(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         """dropout(input, p, training)."""
+        expect_tensor(self, input)
         if self.inplace:
             return F.dropout(input, self.p, self.training, inplace=True)
         return F.dropout(input, self.p, self.training)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ...tensor import Tensor
+from .input_checks import expect_tensor
 from .module import Module
 
 
@@ -18,6 +19,7 @@ class Flatten(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         """input reshaped with dims start_dim..end_dim merged."""
+        expect_tensor(self, input)
         shape = tuple(input.shape)
         if not shape:
             return input.reshape((1,))

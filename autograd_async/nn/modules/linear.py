@@ -10,6 +10,7 @@ from ...tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
 from ..parameter import Parameter
+from .input_checks import expect_tensor
 from .module import Module
 
 
@@ -57,6 +58,7 @@ class Linear(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         """input @ weight.T + bias."""
+        expect_tensor(self, input)
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:

@@ -6,6 +6,7 @@ from typing import Any
 
 from ...tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
+from .input_checks import expect_tensor
 from .module import Module
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -24,6 +25,8 @@ class MSELoss(_Loss):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """mse_loss(input, target, reduction)."""
+        expect_tensor(self, input)
+        expect_tensor(self, target, "target")
         if self.reduction == "mean":
             return F.mse_loss(input, target)
         return F.mse_loss(input, target, reduction=self.reduction)
@@ -46,6 +49,8 @@ class CrossEntropyLoss(_Loss):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """cross_entropy(input, target, ...) with this module's settings."""
+        expect_tensor(self, input)
+        expect_tensor(self, target, "target")
         # Only settings that differ from the defaults are passed on.
         options: dict[str, Any] = {}
         if self.weight is not None:

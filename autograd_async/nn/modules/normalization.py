@@ -8,6 +8,7 @@ from ... import creation
 from ...tensor import Tensor
 from .. import init
 from ..parameter import Parameter
+from .input_checks import expect_tensor
 from .module import Module
 
 
@@ -79,6 +80,7 @@ class LayerNorm(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         """Normalised input."""
+        expect_tensor(self, input)
         return layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:

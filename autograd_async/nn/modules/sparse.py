@@ -9,6 +9,7 @@ from ...grad_mode import no_grad
 from ...tensor import Tensor
 from .. import init
 from ..parameter import Parameter
+from .input_checks import expect_tensor
 from .module import Module
 
 
@@ -79,6 +80,7 @@ class Embedding(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         """The rows of the table at `input`'s indices."""
+        expect_tensor(self, input)
         return embedding(input, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
