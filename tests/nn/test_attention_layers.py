@@ -145,7 +145,7 @@ def test_attention_dropout_only_in_training():
         (lambda m: m(aa.zeros(L, N, E), aa.zeros(S, N, E), aa.zeros(S, N, E), is_causal=True),
          RuntimeError, "Need attn_mask if specifying the is_causal hint"),
         (lambda m: m([1.0], aa.zeros(S, N, E), aa.zeros(S, N, E)), TypeError,
-         "query must be a Tensor, got list"),
+         "argument 'query' must be Tensor, not list"),
     ],
 )
 def test_attention_errors(call, error, message):

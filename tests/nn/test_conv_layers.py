@@ -156,7 +156,8 @@ def test_bad_input_names_the_layer(make, x, error, message):
 
 
 def test_layer_refuses_a_list():
-    with pytest.raises(TypeError, match="Conv2d: expected a Tensor as input, got list"):
+    message = r"Conv2d.forward\(\): argument 'input' must be Tensor, not list"
+    with pytest.raises(TypeError, match=message):
         nn.Conv2d(1, 1, 1)([[1.0]])
 
 

@@ -17,6 +17,7 @@ from ...tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
 from ..parameter import Parameter
+from .input_checks import expect_tensor
 from .linear import Linear
 from .module import Module
 
@@ -121,10 +122,7 @@ class MultiheadAttention(Module):
             ("key", key, self.kdim),
             ("value", value, self.vdim),
         ):
-            if not isinstance(x, Tensor):
-                raise TypeError(
-                    f"MultiheadAttention: {name} must be a Tensor, got {type(x).__name__}"
-                )
+            expect_tensor(self, x, name)
             if x.ndim not in (2, 3) or x.shape[-1] != width:
                 raise RuntimeError(
                     f"MultiheadAttention(embed_dim={self.embed_dim}, num_heads={self.num_heads}):"

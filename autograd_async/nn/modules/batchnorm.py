@@ -12,6 +12,7 @@ from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
 from ..parameter import Parameter
 from .conv import check_layer_input
+from .input_checks import expect_tensor
 from .module import Module
 
 
@@ -126,10 +127,7 @@ class _BatchNorm(_NormBase):
     def forward(self, input: Tensor) -> Tensor:
         """Normalise by the batch's statistics in training (updating the running ones), by the
         running statistics in eval mode (or the batch's, without running statistics)."""
-        if not isinstance(input, Tensor):
-            raise TypeError(
-                f"{type(self).__name__}: expected a Tensor as input, got {type(input).__name__}"
-            )
+        expect_tensor(self, input)
         if input.ndim not in self._ranks:
             expected = " or ".join(f"{r}D" for r in self._ranks)
             raise ValueError(
@@ -235,8 +233,7 @@ class GroupNorm(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         """Group-normalised input."""
-        if not isinstance(input, Tensor):
-            raise TypeError(f"GroupNorm: expected a Tensor as input, got {type(input).__name__}")
+        expect_tensor(self, input)
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:

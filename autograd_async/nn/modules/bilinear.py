@@ -9,6 +9,7 @@ from ... import creation
 from ...tensor import Tensor
 from .. import init
 from ..parameter import Parameter
+from .input_checks import expect_tensor
 from .module import Module
 
 
@@ -50,8 +51,7 @@ class Bilinear(Module):
             ("input1", input1, self.in1_features),
             ("input2", input2, self.in2_features),
         ):
-            if not isinstance(x, Tensor):
-                raise TypeError(f"Bilinear: {name} must be a Tensor, got {type(x).__name__}")
+            expect_tensor(self, x, name)
             if x.ndim == 0 or x.shape[-1] != size:
                 raise RuntimeError(
                     f"Bilinear: {name} has shape {tuple(x.shape)}, expected (*, {size})"

@@ -11,6 +11,7 @@ from ...tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
 from ..parameter import Parameter
+from .input_checks import expect_tensor
 from .module import Module
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -28,8 +29,7 @@ def _ntuple(value: Any, n: int, name: str, layer: str) -> tuple[int, ...]:
 def check_layer_input(layer: Module, input: Any, ranks: tuple[int, ...], what: str) -> None:
     """Refuse a non-tensor or an input of the wrong rank, naming the layer and what it expects."""
     name = type(layer).__name__
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{name}: expected a Tensor as input, got {type(input).__name__}")
+    expect_tensor(layer, input)
     if input.ndim not in ranks:
         expected = " or ".join(f"{r}D" for r in ranks)
         raise RuntimeError(
