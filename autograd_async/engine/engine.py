@@ -72,14 +72,14 @@ class Engine:
             )
 
     def worker(self, device: Device) -> DeviceWorker:
-        """The worker of `device`, started on first use."""
+        """The worker of `device`, started on first use and restarted if its loop died."""
         found = self._workers.get(device)
-        if found is not None and self._state == "open":
+        if found is not None and not found.dead and self._state == "open":
             return found
         with self._lock:
             self.check_open()
             found = self._workers.get(device)
-            if found is None:
+            if found is None or found.dead:
                 check_available(device)
                 found = DeviceWorker(self, device, self._factory)
                 found.start()
@@ -234,10 +234,10 @@ class Engine:
 
     def _broadcast_abandon(self, task: GraphTask) -> None:
         for w in list(self._workers.values()):
-            if w.alive:
+            if not w.dead:
                 w.submit((ABANDON, task))
 
-    def reject(self, item: tuple, error: BaseException, worker: DeviceWorker) -> None:
+    def reject(self, item: tuple, error: BaseException | None, worker: DeviceWorker) -> None:
         """A worker could not take an item (its loop is closed): fail the item's task."""
         task = item[1]
         if self._state == "open":
