@@ -19,7 +19,7 @@ from threading import get_ident
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
 
-from ..devices import Device
+from ..devices import Device, forget_sim_user, note_sim_user
 from ..grad_mode import grad_enabled
 from ..graph import Node
 from ..graph_task import GraphTask
@@ -86,6 +86,8 @@ class DeviceWorker:
             raise RuntimeError(f"worker for {self.device} did not start within {timeout} s")
         if self._start_error is not None:
             raise RuntimeError(f"worker for {self.device} failed to start") from self._start_error
+        if self.device.type == "sim":  # the sim device count may not drop below a running worker
+            note_sim_user(self.device, self)
 
     def _main(self) -> None:
         thread_state.worker = self
@@ -120,6 +122,8 @@ class DeviceWorker:
         wake-up that will never run.
         """
         self.dead = True
+        if self.device.type == "sim":
+            forget_sim_user(self.device, self)
         self._fail_held(death)
         for pending in asyncio.all_tasks(loop):
             pending.cancel()

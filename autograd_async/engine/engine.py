@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any, NamedTuple
 
-from ..devices import Device, check_available
+from ..devices import Device, DeviceError, check_available
 from ..graph import Node
 from ..graph_task import GraphTask, describe_node
 from .device_worker import ABANDON, START, DeviceWorker, thread_state
@@ -80,7 +80,10 @@ class Engine:
             self.check_open()
             found = self._workers.get(device)
             if found is None or found.dead:
-                check_available(device)
+                try:
+                    check_available(device)
+                except DeviceError as exc:
+                    raise DeviceError(f"cannot start the {device} worker: {exc}") from exc
                 found = DeviceWorker(self, device, self._factory)
                 found.start()
                 self._workers[device] = found
