@@ -11,6 +11,7 @@ import asyncio
 import contextvars
 import threading
 import time
+from asyncio import _get_running_loop  # None off a loop thread, with no exception to catch
 from typing import Any, NamedTuple
 
 from ..devices import Device, DeviceError, check_available
@@ -128,6 +129,9 @@ class Engine:
         if driving is not None and driving.engine is self:
             self._run_reentrant(task, prepared.starts, driving)
             return
+        caller_loop = _get_running_loop()
+        if caller_loop is not None:
+            refuse_to_block_a_needed_loop(task, caller_loop, kind)
         waiter = BlockingWaiter()
         task.on_finish = waiter.settle
         begun = time.perf_counter_ns()
@@ -285,6 +289,26 @@ class Engine:
     async def __aexit__(self, *exc: object) -> None:
         current_engine.reset(self._scope_tokens.pop())
         await self.aclose()
+
+
+def refuse_to_block_a_needed_loop(
+    task: GraphTask, loop: asyncio.AbstractEventLoop, kind: str
+) -> None:
+    """Raise if a node of `task` must run work on `loop`, which a blocking call would block.
+
+    A node names such a loop in its `needs_event_loop` attribute (a distributed receive node
+    names its client's loop), and what runs there in `needs_event_loop_for`. Blocking that loop's
+    own thread on the task would wait forever (or until some timeout), so it fails at once.
+    """
+    for node in task.dependencies:
+        if getattr(node, "needs_event_loop", None) is loop:
+            what = getattr(node, "needs_event_loop_for", "its backward")
+            raise RuntimeError(
+                f"a blocking {kind}() was called on the thread of a running event loop, which "
+                f"node {describe_node(node)} needs for {what}: it would wait on itself. "
+                f"Use `await {kind}_async(...)` there instead (for a distributed context, "
+                "`await distributed.backward(ctx, ...)`)"
+            )
 
 
 def _annotate(error: BaseException, node: Node, worker: DeviceWorker, task: GraphTask) -> None:
