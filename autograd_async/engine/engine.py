@@ -11,7 +11,6 @@ import asyncio
 import contextvars
 import threading
 import time
-from asyncio import _get_running_loop  # None off a loop thread, with no exception to catch
 from typing import Any, NamedTuple
 
 from ..devices import Device, DeviceError, check_available
@@ -129,7 +128,7 @@ class Engine:
         if driving is not None and driving.engine is self:
             self._run_reentrant(task, prepared.starts, driving)
             return
-        caller_loop = _get_running_loop()
+        caller_loop = asyncio._get_running_loop()  # None off a loop thread, no exception raised
         if caller_loop is not None:
             refuse_to_block_a_needed_loop(task, caller_loop, kind)
         waiter = BlockingWaiter()
