@@ -7,8 +7,10 @@ multi-device programs run and are tested without a GPU.
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
+import weakref
 from types import ModuleType
 from typing import Any
 
@@ -112,7 +114,12 @@ CPU = Device("cpu")
 
 
 class SimConfig:
-    """How many `sim` devices exist; read from the environment once, changeable through the API."""
+    """How many `sim` devices exist, and what lives on each (so the count never strands it).
+
+    The count is read from the environment once and changeable through the API. Tensors and
+    device workers on a sim device note themselves here, weakly, so that lowering the count below
+    a device still in use is refused up front instead of failing later inside a backward.
+    """
 
     def __init__(self) -> None:
         raw = os.environ.get(SIM_DEVICES_ENV)
@@ -122,21 +129,92 @@ class SimConfig:
                 raise DeviceError(f"{SIM_DEVICES_ENV} must be a whole number, got {raw!r}")
             count = int(raw)
         self.count = count
+        self._users: dict[int, weakref.WeakSet] = {}
+        self._lock = threading.Lock()
+
+    def note_user(self, index: int, user: Any) -> None:
+        """Record that `user` (a tensor, a worker) lives on sim:`index` for as long as it exists."""
+        with self._lock:
+            users = self._users.get(index)
+            if users is None:
+                users = self._users[index] = weakref.WeakSet()
+            users.add(user)
+
+    def forget_user(self, index: int, user: Any) -> None:
+        """`user` no longer holds sim:`index` (e.g. a worker whose thread has ended)."""
+        with self._lock:
+            users = self._users.get(index)
+            if users is not None:
+                users.discard(user)
+
+    def users_from(self, first: int) -> dict[int, list]:
+        """What still lives on sim devices numbered `first` and above, by index."""
+        with self._lock:
+            return {
+                index: list(users)
+                for index, users in sorted(self._users.items())
+                if index >= first and users
+            }
+
+    def set_count(self, count: int) -> None:
+        """Change the count, refusing to drop a device that a tensor or worker still uses."""
+        if count < self.count:
+            stranded = self.users_from(count)
+            if stranded:
+                gc.collect()  # graphs hold tensors in reference cycles; free the dead ones first
+                stranded = self.users_from(count)
+            if stranded:
+                index, users = next(iter(stranded.items()))
+                raise DeviceError(
+                    f"cannot lower the sim device count to {count}: sim:{index} is still in use "
+                    f"by {_describe_users(users)}; free those first (drop the tensors, or shut "
+                    "the autograd engine down to stop its worker)"
+                )
+        self.count = count
+
+
+def _describe_users(users: list) -> str:
+    """'3 Tensor(s) and the worker thread autograd-async:sim:1' (workers named by their thread)."""
+    counts: dict[str, int] = {}
+    named: list[str] = []
+    for user in users:
+        thread = getattr(user, "thread", None)
+        if thread is not None:
+            named.append(f"the worker thread {thread.name}")
+        else:
+            kind = type(user).__name__
+            counts[kind] = counts.get(kind, 0) + 1
+    parts = [f"{n} live {kind}(s)" for kind, n in counts.items()] + named
+    return " and ".join(parts)
 
 
 _sim_config = SimConfig()
 
 
 def set_sim_device_count(count: int) -> None:
-    """Set how many `sim:N` devices exist (default 2, or AUTOGRAD_ASYNC_SIM_DEVICES)."""
+    """Set how many `sim:N` devices exist (default 2, or AUTOGRAD_ASYNC_SIM_DEVICES).
+
+    Lowering the count below a device that a live tensor or a running worker still uses raises
+    DeviceError naming that device.
+    """
     if not isinstance(count, int) or count < 0:
         raise DeviceError(f"sim device count must be a non-negative int, got {count!r}")
-    _sim_config.count = count
+    _sim_config.set_count(count)
 
 
 def sim_device_count() -> int:
     """How many `sim:N` devices exist."""
     return _sim_config.count
+
+
+def note_sim_user(dev: Device, user: Any) -> None:
+    """Record that `user` lives on the sim device `dev` while it exists (see SimConfig)."""
+    _sim_config.note_user(dev.index, user)
+
+
+def forget_sim_user(dev: Device, user: Any) -> None:
+    """`user` has let go of the sim device `dev` before being garbage collected."""
+    _sim_config.forget_user(dev.index, user)
 
 
 def _load_cupy() -> ModuleType:

@@ -95,6 +95,8 @@ class Tensor:
     ) -> None:
         self._data = data
         self.device = dev
+        if dev.type == "sim":  # the sim device count may not drop below it while it lives
+            _devices.note_sim_user(dev, self)
         self.grad_fn = grad_fn
         self._rg = grad_fn is not None
         self._output_nr = output_nr
@@ -200,6 +202,8 @@ class Tensor:
             raise TypeError(f"data must be set to a Tensor, got {type(value).__name__}")
         self._data = value._data
         self.device = value.device
+        if value.device.type == "sim":
+            _devices.note_sim_user(value.device, self)
 
     @property
     def retains_grad(self) -> bool:

@@ -31,6 +31,7 @@ SMOKE_RUNS = [
         "distributed backward through remote mul()",
         (),
     ),
+    ("service_health.py", ["--quick"], "/health p99 under load", ("aiohttp",)),
 ]
 
 

@@ -95,6 +95,9 @@ class Client:
         # High bits of this client's context ids: see context.py.
         self.origin = secrets.randbits(16)
         self._context_counter = itertools.count(1)
+        # Workers whose last contact failed (timed out, connection lost or refused), until a
+        # connection to them opens again: leaving a context does not wait on them.
+        self._lost: set[str] = set()
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -175,6 +178,10 @@ class Client:
         if conn is not None:
             conn.close()
 
+    def is_lost(self, worker: str) -> bool:
+        """True when the last contact with `worker` failed and no connection has opened since."""
+        return worker in self._lost
+
     def new_context_id(self) -> int:
         """A context id no other client makes: this client's origin above a counter."""
         return (self.origin << COUNTER_BITS) | next(self._context_counter)
@@ -219,6 +226,7 @@ class Client:
         except AuthenticationError:
             raise
         except (OSError, TimeoutError, WorkerLostError) as exc:
+            self._lost.add(worker)
             raise WorkerLostError(
                 worker, reason=f"cannot connect to {host}:{port}: {exc}"
             ) from exc
@@ -234,12 +242,15 @@ class Client:
             conn.close()
             raise ConnectionClosedError(f"client {self.name!r} is closed")
         self._conns[worker] = conn
+        self._lost.discard(worker)
         logger.debug("client %r connected to %r at %s:%d", self.name, worker, host, port)
         return conn
 
     def _drop(self, worker: str, conn: Connection) -> None:
+        """Forget a connection whose worker stopped answering or went away."""
         if self._conns.get(worker) is conn:
             del self._conns[worker]
+            self._lost.add(worker)
         conn.close()
 
     # ---------------------------------------------------------------- requests

@@ -95,8 +95,16 @@ class ContextBase:
             except Exception as exc:  # noqa: BLE001 - a dead worker's contexts died with it
                 logger.info("releasing context %d on worker %r failed: %s", self.id, worker, exc)
 
-        if touched:
-            await asyncio.gather(*(release_one(w, c) for w, c in touched.items()))
+        # A worker known lost is not called again (reconnecting would cost a second timeout):
+        # its contexts died with it, or expire there after their time to live.
+        reachable = {}
+        for worker, client in touched.items():
+            if client.is_lost(worker):
+                logger.info("not releasing context %d on worker %r: it was lost", self.id, worker)
+            else:
+                reachable[worker] = client
+        if reachable:
+            await asyncio.gather(*(release_one(w, c) for w, c in reachable.items()))
 
 
 class DistributedContext(ContextBase):

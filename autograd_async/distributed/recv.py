@@ -85,6 +85,10 @@ class Recv(Function):
         """Hand over the received outputs; non-differentiable ones get no gradient."""
         ctx.set_materialize_grads(False)
         ctx.remote_call = call
+        # Its backward runs requests on the client's loop: the engine refuses a blocking
+        # backward on that loop's own thread up front instead of waiting for a timeout.
+        ctx.needs_event_loop = call.client.loop
+        ctx.needs_event_loop_for = f"the requests of distributed client {call.client.name!r}"
         outputs, call.outputs = call.outputs or [], None
         for out, differentiable in zip(outputs, call.differentiable, strict=True):
             if not differentiable:

@@ -19,7 +19,7 @@ from threading import get_ident
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
 
-from ..devices import Device
+from ..devices import Device, forget_sim_user, note_sim_user
 from ..grad_mode import grad_enabled
 from ..graph import Node
 from ..graph_task import GraphTask
@@ -60,6 +60,8 @@ class DeviceWorker:
         self._loop_factory = loop_factory
         self._wake_pending = False
         self._resume_pending = False
+        # Set once the loop has stopped for good; the engine then starts a new worker instead.
+        self.dead = False
         self._waiter: threading.Event | None = None
         self._nested_tasks: set[GraphTask] = set()
         self._async_nodes: dict[asyncio.Task, GraphTask] = {}
@@ -84,6 +86,8 @@ class DeviceWorker:
             raise RuntimeError(f"worker for {self.device} did not start within {timeout} s")
         if self._start_error is not None:
             raise RuntimeError(f"worker for {self.device} failed to start") from self._start_error
+        if self.device.type == "sim":  # the sim device count may not drop below a running worker
+            note_sim_user(self.device, self)
 
     def _main(self) -> None:
         thread_state.worker = self
@@ -101,30 +105,57 @@ class DeviceWorker:
             self._started.set()
             return
         self._started.set()
+        death: BaseException | None = None
         try:
             loop.run_forever()
+        except BaseException as exc:
+            death = exc  # an error escaped a callback and killed the loop: report, then re-raise
+            raise
         finally:
-            self._fail_pending()
-            for pending in asyncio.all_tasks(loop):
-                pending.cancel()
-            loop.run_until_complete(asyncio.sleep(0))
-            loop.close()
+            self._retire(loop, death)
 
-    def _fail_pending(self) -> None:
-        """The loop has stopped: fail every graph task that still has work queued here."""
+    def _retire(self, loop: asyncio.AbstractEventLoop, death: BaseException | None) -> None:
+        """The loop has stopped for good: fail all work held or later sent here, close the loop.
+
+        `dead` is set before the inbox is drained, and `submit` appends before it reads `dead`,
+        so every item lands either in this drain or in the submitter's own: none waits for a
+        wake-up that will never run.
+        """
+        self.dead = True
+        if self.device.type == "sim":
+            forget_sim_user(self.device, self)
+        self._fail_held(death)
+        for pending in asyncio.all_tasks(loop):
+            pending.cancel()
+        loop.run_until_complete(asyncio.sleep(0))
+        loop.close()
+
+    def _fail_held(self, death: BaseException | None) -> None:
+        """Fail every graph task with work queued, in flight or arriving on this dead worker."""
         from .engine import EngineClosedError  # noqa: PLC0415 - engine imports this module
 
         tasks = {entry[3] for entry in self.ready}
-        tasks.update(item[1] for item in self.inbox)
         tasks.update(self._async_nodes.values())
+        tasks.update(item[1] for item in self._drain_inbox())
         self.ready.clear()
-        self.inbox.clear()
+        why = "stopped" if death is None else f"died of {type(death).__name__}: {death}"
         for task in tasks:
             error = EngineClosedError(
-                f"the {self.device} worker stopped while graph task {task.id} had work queued on it"
+                f"the {self.device} worker {why} while graph task {task.id} had work queued on it"
             )
+            error.__cause__ = death
             if task.fail(error) and task.on_finish is not None:
                 task.on_finish(error)
+
+    def _drain_inbox(self) -> list:
+        """Take every queued item; safe while other threads take or add items at the same time."""
+        taken = []
+        inbox = self.inbox
+        while True:
+            try:
+                taken.append(inbox.popleft())
+            except IndexError:
+                return taken
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the loop and join the thread."""
@@ -146,6 +177,10 @@ class DeviceWorker:
     def submit(self, item: tuple) -> None:
         """Hand an item to this worker from any thread; it runs on the worker's thread."""
         self.inbox.append(item)
+        if self.dead:  # its loop will never run this: fail it here (see `_retire`)
+            for taken in self._drain_inbox():
+                self.engine.reject(taken, None, self)
+            return
         waiter = self._waiter
         if waiter is not None:
             waiter.set()
@@ -164,7 +199,7 @@ class DeviceWorker:
         that wait overlaps the preparation instead of following it. A wake that finds the inbox
         still empty costs one empty pass, and the submit that follows then wakes the thread again.
         """
-        if self._wake_pending or self.thread is threading.current_thread():
+        if self._wake_pending or self.dead or self.thread is threading.current_thread():
             return
         self._wake_pending = True
         try:
@@ -180,6 +215,8 @@ class DeviceWorker:
 
     def _on_wake(self) -> None:
         self._wake_pending = False
+        if self.dead:  # a wake-up run while the dead loop winds down: `_retire` fails the work
+            return
         self._take_inbox()
         self._run_ready()
 

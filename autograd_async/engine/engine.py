@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any, NamedTuple
 
-from ..devices import Device, check_available
+from ..devices import Device, DeviceError, check_available
 from ..graph import Node
 from ..graph_task import GraphTask, describe_node
 from .device_worker import ABANDON, START, DeviceWorker, thread_state
@@ -72,15 +72,18 @@ class Engine:
             )
 
     def worker(self, device: Device) -> DeviceWorker:
-        """The worker of `device`, started on first use."""
+        """The worker of `device`, started on first use and restarted if its loop died."""
         found = self._workers.get(device)
-        if found is not None and self._state == "open":
+        if found is not None and not found.dead and self._state == "open":
             return found
         with self._lock:
             self.check_open()
             found = self._workers.get(device)
-            if found is None:
-                check_available(device)
+            if found is None or found.dead:
+                try:
+                    check_available(device)
+                except DeviceError as exc:
+                    raise DeviceError(f"cannot start the {device} worker: {exc}") from exc
                 found = DeviceWorker(self, device, self._factory)
                 found.start()
                 self._workers[device] = found
@@ -125,6 +128,9 @@ class Engine:
         if driving is not None and driving.engine is self:
             self._run_reentrant(task, prepared.starts, driving)
             return
+        caller_loop = asyncio._get_running_loop()  # None off a loop thread, no exception raised
+        if caller_loop is not None:
+            refuse_to_block_a_needed_loop(task, caller_loop, kind)
         waiter = BlockingWaiter()
         task.on_finish = waiter.settle
         begun = time.perf_counter_ns()
@@ -234,10 +240,10 @@ class Engine:
 
     def _broadcast_abandon(self, task: GraphTask) -> None:
         for w in list(self._workers.values()):
-            if w.alive:
+            if not w.dead:
                 w.submit((ABANDON, task))
 
-    def reject(self, item: tuple, error: BaseException, worker: DeviceWorker) -> None:
+    def reject(self, item: tuple, error: BaseException | None, worker: DeviceWorker) -> None:
         """A worker could not take an item (its loop is closed): fail the item's task."""
         task = item[1]
         if self._state == "open":
@@ -282,6 +288,26 @@ class Engine:
     async def __aexit__(self, *exc: object) -> None:
         current_engine.reset(self._scope_tokens.pop())
         await self.aclose()
+
+
+def refuse_to_block_a_needed_loop(
+    task: GraphTask, loop: asyncio.AbstractEventLoop, kind: str
+) -> None:
+    """Raise if a node of `task` must run work on `loop`, which a blocking call would block.
+
+    A node names such a loop in its `needs_event_loop` attribute (a distributed receive node
+    names its client's loop), and what runs there in `needs_event_loop_for`. Blocking that loop's
+    own thread on the task would wait forever (or until some timeout), so it fails at once.
+    """
+    for node in task.dependencies:
+        if getattr(node, "needs_event_loop", None) is loop:
+            what = getattr(node, "needs_event_loop_for", "its backward")
+            raise RuntimeError(
+                f"a blocking {kind}() was called on the thread of a running event loop, which "
+                f"node {describe_node(node)} needs for {what}: it would wait on itself. "
+                f"Use `await {kind}_async(...)` there instead (for a distributed context, "
+                "`await distributed.backward(ctx, ...)`)"
+            )
 
 
 def _annotate(error: BaseException, node: Node, worker: DeviceWorker, task: GraphTask) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import numpy as np
 import pytest
@@ -123,7 +124,38 @@ async def test_a_blocked_client_loop_is_reported_not_waited_on_forever(cluster):
         x = ag.ones(3, requires_grad=True)
         async with dist.context(client) as ctx:
             y = await client.call("w1", "tanh", x)
-            with pytest.raises(RuntimeError, match="did not run a request within 1.0 s"):
-                y.sum().backward()  # blocks the loop that the receive node needs
+            failures: list[BaseException] = []
+
+            def backward_on_another_thread() -> None:
+                try:
+                    y.sum().backward()
+                except RuntimeError as exc:
+                    failures.append(exc)
+
+            elsewhere = threading.Thread(target=backward_on_another_thread)
+            elsewhere.start()
+            elsewhere.join(60)  # blocks the client's loop until that backward gives up
+            assert len(failures) == 1
+            assert "did not run a request within 1.0 s" in str(failures[0])
             await dist.backward(ctx, [y.sum()])  # the graph is intact: nothing was sent
         np.testing.assert_allclose(x.grad.numpy(), 1 - np.tanh(1.0) ** 2, rtol=1e-6)
+
+
+async def test_a_blocking_backward_on_the_clients_own_loop_fails_at_once(cluster):
+    # A timeout far beyond the test's own: only a refusal up front lets the test finish.
+    async with Client(cluster.addresses, token=cluster.token, timeout=3600.0) as client:
+        x = ag.ones(3, requires_grad=True)
+        async with dist.context(client) as ctx:
+            h = ag.tanh(x) * 2.0
+            y = await client.call("w1", "tanh", h)
+            refusal = r"blocking backward\(\) was called on the thread of a running event loop"
+            with pytest.raises(RuntimeError, match=refusal) as info:
+                (y.sum() * 3.0).backward()
+            assert "distributed client 'client'" in str(info.value)
+            assert "await distributed.backward(ctx, ...)" in str(info.value)
+            with pytest.raises(RuntimeError, match=r"blocking grad\(\)"):
+                ag.autograd.grad(y.sum(), [x])
+            assert x.grad is None
+            await dist.backward(ctx, [y.sum()])  # the graph is intact: nothing ran
+        expected = 2.0 * (1 - np.tanh(1.0) ** 2) * (1 - np.tanh(2 * np.tanh(1.0)) ** 2)
+        np.testing.assert_allclose(x.grad.numpy(), np.full(3, expected), rtol=1e-5)

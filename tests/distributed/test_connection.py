@@ -97,11 +97,9 @@ async def test_200_concurrent_requests_are_matched_to_their_ids():
 async def test_a_slow_request_does_not_block_others():
     server, conn = await open_pair()
     async with server, conn:
-        slow = asyncio.create_task(conn.request("sleep", seconds=2))
-        loop = asyncio.get_running_loop()
-        start = loop.time()
+        slow = asyncio.create_task(conn.request("sleep", seconds=30))
         await conn.request("echo")
-        assert loop.time() - start < 1
+        assert not slow.done()  # the echo was answered while the slow request still ran
         slow.cancel()
 
 
@@ -177,7 +175,8 @@ async def test_server_close_fails_pending_requests_promptly():
         with pytest.raises(WorkerLostError) as info:
             await call
         assert info.value.worker == "srv"
-    assert loop.time() - start < 2
+    # Failed by the close, not by the handlers' 20 s or the 30 s timeout (10 s: loaded machines).
+    assert loop.time() - start < 10
     assert conn.state is ConnectionState.CLOSED
     with pytest.raises(WorkerLostError):
         await conn.request("echo")
@@ -195,7 +194,8 @@ async def test_killed_server_process_fails_pending_requests_promptly(server_proc
     proc.proc.send_signal(signal.SIGKILL)
     results = await asyncio.gather(*calls, return_exceptions=True)
     assert all(isinstance(r, WorkerLostError) and r.worker == "proc" for r in results)
-    assert loop.time() - start < 3
+    # Failed by the kill, not by the handlers' 20 s or the 30 s timeout (10 s: loaded machines).
+    assert loop.time() - start < 10
     await conn.aclose()
 
 

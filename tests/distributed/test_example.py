@@ -10,7 +10,10 @@ import pytest
 
 from .conftest import REPO
 
-pytestmark = pytest.mark.timeout(60)
+# Hang guards, not speed bounds: the example starts two worker processes and trains, which took
+# over 60 s on a 2-core machine with every core busy (13 s at a load average of 7).
+EXAMPLE_TIMEOUT = 240
+pytestmark = pytest.mark.timeout(EXAMPLE_TIMEOUT + 30)
 
 
 def test_distributed_training_example_matches_local_run():
@@ -19,7 +22,7 @@ def test_distributed_training_example_matches_local_run():
     done = subprocess.run(
         [sys.executable, str(REPO / "examples" / "distributed_training.py"), "--epochs", "1",
          "--batch-size", "128"],
-        capture_output=True, text=True, timeout=50, env=env, cwd=REPO,
+        capture_output=True, text=True, timeout=EXAMPLE_TIMEOUT, env=env, cwd=REPO,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "loss curves match" in done.stdout

@@ -24,6 +24,7 @@ from .test_fuzz import MARKER_ID, frame_bytes, framing_mutation, intact_mutation
 pytestmark = pytest.mark.timeout(60)
 
 TIMEOUT = 2.0  # the client's timeout in these tests
+KILL_TIMEOUT = 30.0  # the client's timeout where a kill, not a timeout, must end a request
 
 
 async def wait_for(predicate, seconds: float = 10.0) -> None:
@@ -49,8 +50,9 @@ async def test_kill_during_backward(pair, chain):
     """kill -9 of w2 while it runs its part of backward: WorkerLostError naming w2 and the
     context, quickly; w1 releases the context; another context on w1 is unaffected."""
     w1, w2 = pair
+    # A timeout that cannot be what ends the backward: only the kill can, in time.
     async with Client({"w1": w1.address, "w2": w2.address}, token=TOKEN,
-                      timeout=TIMEOUT) as client:
+                      timeout=KILL_TIMEOUT) as client:
         x = ag.ones(4, requires_grad=True)
         async with dist.context(client) as other:  # must survive
             kept = await client.call("w1", "tanh", ag.ones(4, requires_grad=True))
@@ -68,7 +70,9 @@ async def test_kill_during_backward(pair, chain):
                     await dist.backward(ctx, [y.sum()])
             elapsed = time.monotonic() - started
             assert info.value.worker == "w2" and info.value.context_id == ctx.id
-            assert elapsed < 0.5 + TIMEOUT, elapsed
+            # The kill is seen when the connection drops (milliseconds); 10 s leaves a loaded
+            # machine all the room it needs and is still far below the client's timeout.
+            assert elapsed < 0.5 + 10.0 < KILL_TIMEOUT, elapsed
             assert await contexts(client, "w1") == 1  # only `other` is left
             await dist.backward(other, [kept.sum()])
         assert await contexts(client, "w1") == 0
@@ -104,7 +108,9 @@ async def test_silent_worker_is_lost_after_the_timeout_then_reconnects(pair):
                 finally:
                     elapsed = time.monotonic() - started
         assert info.value.worker == "w2" and info.value.context_id == ctx.id
-        assert TIMEOUT - 0.1 < elapsed < TIMEOUT + 1.5, elapsed
+        # Lost by the timeout, not before it, and not after a second one: the slack above it is
+        # only scheduling delay (milliseconds), which a loaded machine meets many times over.
+        assert TIMEOUT - 0.1 < elapsed < 2 * TIMEOUT, elapsed
         assert await contexts(client, "w1") == 0
         os.kill(w2.pid, signal.SIGCONT)
         y = await client.call("w2", "mul", ag.ones(2), 3.0)  # reconnects on next use

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 import weakref
 
 import numpy as np
@@ -70,15 +71,19 @@ async def test_cancelling_the_await_abandons_the_graph_task():
     x = aa.tensor([1.0], requires_grad=True)
     y = x
     for i in range(5):
-        y = AsyncProbe.apply(y.to("sim:0"), recorder, f"slow{i}", 0.2)
+        y = AsyncProbe.apply(y.to("sim:0"), recorder, f"slow{i}", 0.5)
     loss = y.to("cpu").sum()
     pending = asyncio.create_task(loss.backward_async())
-    await asyncio.sleep(0.1)
+    # Cancel once the first node has run (the second is then awaiting its 0.5 s), whatever
+    # the machine's load did to the timing before that.
+    deadline = time.monotonic() + 20
+    while not recorder.visits and time.monotonic() < deadline:
+        await asyncio.sleep(0.005)
     pending.cancel()
     with pytest.raises(asyncio.CancelledError):
         await pending
-    await asyncio.sleep(0.35)
-    assert len(recorder.visits) <= 1, "nodes after the cancellation must not run"
+    await asyncio.sleep(1.2)  # two more nodes' time: had the task gone on, they would show
+    assert recorder.tags() == ["slow4"], "nodes after the cancellation must not run"
     assert x.grad is None
     # The graph task and its buffers are gone: nothing holds the loss's graph alive.
     ref = weakref.ref(loss.grad_fn)

