@@ -14,6 +14,7 @@ be tested and fuzzed directly; `FrameProtocol` drives it as an `asyncio.Buffered
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
 import sys
 from collections import deque
@@ -32,6 +33,7 @@ __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_MAX_HEADER_BYTES",
     "MAGIC",
+    "MAX_HEADER_DEPTH",
     "MAX_BUFFERS",
     "PREFIX",
     "VERSION",
@@ -53,11 +55,17 @@ DEFAULT_MAX_FRAME_BYTES = 1 << 30
 DEFAULT_MAX_HEADER_BYTES = 1 << 20
 # A frame with more buffers than this is a mistake; the limit also bounds the lengths table.
 MAX_BUFFERS = 4096
+# Real headers are a few levels deep (the schema allows 16 inside a field). Anything deeper is
+# refused right after decoding, before recursive code (repr, validators) can see it and hit
+# Python's recursion limit; msgpack itself decodes without recursion, up to 1024 levels.
+MAX_HEADER_DEPTH = 64
 # Arrays smaller than this are copied into the first chunk: one write beats many for latency.
 _INLINE_BYTES = 64 * 1024
 # Reading straight into an array pays off once the rest of it is larger than this.
 _DIRECT_MIN = 32 * 1024
 _STAGING_BYTES = 256 * 1024
+
+logger = logging.getLogger("autograd_async.distributed")
 
 
 @dataclass
@@ -87,8 +95,29 @@ def _refuse_ext(code: int, data: bytes) -> Any:
     raise ProtocolError(f"header contains msgpack ext type {code}, which is not allowed")
 
 
+def _check_depth(value: Any, limit: int = MAX_HEADER_DEPTH) -> None:
+    """Raise ProtocolError if lists/maps in `value` nest deeper than `limit` (no recursion)."""
+    if not isinstance(value, dict | list):
+        return
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            raise ProtocolError(f"header is nested deeper than {limit} levels")
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+
+
 def unpack_header(raw: bytes) -> Any:
-    """Decode a msgpack header with strict limits: no bin, no ext, str keys only."""
+    """Decode a msgpack header with strict limits: no bin, no ext, str keys only, bounded
+    nesting."""
+    header = _decode_msgpack(raw)
+    _check_depth(header)
+    return header
+
+
+def _decode_msgpack(raw: bytes) -> Any:
+    """msgpack.unpackb with the header's limits; every failure becomes a ProtocolError."""
     n = len(raw)
     try:
         return msgpack.unpackb(
@@ -394,10 +423,13 @@ class FrameReader:
         self._need = 0
         header: Any = None
         try:
-            header = unpack_header(raw)
+            header = _decode_msgpack(raw)
+            _check_depth(header)  # after assigning: a valid id still routes the refusal
             self._msg = self.registry.validate(header, self._lengths, self.max_frame_bytes)
-        except ProtocolError as exc:
+        except Exception as exc:  # noqa: BLE001 - any refusal is per frame, never fatal
             # Framing is intact: report the frame, skip its buffers and carry on.
+            if not isinstance(exc, ProtocolError):
+                exc = ProtocolError(f"header refused: {type(exc).__name__}: {exc}")
             self._bad = BadFrame(exc, _request_id_of(header))
             self._skip = sum(self._lengths)
             self._state = _SKIP_STATE
@@ -503,15 +535,23 @@ class FrameProtocol(asyncio.BufferedProtocol):
         return self.reader.get_buffer(sizehint)
 
     def buffer_updated(self, nbytes: int) -> None:
+        # Nothing may escape into the transport: the loop would log a fatal-error traceback
+        # per call (a log flood a peer controls) and drop the connection with its requests.
         try:
             self.reader.buffer_updated(nbytes)
-        except ProtocolError as exc:
+        except Exception as exc:  # noqa: BLE001 - ProtocolError, or a bug: either way fatal
             # Framing is broken: the stream cannot be resynchronised, so drop it.
             self.abort(f"broken framing: {exc}")
             return
         events = self.reader.events
         while events and not self.is_closing:
-            self.on_event(events.popleft())
+            event = events.popleft()
+            try:
+                self.on_event(event)
+            except Exception as exc:  # noqa: BLE001 - a bug in a handler of this side
+                logger.error("dropping connection after an error handling a %s frame: %r",
+                             getattr(event, "msg", "refused"), exc)
+                self.abort(f"internal error: {type(exc).__name__}: {exc}")
         events.clear()
 
     def eof_received(self) -> bool:

@@ -29,7 +29,8 @@ REPO = Path(__file__).resolve().parents[2]
 def pytest_asyncio_loop_factories(config, item):
     """Run connection and auth tests on both the stdlib loop and uvloop."""
     factories = {"asyncio": asyncio.new_event_loop}
-    if uvloop is not None and item.path.name in ("test_connection.py", "test_auth.py"):
+    if uvloop is not None and item.path.name in ("test_connection.py", "test_auth.py",
+                                                "test_hardening.py"):
         factories["uvloop"] = uvloop.new_event_loop
     return factories
 
