@@ -16,6 +16,7 @@ import asyncio
 import importlib
 import logging
 import signal
+import socket
 import sys
 from collections.abc import Sequence
 
@@ -28,6 +29,13 @@ from .server import DEFAULT_CONTEXT_TTL, WorkerServer
 __all__ = ["build_parser", "main", "run"]
 
 logger = logging.getLogger("workers")
+
+_DESCRIPTION = (
+    "Serve this process's devices to distributed-autograd clients and peer workers that know "
+    "the shared token: registered functions, remote modules and optimizers, and their part of "
+    "distributed backward passes (docs/wire-protocol.md, sections 8-10). Prints "
+    "'READY <name> <host>:<port>' once listening; SIGTERM or SIGINT stops it cleanly."
+)
 
 
 def _peer(text: str) -> tuple[str, tuple[str, int]]:
@@ -54,6 +62,14 @@ def _devices(text: str) -> list[Device]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _name(text: str) -> str:
+    if not text.strip() or text != text.strip():
+        raise argparse.ArgumentTypeError(
+            f"a worker name must be non-empty, without surrounding spaces, got {text!r}"
+        )
+    return text
+
+
 def _positive(text: str) -> float:
     value = float(text)
     if value <= 0:
@@ -63,10 +79,11 @@ def _positive(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     """The worker's argument parser."""
-    parser = argparse.ArgumentParser(prog="python -m workers", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m workers", description=_DESCRIPTION,
+                                     allow_abbrev=False)
     parser.add_argument("--listen", type=_listen, default=("127.0.0.1", 0),
                         help="HOST:PORT to listen on (port 0: any free port)")
-    parser.add_argument("--name", required=True, help="this worker's name")
+    parser.add_argument("--name", type=_name, required=True, help="this worker's name")
     parser.add_argument("--devices", type=_devices, default=[Device("cpu")],
                         help="comma-separated devices it computes on; the first is the default")
     parser.add_argument("--token-file", required=True, help="file holding the shared token")
@@ -81,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--shutdown-grace", type=_positive, default=10.0,
                         help="seconds in-flight requests get to finish on SIGTERM")
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
-    parser.add_argument("--log-level", default="WARNING")
+    parser.add_argument("--log-level", type=str.upper, default="WARNING",
+                        choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
     return parser
 
 
@@ -95,7 +113,13 @@ async def run(args: argparse.Namespace) -> int:
         set_sim_device_count(max(sims) + 1)
     server = WorkerServer(args.name, token=token, devices=args.devices, peers=dict(args.peer),
                           context_ttl=args.context_ttl, peer_timeout=args.peer_timeout)
-    await server.start(*args.listen)
+    host, port = args.listen
+    try:
+        await server.start(host, port)
+    except socket.gaierror as exc:
+        raise OSError(f"cannot resolve --listen host {host!r}: {exc.strerror or exc}") from None
+    except OSError as exc:
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -111,3 +111,34 @@ async def test_closed_client_cannot_call(spawn_worker):
         assert (await client.stats("w1"))["functions"][:2] == ["add", "clone"]
     with pytest.raises(ConnectionClosedError):
         await client.call("w1", "tanh", ag.ones(1))
+
+
+def test_bad_arguments_exit_2_with_a_usage_line(tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_bytes(TOKEN)
+    base = ["--name", "w", "--token-file", str(token_file)]
+    loud = run_cli(*base, "--log-level", "LOUD")
+    assert loud.returncode == 2 and "Traceback" not in loud.stderr
+    assert "invalid choice: 'LOUD'" in loud.stderr
+    for name in ("", "  "):
+        empty = run_cli("--name", name, "--token-file", str(token_file))
+        assert empty.returncode == 2 and "worker name" in empty.stderr, empty.stderr
+    # No abbreviations: `--token` is not taken as `--token-file`.
+    abbreviated = run_cli("--name", "w", "--token", str(token_file))
+    assert abbreviated.returncode == 2 and "--token" in abbreviated.stderr
+    assert "unrecognized arguments" in abbreviated.stderr or "required" in abbreviated.stderr
+
+
+def test_unknown_listen_host_is_named(tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_bytes(TOKEN)
+    bad = run_cli("--name", "w", "--token-file", str(token_file),
+                  "--listen", "no-such-host.invalid:0")
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
+    assert "no-such-host.invalid" in bad.stderr, bad.stderr
+
+
+def test_help_describes_the_worker():
+    shown = run_cli("--help")
+    assert shown.returncode == 0
+    assert "READY" in shown.stdout and "token" in shown.stdout
