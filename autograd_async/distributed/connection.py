@@ -40,6 +40,7 @@ from .wire import (
 
 __all__ = [
     "DEFAULT_HANDSHAKE_TIMEOUT",
+    "DEFAULT_MAX_HANDSHAKES",
     "DEFAULT_REQUEST_TIMEOUT",
     "Connection",
     "ConnectionInfo",
@@ -53,6 +54,8 @@ logger = logging.getLogger("autograd_async.distributed")
 DEFAULT_REQUEST_TIMEOUT = 30.0
 DEFAULT_HANDSHAKE_TIMEOUT = 10.0
 DEFAULT_MAX_PENDING = 256
+# Connections still in their handshake, per server: past this, new ones are dropped at once.
+DEFAULT_MAX_HANDSHAKES = 64
 # Until a peer has authenticated it may only send small handshake frames: a stranger must
 # not be able to make us allocate a large buffer.
 _PREAUTH_LIMITS = {"first_frame_bytes": 64 * 1024, "first_header_bytes": 16 * 1024}

@@ -16,6 +16,7 @@ from .connection import (
     _CLOSE_GRACE,
     _PREAUTH_LIMITS,
     DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_MAX_HANDSHAKES,
     DEFAULT_MAX_PENDING,
     ConnectionInfo,
     ConnectionState,
@@ -23,6 +24,7 @@ from .connection import (
     logger,
 )
 from .errors import AuthenticationError, ConnectionClosedError, ProtocolError, error_fields
+from .ratelimit import LogLimiter
 from .schema import MessageRegistry
 from .wire import (
     DEFAULT_MAX_FRAME_BYTES,
@@ -47,23 +49,41 @@ class _ServerProtocol(FrameProtocol):
         self._read_paused = False
         self._timer: asyncio.TimerHandle | None = None
         self._peer: Any = None
+        self._handshaking = False  # counted in server.handshaking
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         self._peer = transport.get_extra_info("peername")
-        self.server._connections.add(self)
-        self._timer = self.loop.call_later(self.server.handshake_timeout, self._handshake_expired)
+        server = self.server
+        if server.handshaking >= server.max_handshakes:
+            # Strangers cannot make us hold more than max_handshakes half-open connections.
+            server.handshake_log.warning(
+                "server %r: refusing connection from %s: %d handshakes already pending "
+                "(max_handshakes)", server.name, self._peer, server.handshaking)
+            self.abort("too many pending handshakes")
+            return
+        server.handshaking += 1
+        self._handshaking = True
+        server._connections.add(self)
+        self._timer = self.loop.call_later(server.handshake_timeout, self._handshake_expired)
         self.send("challenge", self.handshake.challenge())
+
+    def _end_handshake(self) -> None:
+        if self._handshaking:
+            self._handshaking = False
+            self.server.handshaking -= 1
+        if self._timer is not None:
+            self._timer.cancel()
 
     def _handshake_expired(self) -> None:
         if not self.handshake.done:
-            logger.warning("server %r: handshake with %s timed out", self.server.name, self._peer)
+            self.server.handshake_log.warning("server %r: handshake with %s timed out",
+                                              self.server.name, self._peer)
             self.abort("handshake timed out")
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
-        if self._timer is not None:
-            self._timer.cancel()
+        self._end_handshake()
         self.server._connections.discard(self)
         # Nobody is left to read the answers.
         for task in self.tasks.values():
@@ -95,23 +115,24 @@ class _ServerProtocol(FrameProtocol):
                 raise event.error
             reply = self.handshake.receive(event.msg, event.fields)
         except AuthenticationError as exc:
-            logger.warning("server %r: authentication failed for %r from %s: %s",
-                           self.server.name, peer, self._peer, exc)
+            self.server.handshake_log.warning(
+                "server %r: authentication failed for %r from %s: %s",
+                self.server.name, peer, self._peer, exc)
             self._send_error(AuthenticationError("authentication failed: wrong token"), None)
             assert self.transport is not None
             self.transport.close()  # after the error frame is written
             return
         except ProtocolError as exc:
             # Nothing from an unauthenticated peer is processed, not even for an error reply.
-            logger.warning("server %r: closing unauthenticated connection from %s: %s",
-                           self.server.name, self._peer, exc)
+            self.server.handshake_log.warning(
+                "server %r: closing unauthenticated connection from %s: %s",
+                self.server.name, self._peer, exc)
             self.abort(str(exc))
             return
         if reply is not None:
             self.send(*reply)
         if self.handshake.done:
-            if self._timer is not None:
-                self._timer.cancel()
+            self._end_handshake()
             self.open_limits()
             self.info = ConnectionInfo(self.handshake.peer_name or "?", self._peer,
                                        self.server.name, self.connection_id)
@@ -184,7 +205,8 @@ class Server:
     def __init__(self, handler: Handler, *, token: bytes, name: str,
                  ssl: ssl_module.SSLContext | None, max_frame_bytes: int,
                  max_header_bytes: int, max_pending: int, handshake_timeout: float,
-                 registry: MessageRegistry | None) -> None:
+                 registry: MessageRegistry | None,
+                 max_handshakes: int = DEFAULT_MAX_HANDSHAKES) -> None:
         self.handler = handler
         self.token = check_token(token)
         self.name = name
@@ -193,6 +215,12 @@ class Server:
         self.max_header_bytes = max_header_bytes
         self.max_pending = max_pending
         self.handshake_timeout = handshake_timeout
+        if max_handshakes < 1:
+            raise ValueError(f"max_handshakes must be at least 1, got {max_handshakes}")
+        self.max_handshakes = max_handshakes
+        self.handshaking = 0  # connections not yet authenticated
+        # Strangers decide how often handshakes fail: their log lines are rate-limited.
+        self.handshake_log = LogLimiter(logger)
         self.registry = registry
         self._state = ConnectionState.UNOPENED
         self._server: asyncio.AbstractServer | None = None
@@ -313,10 +341,12 @@ async def serve(
     max_pending: int = DEFAULT_MAX_PENDING,
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
     registry: MessageRegistry | None = None,
+    max_handshakes: int = DEFAULT_MAX_HANDSHAKES,
 ) -> Server:
     """Start a server that runs `handler` for each authenticated request; return it open."""
     server = Server(handler, token=token, name=name, ssl=ssl, max_frame_bytes=max_frame_bytes,
                     max_header_bytes=max_header_bytes, max_pending=max_pending,
-                    handshake_timeout=handshake_timeout, registry=registry)
+                    handshake_timeout=handshake_timeout, registry=registry,
+                    max_handshakes=max_handshakes)
     await server.start(host, port)
     return server

@@ -64,6 +64,9 @@ _INLINE_BYTES = 64 * 1024
 # Reading straight into an array pays off once the rest of it is larger than this.
 _DIRECT_MIN = 32 * 1024
 _STAGING_BYTES = 256 * 1024
+# Until a peer has authenticated its frames are tiny handshake messages: an idle stranger must
+# cost next to nothing (thousands of them used to hold 256 KiB each).
+PREAUTH_STAGING_BYTES = 2 * 1024
 
 logger = logging.getLogger("autograd_async.distributed")
 
@@ -242,15 +245,18 @@ class FrameReader:
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
         pool: ReceivePool | None = None,
+        staging_bytes: int = _STAGING_BYTES,
     ) -> None:
         self.registry = DEFAULT_REGISTRY if registry is None else registry
         self.pool = pool  # reuses large receive buffers (see pool.py); None: np.empty
         # Both limits may be changed between frames (e.g. tight until authenticated).
         self.max_frame_bytes = max_frame_bytes
         self.max_header_bytes = max_header_bytes
+        # Size of the staging buffer between frames; may be raised (after authentication).
+        self.staging_bytes = staging_bytes
         self.events: deque[Frame | BadFrame] = deque()
         self.frames_read = 0
-        self._buf = bytearray(_STAGING_BYTES)
+        self._buf = bytearray(staging_bytes)
         self._view = memoryview(self._buf)
         self._start = 0
         self._end = 0
@@ -296,8 +302,10 @@ class FrameReader:
         self._direct = False
         if self._start == self._end:
             self._start = self._end = 0
-            if len(self._buf) > _STAGING_BYTES and self._need <= _STAGING_BYTES:
-                self._resize(_STAGING_BYTES)  # a large header is done: give the memory back
+            staging = self.staging_bytes
+            if len(self._buf) != staging and self._need <= staging:
+                self._resize(staging)  # a large header is done (give the memory back), or
+                # the staging size changed (grown after authentication)
         free = len(self._buf) - self._end
         pending = self._end - self._start
         if free < 4096 or free < self._need - pending:
@@ -515,7 +523,8 @@ class FrameProtocol(asyncio.BufferedProtocol):
         self.max_frame_bytes = max_frame_bytes
         self.max_header_bytes = max_header_bytes
         self.reader = FrameReader(registry=registry, max_frame_bytes=first_frame_bytes,
-                                  max_header_bytes=first_header_bytes, pool=ReceivePool())
+                                  max_header_bytes=first_header_bytes, pool=ReceivePool(),
+                                  staging_bytes=PREAUTH_STAGING_BYTES)
         self.transport: asyncio.Transport | None = None
         self.loop = asyncio.get_running_loop()
         self.closed = self.loop.create_future()
@@ -635,6 +644,8 @@ class FrameProtocol(asyncio.BufferedProtocol):
             self.transport.abort()
 
     def open_limits(self) -> None:
-        """Switch the reader from the first-frame limits to the full ones."""
+        """Switch the reader from the first-frame limits to the full ones (and its staging
+        buffer to full size, allocated only now that the peer is authenticated)."""
         self.reader.max_frame_bytes = self.max_frame_bytes
         self.reader.max_header_bytes = self.max_header_bytes
+        self.reader.staging_bytes = _STAGING_BYTES

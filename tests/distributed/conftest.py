@@ -120,7 +120,8 @@ _SERVER_SCRIPT = textwrap.dedent(
     async def main():
         logging.basicConfig(level=logging.ERROR)  # thousands of refusals are expected
         server = await serve(handler, token=os.environb[b"AG_TOKEN"], name="proc",
-                             max_frame_bytes=int(sys.argv[1]), handshake_timeout=5.0)
+                             max_frame_bytes=int(sys.argv[1]), handshake_timeout=5.0,
+                             max_handshakes=int(sys.argv[2]))
         print(server.address[1], flush=True)
         await asyncio.Event().wait()
 
@@ -140,13 +141,14 @@ def rss_kib(pid: int, field: str = "VmRSS") -> int:
 
 @pytest.fixture
 def server_process():
-    """Start an echo server in its own process; yields a function (max_frame_bytes) -> info."""
+    """Start an echo server in its own process; yields a function (max_frame_bytes,
+    max_handshakes) -> info."""
     procs: list[subprocess.Popen] = []
 
-    def start(max_frame_bytes: int = 1 << 30) -> SimpleNamespace:
+    def start(max_frame_bytes: int = 1 << 30, max_handshakes: int = 64) -> SimpleNamespace:
         env = dict(os.environ, AG_TOKEN=TOKEN.decode(), PYTHONPATH=str(REPO))
         proc = subprocess.Popen(
-            [sys.executable, "-c", _SERVER_SCRIPT, str(max_frame_bytes)],
+            [sys.executable, "-c", _SERVER_SCRIPT, str(max_frame_bytes), str(max_handshakes)],
             stdout=subprocess.PIPE, env=env, text=True,
         )
         procs.append(proc)

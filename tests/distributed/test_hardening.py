@@ -9,10 +9,11 @@ import msgpack
 import numpy as np
 import pytest
 
-from autograd_async.distributed import serve
+from autograd_async.distributed import AuthenticationError, connect, serve
+from autograd_async.distributed.ratelimit import LogLimiter
 from autograd_async.distributed.wire import MAGIC, PREFIX, VERSION, BadFrame, FrameReader
 
-from .conftest import TOKEN
+from .conftest import TOKEN, rss_kib
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -80,3 +81,67 @@ async def test_nested_header_before_auth_closes_without_a_traceback(raw, caplog)
         await asyncio.sleep(0.05)
     assert not [r for r in caplog.records if r.exc_info or "Fatal" in r.getMessage()]
     assert not [r for r in caplog.records if "RecursionError" in r.getMessage()]
+
+
+# --- 5. idle strangers ---------------------------------------------------------------------
+
+async def test_idle_unauthenticated_connections_cost_little_memory(server_process):
+    proc = server_process(max_handshakes=1000)
+    peers = [await asyncio.open_connection(proc.host, proc.port) for _ in range(20)]
+    await asyncio.sleep(0.3)
+    before = rss_kib(proc.pid)
+    count = 400
+    peers += [await asyncio.open_connection(proc.host, proc.port) for _ in range(count)]
+    for reader, _ in peers[-count:]:  # each got its challenge: the server saw the connection
+        assert await asyncio.wait_for(reader.read(1), 5)
+    grown = rss_kib(proc.pid) - before
+    for _, writer in peers:
+        writer.close()
+    # 256 KiB of zero-filled staging per connection before; a few KiB of objects now.
+    assert grown < count * 64, f"{grown} KiB for {count} idle connections"
+
+
+async def test_pending_handshakes_are_capped(raw):
+    async with await serve(echo, token=TOKEN, max_handshakes=3) as server:
+        idle = [await raw.open(*server.address, token=None) for _ in range(3)]
+        for peer in idle:
+            assert (await peer.recv()).msg == "challenge"
+        refused = await raw.open(*server.address, token=None)
+        assert await refused.closed_by_peer()
+        await refused.close()
+        assert server.handshaking == 3 and server.connection_count == 3
+        await idle[0].close()
+        for _ in range(50):
+            if server.handshaking < 3:
+                break
+            await asyncio.sleep(0.02)
+        ok = await raw.open(*server.address)  # a slot is free again: the handshake completes
+        ok.send("ping", {"id": 1})
+        assert (await ok.recv()).msg == "pong"
+        assert server.handshaking == 2
+        for peer in (*idle[1:], ok):
+            await peer.close()
+
+
+async def test_handshake_failures_are_logged_at_a_bounded_rate(caplog):
+    caplog.set_level(logging.WARNING, logger="autograd_async.distributed")
+    async with await serve(echo, token=TOKEN) as server:
+        for _ in range(30):
+            with pytest.raises(AuthenticationError):
+                await connect(*server.address, token=b"x" * 16 + b"wrong")
+    warnings = [r for r in caplog.records if r.name == "autograd_async.distributed"]
+    assert 1 <= len(warnings) <= 11
+
+
+def test_log_limiter_counts_what_it_suppresses(caplog):
+    now = [0.0]
+    limiter = LogLimiter(logging.getLogger("limiter-test"), burst=2, period=10,
+                         clock=lambda: now[0])
+    caplog.set_level(logging.WARNING, logger="limiter-test")
+    assert [limiter.warning("failure %d", i) for i in range(5)] == [True, True, False, False,
+                                                                    False]
+    now[0] = 10.0
+    assert limiter.warning("failure again")
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == ["failure 0", "failure 1",
+                        "3 similar messages suppressed since the last report", "failure again"]
