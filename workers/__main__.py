@@ -1,7 +1,8 @@
 """Command line of the worker process.
 
     python -m workers --listen 127.0.0.1:0 --name w1 --devices cpu,sim:0 --token-file TOKEN \\
-        [--peer w2=HOST:PORT ...] [--load MODULE ...] [--context-ttl SECONDS]
+        [--peer w2=HOST:PORT ...] [--load MODULE ...] [--context-ttl SECONDS] \\
+        [--tls-cert CERT --tls-key KEY [--tls-ca CA]] [--insecure]
 
 Once listening it prints one line, `READY <name> <host>:<port>`, to stdout (flushed); it serves
 until SIGTERM or SIGINT, then finishes the requests in flight, releases its contexts and exits 0.
@@ -23,6 +24,8 @@ from collections.abc import Sequence
 from autograd_async.devices import Device, set_sim_device_count, sim_device_count
 from autograd_async.distributed import load_token
 from autograd_async.distributed.client import DEFAULT_TIMEOUT, parse_address
+from autograd_async.distributed.connection import DEFAULT_MAX_HANDSHAKES
+from autograd_async.distributed.tls import client_context, server_context
 
 from .server import DEFAULT_CONTEXT_TTL, WorkerServer
 
@@ -77,6 +80,23 @@ def _positive(text: str) -> float:
     return value
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _check_tls_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if (args.tls_cert is None) != (args.tls_key is None):
+        parser.error("--tls-cert and --tls-key go together")
+    if args.tls_ca is not None and args.tls_cert is None:
+        parser.error("--tls-ca needs --tls-cert and --tls-key (the worker's own certificate)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The worker's argument parser."""
     parser = argparse.ArgumentParser(prog="python -m workers", description=_DESCRIPTION,
@@ -97,6 +117,17 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds before a silent peer counts as lost (default %(default)s)")
     parser.add_argument("--shutdown-grace", type=_positive, default=10.0,
                         help="seconds in-flight requests get to finish on SIGTERM")
+    parser.add_argument("--tls-cert", metavar="PEM", help="serve over TLS with this certificate")
+    parser.add_argument("--tls-key", metavar="PEM", help="the private key of --tls-cert")
+    parser.add_argument("--tls-ca", metavar="PEM",
+                        help="require client certificates signed by this CA (mutual TLS); "
+                             "peers' certificates are checked against it too")
+    parser.add_argument("--insecure", action="store_true",
+                        help="allow listening beyond loopback without TLS (frames then have "
+                             "no integrity protection after the handshake)")
+    parser.add_argument("--max-handshakes", type=_positive_int, default=DEFAULT_MAX_HANDSHAKES,
+                        help="connections allowed in their handshake at once "
+                             "(default %(default)s)")
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
     parser.add_argument("--log-level", type=str.upper, default="WARNING",
                         choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
@@ -111,8 +142,14 @@ async def run(args: argparse.Namespace) -> int:
     sims = [d.index for d in args.devices if d.type == "sim"]
     if sims and max(sims) >= sim_device_count():
         set_sim_device_count(max(sims) + 1)
+    server_ssl = peer_ssl = None
+    if args.tls_cert is not None:
+        server_ssl = server_context(args.tls_cert, args.tls_key, args.tls_ca)
+        peer_ssl = client_context(args.tls_ca, args.tls_cert, args.tls_key)
     server = WorkerServer(args.name, token=token, devices=args.devices, peers=dict(args.peer),
-                          context_ttl=args.context_ttl, peer_timeout=args.peer_timeout)
+                          context_ttl=args.context_ttl, peer_timeout=args.peer_timeout,
+                          ssl=server_ssl, peer_ssl=peer_ssl, insecure=args.insecure,
+                          max_handshakes=args.max_handshakes)
     host, port = args.listen
     try:
         await server.start(host, port)
@@ -136,7 +173,9 @@ async def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `python -m workers` and `autograd-async-worker`."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _check_tls_args(parser, args)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format=f"%(asctime)s {args.name}[%(process)d] %(levelname)s %(message)s")
     try:

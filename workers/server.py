@@ -27,7 +27,7 @@ from autograd_async.autograd import grad_async
 from autograd_async.devices import Device, check_available
 from autograd_async.distributed import Client
 from autograd_async.distributed.codec import check_simple, host_array, to_device
-from autograd_async.distributed.connection import ConnectionInfo
+from autograd_async.distributed.connection import DEFAULT_MAX_HANDSHAKES, ConnectionInfo
 from autograd_async.distributed.context import current_context
 from autograd_async.distributed.errors import ProtocolError
 from autograd_async.distributed.methods import check_arg_specs, check_call
@@ -91,6 +91,9 @@ class WorkerServer:
         peer_timeout: float = 30.0,
         ssl: ssl_module.SSLContext | None = None,
         max_frame_bytes: int | None = None,
+        peer_ssl: ssl_module.SSLContext | None = None,
+        insecure: bool = False,
+        max_handshakes: int = DEFAULT_MAX_HANDSHAKES,
     ) -> None:
         self.name = name
         self.devices = [Device(d) for d in devices]
@@ -100,12 +103,15 @@ class WorkerServer:
             check_available(dev)
         self.registry = registry
         self.contexts = ContextStore(context_ttl)
-        self.peers = Client(peers or {}, token=token, timeout=peer_timeout, name=name)
+        self.peers = Client(peers or {}, token=token, timeout=peer_timeout, name=name,
+                            ssl=peer_ssl)
         self.modules: dict[int, ModuleEntry] = {}
         self.optimizers: dict[int, OptimizerEntry] = {}
         self.requests = 0
         self._token = token
         self._ssl = ssl
+        self._insecure = insecure
+        self._max_handshakes = max_handshakes
         self._max_frame_bytes = max_frame_bytes
         self._incarnation = secrets.randbits(20)
         self._next_id = 0
@@ -147,7 +153,8 @@ class WorkerServer:
         await self.peers.start()
         extra = {} if self._max_frame_bytes is None else {"max_frame_bytes": self._max_frame_bytes}
         self._server = await serve(self.handle, host, port, token=self._token, name=self.name,
-                                   ssl=self._ssl, **extra)
+                                   ssl=self._ssl, insecure=self._insecure,
+                                   max_handshakes=self._max_handshakes, **extra)
         self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
 
     async def stop(self, grace: float = 10.0) -> None:

@@ -188,7 +188,7 @@ class Connection:
 
     @property
     def peer_name(self) -> str:
-        """The server's name, as announced in its challenge."""
+        """The server's name, as announced once it had proven the token."""
         return self._protocol.peer_name
 
     @property

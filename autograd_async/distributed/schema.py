@@ -416,9 +416,10 @@ def register_core_messages(registry: MessageRegistry) -> None:
     reg = registry.register
     # Handshake (see auth.py): nonces and proofs travel as lowercase hex strings.
     reg("hello", required={"name": str, "version": NonNegativeInt})
-    reg("challenge", required={"name": str, "nonce": str, "version": NonNegativeInt})
+    # The server's name travels in auth_ok only: strangers must not learn it.
+    reg("challenge", required={"nonce": str, "version": NonNegativeInt})
     reg("auth", required={"nonce": str, "proof": str})
-    reg("auth_ok", required={"proof": str})
+    reg("auth_ok", required={"name": str, "proof": str})
     reg("request", required={"id": NonNegativeInt, "method": str, "kwargs": SimpleMap},
         arrays=True)
     reg("response", required={"id": NonNegativeInt, "result": SimpleMap}, arrays=True)

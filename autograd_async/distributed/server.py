@@ -26,6 +26,7 @@ from .connection import (
 from .errors import AuthenticationError, ConnectionClosedError, ProtocolError, error_fields
 from .ratelimit import LogLimiter
 from .schema import MessageRegistry
+from .tls import is_loopback
 from .wire import (
     DEFAULT_MAX_FRAME_BYTES,
     DEFAULT_MAX_HEADER_BYTES,
@@ -206,11 +207,12 @@ class Server:
                  ssl: ssl_module.SSLContext | None, max_frame_bytes: int,
                  max_header_bytes: int, max_pending: int, handshake_timeout: float,
                  registry: MessageRegistry | None,
-                 max_handshakes: int = DEFAULT_MAX_HANDSHAKES) -> None:
+                 max_handshakes: int = DEFAULT_MAX_HANDSHAKES, insecure: bool = False) -> None:
         self.handler = handler
         self.token = check_token(token)
         self.name = name
         self.ssl = ssl
+        self.insecure = insecure
         self.max_frame_bytes = max_frame_bytes
         self.max_header_bytes = max_header_bytes
         self.max_pending = max_pending
@@ -250,6 +252,14 @@ class Server:
         if self._state is not ConnectionState.UNOPENED:
             raise ConnectionClosedError(f"server {self.name!r} is {self._state.value}")
         loop = asyncio.get_running_loop()
+        if self.ssl is None and not self.insecure:
+            # Without TLS frames carry no MAC after the handshake (docs/wire-protocol.md, 4).
+            if not await asyncio.to_thread(is_loopback, host):
+                raise ValueError(
+                    f"server {self.name!r}: refusing to listen on {host or 'all interfaces'!r} "
+                    "without TLS; give a certificate (ssl=, --tls-cert/--tls-key) or accept "
+                    "plaintext beyond loopback explicitly (insecure=True, --insecure)"
+                )
         self._server = await loop.create_server(
             lambda: _ServerProtocol(self, next(self._ids)), host, port, ssl=self.ssl,
         )
@@ -342,11 +352,13 @@ async def serve(
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
     registry: MessageRegistry | None = None,
     max_handshakes: int = DEFAULT_MAX_HANDSHAKES,
+    insecure: bool = False,
 ) -> Server:
-    """Start a server that runs `handler` for each authenticated request; return it open."""
+    """Start a server that runs `handler` for each authenticated request; return it open.
+    Without `ssl` it listens only on loopback addresses, unless `insecure` is true."""
     server = Server(handler, token=token, name=name, ssl=ssl, max_frame_bytes=max_frame_bytes,
                     max_header_bytes=max_header_bytes, max_pending=max_pending,
                     handshake_timeout=handshake_timeout, registry=registry,
-                    max_handshakes=max_handshakes)
+                    max_handshakes=max_handshakes, insecure=insecure)
     await server.start(host, port)
     return server

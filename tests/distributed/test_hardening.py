@@ -9,8 +9,15 @@ import msgpack
 import numpy as np
 import pytest
 
-from autograd_async.distributed import AuthenticationError, connect, serve
+from autograd_async.distributed import (
+    AuthenticationError,
+    Client,
+    WorkerLostError,
+    connect,
+    serve,
+)
 from autograd_async.distributed.ratelimit import LogLimiter
+from autograd_async.distributed.tls import client_context, is_loopback, server_context
 from autograd_async.distributed.wire import MAGIC, PREFIX, VERSION, BadFrame, FrameReader
 
 from .conftest import TOKEN, rss_kib
@@ -145,3 +152,67 @@ def test_log_limiter_counts_what_it_suppresses(caplog):
     messages = [r.getMessage() for r in caplog.records]
     assert messages == ["failure 0", "failure 1",
                         "3 similar messages suppressed since the last report", "failure again"]
+
+
+# --- 6. transport security -------------------------------------------------------------------
+
+async def test_plaintext_beyond_loopback_needs_insecure(tls_files):
+    with pytest.raises(ValueError, match="refusing to listen on '0.0.0.0' without TLS"):
+        await serve(echo, "0.0.0.0", token=TOKEN)
+    with pytest.raises(ValueError, match="without TLS"):
+        await serve(echo, "", token=TOKEN)
+    async with await serve(echo, "0.0.0.0", token=TOKEN, insecure=True) as server:
+        async with await connect("127.0.0.1", server.address[1], token=TOKEN) as conn:
+            assert (await conn.request("echo"))[0] == {"method": "echo"}
+    ctx = server_context(tls_files.cert, tls_files.key)
+    async with await serve(echo, "0.0.0.0", token=TOKEN, ssl=ctx) as server:
+        async with await connect("127.0.0.1", server.address[1], token=TOKEN,
+                                 ssl=client_context(tls_files.ca)) as conn:
+            assert (await conn.request("echo"))[0] == {"method": "echo"}
+    for host in ("127.0.0.1", "::1", "localhost", "127.3.4.5"):
+        assert is_loopback(host), host
+    assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3")
+
+
+async def test_the_server_names_itself_only_to_a_peer_that_proved_the_token(raw):
+    async with await serve(echo, token=TOKEN, name="secret-worker-name") as server:
+        stranger = await raw.open(*server.address, token=None)
+        stranger.send("hello", {"name": "stranger", "version": 1})
+        challenge = await stranger.recv()
+        assert challenge.msg == "challenge" and set(challenge.fields) == {"nonce", "version"}
+        stranger.send("auth", {"nonce": "00" * 32, "proof": "00" * 32})
+        refusal = await stranger.recv()
+        assert refusal.msg == "error" and "secret-worker-name" not in str(refusal.fields)
+        await stranger.close()
+        async with await connect(*server.address, token=TOKEN) as conn:
+            assert conn.peer_name == "secret-worker-name"  # learnt from auth_ok
+
+
+async def test_mutual_tls_with_client_options(tls_files):
+    ctx = server_context(tls_files.cert, tls_files.key, ca=tls_files.ca)
+    async with await serve(echo, token=TOKEN, name="w1", ssl=ctx) as server:
+        address = {"w1": f"127.0.0.1:{server.address[1]}"}
+        async with Client(address, token=TOKEN, tls_ca=tls_files.ca, tls_cert=tls_files.cert,
+                          tls_key=tls_files.key) as client:
+            result, _ = await client.request("w1", "stats")
+            assert result == {"method": "stats"}
+        async with Client(address, token=TOKEN, tls_ca=tls_files.ca, timeout=5) as no_cert:
+            with pytest.raises((WorkerLostError, AuthenticationError, OSError)):
+                await no_cert.request("w1", "stats")
+        async with Client(address, token=TOKEN, timeout=5) as plaintext:
+            with pytest.raises((WorkerLostError, AuthenticationError)):
+                await plaintext.request("w1", "stats")
+    with pytest.raises(ValueError, match="not both"):
+        Client(address, token=TOKEN, ssl=client_context(), tls_ca=tls_files.ca)
+    with pytest.raises(ValueError, match="both cert and key"):
+        Client(address, token=TOKEN, tls_cert=tls_files.cert)
+
+
+async def test_short_tokens_are_refused_everywhere():
+    short = b"abc"
+    with pytest.raises(ValueError, match="at least 16 bytes, got 3"):
+        Client({}, token=short)
+    with pytest.raises(ValueError, match="at least 16 bytes, got 3"):
+        await serve(echo, token=short)
+    with pytest.raises(ValueError, match="at least 16 bytes, got 3"):
+        await connect("127.0.0.1", 9, token=short)
