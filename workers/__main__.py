@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import importlib
 import logging
+import re
 import signal
 import socket
 import sys
@@ -24,9 +25,14 @@ from collections.abc import Sequence
 from autograd_async.devices import Device, set_sim_device_count, sim_device_count
 from autograd_async.distributed import load_token
 from autograd_async.distributed.client import DEFAULT_TIMEOUT, parse_address
-from autograd_async.distributed.connection import DEFAULT_MAX_HANDSHAKES
+from autograd_async.distributed.connection import (
+    DEFAULT_FRAME_IDLE_TIMEOUT,
+    DEFAULT_MAX_HANDSHAKES,
+)
+from autograd_async.distributed.quota import DEFAULT_MAX_PEER_BYTES, DEFAULT_MAX_TOTAL_BYTES
 from autograd_async.distributed.tls import client_context, server_context
 
+from .contexts import DEFAULT_MAX_CONTEXTS_PER_PEER
 from .server import DEFAULT_CONTEXT_TTL, WorkerServer
 
 __all__ = ["build_parser", "main", "run"]
@@ -90,6 +96,22 @@ def _positive_int(text: str) -> int:
     return value
 
 
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
+
+
+def _size(text: str) -> int:
+    """A byte count: 1048576, 512M, 512MiB, 2G ... (binary units)."""
+    match = _SIZE.fullmatch(text)
+    if match is None:
+        raise argparse.ArgumentTypeError(
+            f"must be a size like 1048576, 512M or 2GiB, got {text!r}")
+    number, unit = match.groups()
+    value = int(float(number) * (1 << (10 * " KMGT".index(unit.upper() or " "))))
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 byte, got {text!r}")
+    return value
+
+
 def _check_tls_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if (args.tls_cert is None) != (args.tls_key is None):
         parser.error("--tls-cert and --tls-key go together")
@@ -128,6 +150,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-handshakes", type=_positive_int, default=DEFAULT_MAX_HANDSHAKES,
                         help="connections allowed in their handshake at once "
                              "(default %(default)s)")
+    parser.add_argument("--max-peer-bytes", type=_size, default=DEFAULT_MAX_PEER_BYTES,
+                        metavar="SIZE",
+                        help="bytes one peer may make the worker hold: frames in flight, "
+                             "replies, modules, contexts (default 512M)")
+    parser.add_argument("--max-total-bytes", type=_size, default=DEFAULT_MAX_TOTAL_BYTES,
+                        metavar="SIZE", help="the same, for all peers together (default 2G)")
+    parser.add_argument("--max-contexts-per-peer", type=_positive_int,
+                        default=DEFAULT_MAX_CONTEXTS_PER_PEER,
+                        help="distributed contexts one peer may keep open "
+                             "(default %(default)s)")
+    parser.add_argument("--frame-idle-timeout", type=_positive,
+                        default=DEFAULT_FRAME_IDLE_TIMEOUT,
+                        help="seconds an authenticated peer may leave a frame half-sent "
+                             "before it is disconnected (default %(default)s)")
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
     parser.add_argument("--log-level", type=str.upper, default="WARNING",
                         choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
@@ -149,7 +185,11 @@ async def run(args: argparse.Namespace) -> int:
     server = WorkerServer(args.name, token=token, devices=args.devices, peers=dict(args.peer),
                           context_ttl=args.context_ttl, peer_timeout=args.peer_timeout,
                           ssl=server_ssl, peer_ssl=peer_ssl, insecure=args.insecure,
-                          max_handshakes=args.max_handshakes)
+                          max_handshakes=args.max_handshakes,
+                          max_peer_bytes=args.max_peer_bytes,
+                          max_total_bytes=args.max_total_bytes,
+                          max_contexts_per_peer=args.max_contexts_per_peer,
+                          frame_idle_timeout=args.frame_idle_timeout)
     host, port = args.listen
     try:
         await server.start(host, port)

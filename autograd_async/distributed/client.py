@@ -38,6 +38,7 @@ from .errors import (
     ConnectionClosedError,
     DistributedError,
     RemoteError,
+    ResourceExhausted,
     UnknownWorkerError,
     WorkerLostError,
 )
@@ -288,6 +289,10 @@ class Client:
             # Closed under us because another request on it timed out.
             raise WorkerLostError(worker, context_id, reason=str(exc)) from exc
         except RemoteError as exc:
+            if exc.remote_type == "ResourceExhausted":  # a quota of the worker (or its peer)
+                cid = exc.context_id if exc.context_id is not None else context_id
+                raise ResourceExhausted(exc.message, worker=exc.worker or worker,
+                                        context_id=cid) from exc
             if exc.remote_type == "WorkerLostError":  # a peer of the worker was lost
                 lost = exc.worker or worker
                 cid = exc.context_id if exc.context_id is not None else context_id

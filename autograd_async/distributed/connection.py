@@ -39,6 +39,7 @@ from .wire import (
 )
 
 __all__ = [
+    "DEFAULT_FRAME_IDLE_TIMEOUT",
     "DEFAULT_HANDSHAKE_TIMEOUT",
     "DEFAULT_MAX_HANDSHAKES",
     "DEFAULT_REQUEST_TIMEOUT",
@@ -56,6 +57,8 @@ DEFAULT_HANDSHAKE_TIMEOUT = 10.0
 DEFAULT_MAX_PENDING = 256
 # Connections still in their handshake, per server: past this, new ones are dropped at once.
 DEFAULT_MAX_HANDSHAKES = 64
+# An authenticated peer that sends part of a frame and then nothing for this long is dropped.
+DEFAULT_FRAME_IDLE_TIMEOUT = 60.0
 # Until a peer has authenticated it may only send small handshake frames: a stranger must
 # not be able to make us allocate a large buffer.
 _PREAUTH_LIMITS = {"first_frame_bytes": 64 * 1024, "first_header_bytes": 16 * 1024}

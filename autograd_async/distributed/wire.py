@@ -18,14 +18,14 @@ import logging
 import struct
 import sys
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgpack
 import numpy as np
 
-from .errors import ConnectionClosedError, ProtocolError
+from .errors import ConnectionClosedError, DistributedError, ProtocolError, ResourceExhausted
 from .pool import ReceivePool
 from .schema import ALLOWED_DTYPES, DEFAULT_REGISTRY, MessageRegistry, wire_dtype_name
 
@@ -78,6 +78,7 @@ class Frame:
     msg: str
     fields: dict[str, Any]
     arrays: list[np.ndarray] = field(default_factory=list)
+    charged: int = 0  # bytes the reader's `admit` hook reserved for the arrays
 
     @property
     def id(self) -> int | None:
@@ -90,8 +91,9 @@ class Frame:
 class BadFrame:
     """A frame whose framing was intact but whose header or content was refused."""
 
-    error: ProtocolError
+    error: DistributedError  # a ProtocolError, or ResourceExhausted from `admit`
     request_id: int | None
+    charged: int = 0  # bytes reserved by `admit` before the frame was refused
 
 
 def _refuse_ext(code: int, data: bytes) -> Any:
@@ -246,6 +248,7 @@ class FrameReader:
         max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
         pool: ReceivePool | None = None,
         staging_bytes: int = _STAGING_BYTES,
+        admit: Callable[[int], None] | None = None,
     ) -> None:
         self.registry = DEFAULT_REGISTRY if registry is None else registry
         self.pool = pool  # reuses large receive buffers (see pool.py); None: np.empty
@@ -254,6 +257,11 @@ class FrameReader:
         self.max_header_bytes = max_header_bytes
         # Size of the staging buffer between frames; may be raised (after authentication).
         self.staging_bytes = staging_bytes
+        # Called with a frame's array bytes before they are allocated; raising
+        # ResourceExhausted refuses the frame (its buffers are skipped). `charged` holds what
+        # it accepted for the frame in progress, handed to the frame's event when it ends.
+        self.admit = admit
+        self.charged = 0
         self.events: deque[Frame | BadFrame] = deque()
         self.frames_read = 0
         self._buf = bytearray(staging_bytes)
@@ -277,6 +285,7 @@ class FrameReader:
         self._offset = 0
         self._skip = 0
         self._bad: BadFrame | None = None
+        self.charged = 0
 
     @property
     def mid_frame(self) -> bool:
@@ -434,9 +443,13 @@ class FrameReader:
             header = _decode_msgpack(raw)
             _check_depth(header)  # after assigning: a valid id still routes the refusal
             self._msg = self.registry.validate(header, self._lengths, self.max_frame_bytes)
+            nbytes = sum(self._lengths)
+            if self.admit is not None and nbytes:
+                self.admit(nbytes)  # raises to refuse; nothing is allocated before it agrees
+                self.charged = nbytes
         except Exception as exc:  # noqa: BLE001 - any refusal is per frame, never fatal
             # Framing is intact: report the frame, skip its buffers and carry on.
-            if not isinstance(exc, ProtocolError):
+            if not isinstance(exc, ProtocolError | ResourceExhausted):
                 exc = ProtocolError(f"header refused: {type(exc).__name__}: {exc}")
             self._bad = BadFrame(exc, _request_id_of(header))
             self._skip = sum(self._lengths)
@@ -460,22 +473,23 @@ class FrameReader:
             self._finish_frame()
 
     def _finish_frame(self) -> None:
-        msg, arrays = self._msg, self._arrays
+        msg, arrays, charged = self._msg, self._arrays, self.charged
         self._reset()
         self.frames_read += 1
         for i, arr in enumerate(arrays):
             # Any byte other than 0/1 in a bool array is undefined behaviour in NumPy.
             if arr.dtype == np.bool_ and arr.size and arr.view(np.uint8).max() > 1:
                 error = ProtocolError(f"array {i}: bool array holds bytes other than 0 and 1")
-                self.events.append(BadFrame(error, _request_id_of(msg.fields)))
+                self.events.append(BadFrame(error, _request_id_of(msg.fields), charged))
                 return
-        self.events.append(Frame(msg.type, msg.fields, arrays))
+        self.events.append(Frame(msg.type, msg.fields, arrays, charged))
 
     def _finish_bad(self) -> None:
         bad = self._bad
+        assert bad is not None
+        bad.charged = self.charged
         self._reset()
         self.frames_read += 1
-        assert bad is not None
         self.events.append(bad)
 
 
@@ -561,7 +575,8 @@ class FrameProtocol(asyncio.BufferedProtocol):
                 logger.error("dropping connection after an error handling a %s frame: %r",
                              getattr(event, "msg", "refused"), exc)
                 self.abort(f"internal error: {type(exc).__name__}: {exc}")
-        events.clear()
+        while events:
+            self.on_discard(events.popleft())
 
     def eof_received(self) -> bool:
         try:
@@ -590,6 +605,9 @@ class FrameProtocol(asyncio.BufferedProtocol):
     def on_event(self, event: Frame | BadFrame) -> None:
         """Handle one decoded (or refused) frame."""
         raise NotImplementedError
+
+    def on_discard(self, event: Frame | BadFrame) -> None:
+        """A decoded frame is dropped unhandled because the connection is closing."""
 
     def lost_error(self) -> Exception:
         """The exception that operations on a closed connection raise."""
