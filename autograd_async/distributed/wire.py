@@ -22,10 +22,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgpack
 import numpy as np
 
 from .errors import ConnectionClosedError, DistributedError, ProtocolError, ResourceExhausted
+from .header import MAX_HEADER_DEPTH, check_depth, decode_msgpack, pack_header, unpack_header
 from .pool import ReceivePool
 from .schema import ALLOWED_DTYPES, DEFAULT_REGISTRY, MessageRegistry, wire_dtype_name
 
@@ -55,10 +55,6 @@ DEFAULT_MAX_FRAME_BYTES = 1 << 30
 DEFAULT_MAX_HEADER_BYTES = 1 << 20
 # A frame with more buffers than this is a mistake; the limit also bounds the lengths table.
 MAX_BUFFERS = 4096
-# Real headers are a few levels deep (the schema allows 16 inside a field). Anything deeper is
-# refused right after decoding, before recursive code (repr, validators) can see it and hit
-# Python's recursion limit; msgpack itself decodes without recursion, up to 1024 levels.
-MAX_HEADER_DEPTH = 64
 # Arrays smaller than this are copied into the first chunk: one write beats many for latency.
 _INLINE_BYTES = 64 * 1024
 # Reading straight into an array pays off once the rest of it is larger than this.
@@ -94,70 +90,6 @@ class BadFrame:
     error: DistributedError  # a ProtocolError, or ResourceExhausted from `admit`
     request_id: int | None
     charged: int = 0  # bytes reserved by `admit` before the frame was refused
-
-
-def _refuse_ext(code: int, data: bytes) -> Any:
-    raise ProtocolError(f"header contains msgpack ext type {code}, which is not allowed")
-
-
-def _check_depth(value: Any, limit: int = MAX_HEADER_DEPTH) -> None:
-    """Raise ProtocolError if lists/maps in `value` nest deeper than `limit` (no recursion)."""
-    if not isinstance(value, dict | list):
-        return
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            raise ProtocolError(f"header is nested deeper than {limit} levels")
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
-
-
-def unpack_header(raw: bytes) -> Any:
-    """Decode a msgpack header with strict limits: no bin, no ext, str keys only, bounded
-    nesting."""
-    header = _decode_msgpack(raw)
-    _check_depth(header)
-    return header
-
-
-def _decode_msgpack(raw: bytes) -> Any:
-    """msgpack.unpackb with the header's limits; every failure becomes a ProtocolError."""
-    n = len(raw)
-    try:
-        return msgpack.unpackb(
-            raw,
-            raw=False,
-            strict_map_key=True,
-            use_list=True,
-            max_str_len=n,
-            max_bin_len=0,
-            max_array_len=n,
-            max_map_len=n // 2,
-            max_ext_len=0,
-            ext_hook=_refuse_ext,
-        )
-    except ProtocolError:
-        raise
-    except msgpack.StackError:
-        raise ProtocolError("header is nested too deeply") from None
-    except Exception as exc:  # msgpack signals bad input with many exception types
-        text = str(exc)
-        if "max_bin_len" in text:
-            text = "binary (bin) values are not allowed; arrays travel as buffers"
-        elif "strict_map_key" in text:
-            text = f"map keys must be str ({text})"
-        else:
-            text = f"{type(exc).__name__}: {text}"
-        raise ProtocolError(f"header is not valid msgpack: {text}") from None
-
-
-def pack_header(header: Mapping[str, Any]) -> bytes:
-    """Encode a header map with msgpack, refusing values msgpack cannot carry as simple values."""
-    try:
-        return msgpack.packb(header, use_bin_type=True, strict_types=False)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise ProtocolError(f"header cannot be encoded: {exc}") from None
 
 
 def _wire_array(value: Any) -> tuple[np.ndarray, str]:
@@ -440,8 +372,8 @@ class FrameReader:
         self._need = 0
         header: Any = None
         try:
-            header = _decode_msgpack(raw)
-            _check_depth(header)  # after assigning: a valid id still routes the refusal
+            header = decode_msgpack(raw)
+            check_depth(header)  # after assigning: a valid id still routes the refusal
             self._msg = self.registry.validate(header, self._lengths, self.max_frame_bytes)
             nbytes = sum(self._lengths)
             if self.admit is not None and nbytes:
