@@ -179,6 +179,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         token_file = Path(tmp) / "token"
         token_file.write_bytes(TOKEN)
+        token_file.chmod(0o600)  # the worker refuses a token others can read
         worker, address = start_worker(token_file)
         try:
             if not recv.poll(60):

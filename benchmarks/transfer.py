@@ -32,7 +32,7 @@ from _timing import print_latencies, round_trip_parser  # noqa: E402
 
 from autograd_async.distributed import connect, serve  # noqa: E402
 
-TOKEN = b"benchmark-token"
+TOKEN = b"benchmark-token-transfer"
 _LEN = struct.Struct("<Q")
 
 

@@ -53,6 +53,10 @@ class BadRequest(ValueError):
     """A request the service cannot take; its message is sent back with status 400."""
 
 
+class ListenError(OSError):
+    """The service could not bind its address (port in use, unknown host)."""
+
+
 # ---------------------------------------------------------------------------------- validation
 def json_type(value: Any) -> str:
     """The JSON name of a decoded value's type, for error messages."""
@@ -359,7 +363,11 @@ async def serve(args: argparse.Namespace) -> None:
     await runner.setup()
     try:
         site = web.TCPSite(runner, args.host, args.port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:  # port in use, unknown host: one clear line, not a traceback
+            raise ListenError(f"cannot listen on {args.host}:{args.port}: "
+                              f"{exc.strerror or exc}") from None
         host, port = runner.addresses[0][:2]
         print(f"serving on http://{host}:{port} (device {app[SERVICE].device})", flush=True)
         stop = asyncio.Event()
@@ -375,6 +383,9 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(serve(parse_args(argv)))
     except KeyboardInterrupt:
         pass
+    except ListenError as exc:
+        print(f"gradient_service: {exc}", file=sys.stderr, flush=True)
+        return 1
     return 0
 
 

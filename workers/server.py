@@ -1,21 +1,26 @@
 """`WorkerServer`: serves a worker's methods (docs/wire-protocol.md, section 8) over the transport.
 
-Forward calls run registered functions and module forwards on the worker's loop; under a
-distributed context they are recorded (received leaves, sent outputs, parameters used). A
-`backward` request runs the recorded part on the worker's engine with `grad_async`, keeps the
-parameters' gradients in the context and returns the gradients of the received leaves. Receive
-nodes inside that part (calls the worker made to its peers) recurse into those peers.
+Forward calls run registered functions and module forwards on the worker's compute threads (an
+`async def` function runs on the loop: it awaits, e.g. its peers), so the serving loop keeps
+answering other peers while one computes. Under a distributed context they are recorded
+(received leaves, sent outputs, parameters used). A `backward` request runs the recorded part on
+the worker's engine with `grad_async`, keeps the parameters' gradients in the context and
+returns the gradients of the received leaves. Receive nodes inside that part (calls the worker
+made to its peers) recurse into those peers. What a peer makes the worker hold (frames, replies,
+modules, contexts) counts against byte quotas per peer and in total (`ByteBudget`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 import os
 import secrets
 import ssl as ssl_module
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -27,15 +32,31 @@ from autograd_async.autograd import grad_async
 from autograd_async.devices import Device, check_available
 from autograd_async.distributed import Client
 from autograd_async.distributed.codec import check_simple, host_array, to_device
-from autograd_async.distributed.connection import ConnectionInfo
+from autograd_async.distributed.connection import (
+    DEFAULT_FRAME_IDLE_TIMEOUT,
+    DEFAULT_MAX_HANDSHAKES,
+    ConnectionInfo,
+)
 from autograd_async.distributed.context import current_context
-from autograd_async.distributed.errors import ProtocolError
+from autograd_async.distributed.errors import ProtocolError, ResourceExhausted
 from autograd_async.distributed.methods import check_arg_specs, check_call
+from autograd_async.distributed.quota import (
+    DEFAULT_MAX_PEER_BYTES,
+    DEFAULT_MAX_TOTAL_BYTES,
+    ByteBudget,
+    format_bytes,
+)
 from autograd_async.distributed.server import Server, serve
 from autograd_async.grad_mode import enable_grad, no_grad
 from autograd_async.tensor import Tensor
 
-from .contexts import CallRecord, ContextStore, ParamKey
+from .contexts import (
+    DEFAULT_MAX_CONTEXTS_PER_PEER,
+    CallRecord,
+    ContextStore,
+    ParamKey,
+    WorkerContext,
+)
 from .registry import DEFAULT_REGISTRY, Registry, worker_var
 
 __all__ = ["DEFAULT_CONTEXT_TTL", "WorkerServer"]
@@ -45,6 +66,9 @@ logger = logging.getLogger("workers")
 DEFAULT_CONTEXT_TTL = 300.0
 Reply = tuple[dict[str, Any], list[np.ndarray]]
 
+# The authenticated peer whose request is being served: quotas are counted by it.
+caller_var: contextvars.ContextVar[str] = contextvars.ContextVar("workers_caller", default="?")
+
 
 @dataclass
 class ModuleEntry:
@@ -53,6 +77,8 @@ class ModuleEntry:
     module: nn.Module
     class_name: str
     device: Device
+    owner: str = "?"  # the peer that created it
+    nbytes: int = 0  # its parameters and buffers, counted against the owner's quota
 
 
 @dataclass
@@ -91,6 +117,14 @@ class WorkerServer:
         peer_timeout: float = 30.0,
         ssl: ssl_module.SSLContext | None = None,
         max_frame_bytes: int | None = None,
+        peer_ssl: ssl_module.SSLContext | None = None,
+        insecure: bool = False,
+        max_handshakes: int = DEFAULT_MAX_HANDSHAKES,
+        max_peer_bytes: int = DEFAULT_MAX_PEER_BYTES,
+        max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
+        max_contexts_per_peer: int = DEFAULT_MAX_CONTEXTS_PER_PEER,
+        frame_idle_timeout: float = DEFAULT_FRAME_IDLE_TIMEOUT,
+        compute_threads: int | None = None,
     ) -> None:
         self.name = name
         self.devices = [Device(d) for d in devices]
@@ -99,13 +133,24 @@ class WorkerServer:
         for dev in self.devices:
             check_available(dev)
         self.registry = registry
-        self.contexts = ContextStore(context_ttl)
-        self.peers = Client(peers or {}, token=token, timeout=peer_timeout, name=name)
+        self.contexts = ContextStore(context_ttl, max_per_peer=max_contexts_per_peer)
+        # Bytes held for each peer and in total: frames, replies, modules, contexts.
+        self.budget = ByteBudget(max_peer_bytes, max_total_bytes, owner=f"worker {name!r}")
+        self._frame_idle_timeout = frame_idle_timeout
+        # Forward calls and other computations run here, never on the serving loop.
+        self._compute = ThreadPoolExecutor(
+            max_workers=compute_threads or max(2, len(self.devices)),
+            thread_name_prefix=f"worker-{name}-compute",
+        )
+        self.peers = Client(peers or {}, token=token, timeout=peer_timeout, name=name,
+                            ssl=peer_ssl)
         self.modules: dict[int, ModuleEntry] = {}
         self.optimizers: dict[int, OptimizerEntry] = {}
         self.requests = 0
         self._token = token
         self._ssl = ssl
+        self._insecure = insecure
+        self._max_handshakes = max_handshakes
         self._max_frame_bytes = max_frame_bytes
         self._incarnation = secrets.randbits(20)
         self._next_id = 0
@@ -147,7 +192,9 @@ class WorkerServer:
         await self.peers.start()
         extra = {} if self._max_frame_bytes is None else {"max_frame_bytes": self._max_frame_bytes}
         self._server = await serve(self.handle, host, port, token=self._token, name=self.name,
-                                   ssl=self._ssl, **extra)
+                                   ssl=self._ssl, insecure=self._insecure,
+                                   max_handshakes=self._max_handshakes, budget=self.budget,
+                                   frame_idle_timeout=self._frame_idle_timeout, **extra)
         self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
 
     async def stop(self, grace: float = 10.0) -> None:
@@ -163,6 +210,7 @@ class WorkerServer:
         await self.peers.aclose()
         self.modules.clear()
         self.optimizers.clear()
+        self._compute.shutdown(wait=False, cancel_futures=True)
         logger.info("worker %r stopped (%d contexts released)", self.name, len(released))
 
     async def _sweep(self) -> None:
@@ -171,6 +219,7 @@ class WorkerServer:
             await asyncio.sleep(period)
             for ctx in self.contexts.expire():
                 logger.info("worker %r: context %d expired", self.name, ctx.id)
+                self._uncharge_context(ctx)
                 self._spawn(ctx.release_touched(min(self.peers.timeout, 10.0)))
 
     def _spawn(self, coro: Any) -> None:
@@ -190,13 +239,39 @@ class WorkerServer:
         check_call(method, kwargs, len(arrays))
         self.requests += 1
         token = worker_var.set(self)
+        caller = caller_var.set(info.peer_name)
         try:
             return await self._handlers[method](kwargs, arrays)
         except Exception as exc:
             _annotate(exc, self.name, kwargs.get("context_id"))
             raise
         finally:
+            caller_var.reset(caller)
             worker_var.reset(token)
+
+    async def run_compute(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run `fn(*args, **kwargs)` on a compute thread, with the caller's ContextVars (grad
+        mode, context, current worker); the serving loop stays free meanwhile."""
+        context = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._compute, lambda: context.run(fn, *args, **kwargs))
+
+    # ----------------------------------------------------------------- quotas
+    def _charge_context(self, ctx: WorkerContext, *, refuse: bool) -> None:
+        """Bring the bytes counted for `ctx` up to date; with `refuse`, growth over a quota
+        raises ResourceExhausted (and is not counted)."""
+        delta = ctx.nbytes - ctx.charged
+        if delta > 0 and refuse:
+            self.budget.reserve(ctx.owner, delta, f"more records in context {ctx.id}")
+        elif delta > 0:
+            self.budget.force(ctx.owner, delta)
+        else:
+            self.budget.release(ctx.owner, -delta)
+        ctx.charged += delta
+
+    def _uncharge_context(self, ctx: WorkerContext) -> None:
+        self.budget.release(ctx.owner, ctx.charged)
+        ctx.charged = 0
 
     def check_device(self, device: Any) -> Device:
         """`device` as a Device, refused unless it is one of the worker's."""
@@ -226,7 +301,8 @@ class WorkerServer:
         if len(flags) != len(arrays):
             raise ProtocolError(f"requires_grad has {len(flags)} flags for {len(arrays)} arrays")
         context_id = kw.get("context_id")
-        ctx = self.contexts.get_or_create(context_id) if context_id is not None else None
+        ctx = (self.contexts.get_or_create(context_id, caller_var.get())
+               if context_id is not None else None)
         record = ctx is not None and bool(kw.get("record"))
         tensors = [to_device(a, device, record and f and a.dtype.kind in "fc")
                    for a, f in zip(arrays, flags, strict=True)]
@@ -235,7 +311,10 @@ class WorkerServer:
             token = current_context.set(ctx)
             try:
                 with enable_grad() if record else no_grad():
-                    out = fn(*args, **kw["kwargs"])
+                    if inspect.iscoroutinefunction(fn):  # it awaits (its peers): on the loop
+                        out = fn(*args, **kw["kwargs"])
+                    else:  # it computes: on a compute thread, the loop keeps serving
+                        out = await self.run_compute(fn, *args, **kw["kwargs"])
                     if inspect.isawaitable(out):
                         out = await out
             finally:
@@ -256,7 +335,13 @@ class WorkerServer:
         if record and any(t.requires_grad for t in outputs):
             leaves = [t for t in tensors if t.requires_grad]
             assert ctx is not None
-            result["call_id"] = ctx.add_call(CallRecord(leaves, outputs, params))
+            call_id = ctx.add_call(CallRecord(leaves, outputs, params))
+            try:
+                self._charge_context(ctx, refuse=True)
+            except ResourceExhausted:
+                del ctx.records[call_id]  # not kept: the caller gets the refusal instead
+                raise
+            result["call_id"] = call_id
         return result, sent
 
     # -------------------------------------------------------------- backward
@@ -300,6 +385,9 @@ class WorkerServer:
         for (key, _), g in zip(record.params, found[n_leaves:n_leaves + n_params]):
             if g is not None:
                 ctx.accumulate(key, g._data)
+        # Gradients already exist: they are counted, never refused (a freed record usually
+        # gives back more than they take).
+        self._charge_context(ctx, refuse=False)
         send_slots, sent = [], []
         for i, g in enumerate(found[:n_leaves]):
             if g is not None:
@@ -311,6 +399,7 @@ class WorkerServer:
     async def _context_release(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         ctx = self.contexts.release(kw["context_id"])
         if ctx is not None:
+            self._uncharge_context(ctx)
             await ctx.release_touched(min(self.peers.timeout, 10.0))
         return {"released": ctx is not None}, []
 
@@ -321,8 +410,9 @@ class WorkerServer:
             self._module(wanted)
         items = sorted((ctx.grads if ctx is not None else {}).items())
         items = [(k, g) for k, g in items if wanted is None or k[0] == wanted]
+        copies = await self.run_compute(lambda: [_host_copy(g) for _, g in items])
         return ({"modules": [k[0] for k, _ in items], "names": [k[1] for k, _ in items]},
-                [_host_copy(g) for _, g in items])
+                copies)
 
     # ---------------------------------------------------------------- modules
     def _module(self, module_id: int) -> ModuleEntry:
@@ -349,17 +439,25 @@ class WorkerServer:
         return module, dev
 
     async def _module_create(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
-        module, device = self.build_module(kw["class_name"], kw["kwargs"])
+        owner = caller_var.get()
+        self.budget.ensure_room(owner, f"module {kw['class_name']}")  # before building it
+        module, device = await self.run_compute(self.build_module, kw["class_name"],
+                                                kw["kwargs"])
+        nbytes = sum(t._data.nbytes for t in module.state_dict().values())
+        # Built already (its size is known only now); refused, it is dropped at once.
+        self.budget.reserve(owner, nbytes,
+                            f"module {kw['class_name']} of {format_bytes(nbytes)}")
         module_id = self._new_id()
-        self.modules[module_id] = ModuleEntry(module, kw["class_name"], device)
+        self.modules[module_id] = ModuleEntry(module, kw["class_name"], device, owner, nbytes)
         params = [{"name": n, "shape": list(p.shape), "dtype": str(p.dtype),
                    "device": str(p.device)} for n, p in module.named_parameters()]
         return {"module_id": module_id, "parameters": params, "repr": repr(module)}, []
 
     async def _module_delete(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         module_id = kw["module_id"]
-        self._module(module_id)
+        entry = self._module(module_id)
         del self.modules[module_id]
+        self.budget.release(entry.owner, entry.nbytes)
         for ctx in self.contexts:
             ctx.forget_module(module_id)
         return {"deleted": True}, []
@@ -370,8 +468,9 @@ class WorkerServer:
 
     async def _module_state_dict(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         state = self._module(kw["module_id"]).module.state_dict()
-        return ({"names": list(state)},
-                [np.array(host_array(t), copy=True) for t in state.values()])
+        copies = await self.run_compute(
+            lambda: [np.array(host_array(t), copy=True) for t in state.values()])
+        return {"names": list(state)}, copies
 
     async def _module_load_state_dict(self, kw: dict[str, Any],
                                       arrays: list[np.ndarray]) -> Reply:
@@ -380,7 +479,8 @@ class WorkerServer:
         if len(names) != len(arrays):
             raise ProtocolError(f"load_state_dict got {len(arrays)} arrays for {len(names)} names")
         state = {n: to_device(a, entry.device) for n, a in zip(names, arrays, strict=True)}
-        missing, unexpected = entry.module.load_state_dict(state, strict=kw["strict"])
+        missing, unexpected = await self.run_compute(entry.module.load_state_dict, state,
+                                                     strict=kw["strict"])
         return {"missing": list(missing), "unexpected": list(unexpected)}, []
 
     # ------------------------------------------------------------- optimizers
@@ -414,7 +514,7 @@ class WorkerServer:
                 param.grad = None if g is None else Tensor._wrap(g, param.device)
                 stepped += g is not None
             if stepped:
-                entry.optimizer.step()
+                await self.run_compute(entry.optimizer.step)
         finally:
             for _, param in entry.params:
                 param.grad = None
@@ -436,6 +536,8 @@ class WorkerServer:
             "modules": len(self.modules),
             "optimizers": len(self.optimizers),
             "requests": self.requests,
+            "held_bytes": self.budget.held(),
+            "peer_bytes": self.budget.held(caller_var.get()),
             "connections": self._server.connection_count if self._server is not None else 0,
             "peers": self.peers.workers,
             "functions": sorted(self.registry.functions),

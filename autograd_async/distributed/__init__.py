@@ -22,6 +22,7 @@ from .errors import (
     DistributedError,
     ProtocolError,
     RemoteError,
+    ResourceExhausted,
     UnknownWorkerError,
     WorkerLostError,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "RemoteCall",
     "RemoteError",
     "RemoteModule",
+    "ResourceExhausted",
     "Server",
     "UnknownWorkerError",
     "WorkerLostError",

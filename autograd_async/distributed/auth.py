@@ -1,16 +1,18 @@
 """Mutual HMAC-SHA256 challenge-response over a shared secret token.
 
     client -> server   hello      {name, version}                 (sent on connect)
-    server -> client   challenge  {name, version, nonce_s}        (sent on connect)
+    server -> client   challenge  {version, nonce_s}              (sent on connect)
     client -> server   auth       {nonce_c, proof_c}
-    server -> client   auth_ok    {proof_s}
+    server -> client   auth_ok    {name, proof_s}
 
     proof_c = HMAC-SHA256(token, nonce_s || nonce_c || "autograd-async/1 client")
     proof_s = HMAC-SHA256(token, nonce_s || nonce_c || "autograd-async/1 server")
 
 Both nonces are fresh 32-byte random values, so no proof can be replayed; the role labels
-differ, so a proof obtained from one side can never be reflected to the other. The state
-machines below are pure (no I/O); `connection.py` drives them from its protocols.
+differ, so a proof obtained from one side can never be reflected to the other. The server
+names itself only in `auth_ok`, once the client has proven the token: a stranger learns
+nothing about the worker. The state machines below are pure (no I/O); `connection.py` drives
+them from its protocols.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ import hashlib
 import hmac
 import os
 import secrets
+import stat
 from typing import Any
 
 from .errors import AuthenticationError, ProtocolError
 from .wire import VERSION
 
 __all__ = [
+    "MIN_TOKEN_BYTES",
     "NONCE_BYTES",
     "ClientHandshake",
     "ServerHandshake",
@@ -35,27 +39,45 @@ __all__ = [
 ]
 
 NONCE_BYTES = 32
+# A shared secret shorter than this can be guessed; 32 random bytes (base64) is the advice.
+MIN_TOKEN_BYTES = 16
+_TOKEN_ADVICE = "make one with: head -c 32 /dev/urandom | base64 > TOKEN && chmod 600 TOKEN"
 _LABELS = {"client": b"autograd-async/1 client", "server": b"autograd-async/1 server"}
 
 
 def check_token(token: Any) -> bytes:
-    """Return `token` if it is a non-empty bytes secret, else raise a clear error."""
+    """Return `token` if it is a bytes secret of at least MIN_TOKEN_BYTES, else raise a clear
+    error."""
     if isinstance(token, bytearray | memoryview):
         token = bytes(token)
     if not isinstance(token, bytes):
         raise TypeError(f"token must be bytes, got {type(token).__name__}")
     if not token:
         raise ValueError("token must not be empty")
+    if len(token) < MIN_TOKEN_BYTES:
+        raise ValueError(f"token must be at least {MIN_TOKEN_BYTES} bytes, got {len(token)} "
+                         f"({_TOKEN_ADVICE})")
     return token
 
 
 def load_token(path: str | os.PathLike[str]) -> bytes:
-    """Read a token from a file, dropping surrounding whitespace; refuse an empty one."""
+    """Read a token from a file, dropping surrounding whitespace; refuse an empty or short one,
+    and (on POSIX) a file that group or others may read, as ssh refuses such keys."""
+    name = os.fspath(path)
     with open(path, "rb") as fh:
+        mode = os.fstat(fh.fileno()).st_mode
+        if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise PermissionError(
+                f"token file {name!r} is accessible by group or others "
+                f"(mode {stat.S_IMODE(mode):04o}); run: chmod 600 {name}"
+            )
         token = fh.read().strip()
     if not token:
-        raise ValueError(f"token file {os.fspath(path)!r} is empty")
-    return token
+        raise ValueError(f"token file {name!r} is empty")
+    try:
+        return check_token(token)
+    except ValueError as exc:
+        raise ValueError(f"token file {name!r}: {exc}") from None
 
 
 def new_nonce() -> bytes:
@@ -117,8 +139,9 @@ class ServerHandshake(_Handshake):
         super().__init__(token, name, "hello")
 
     def challenge(self) -> dict[str, Any]:
-        """Fields of the challenge message the server sends as soon as a client connects."""
-        return {"name": self.name, "version": VERSION, "nonce": self._nonce.hex()}
+        """Fields of the challenge message the server sends as soon as a client connects (no
+        name: that waits until the client has proven the token)."""
+        return {"version": VERSION, "nonce": self._nonce.hex()}
 
     def receive(self, msg: str, fields: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
         """Consume one client message; return the message to send back, if any."""
@@ -134,7 +157,7 @@ class ServerHandshake(_Handshake):
             raise AuthenticationError(f"client {self.peer_name!r} presented a wrong token")
         self.done = True
         proof = compute_proof(self._token, self._nonce, client_nonce, "server")
-        return "auth_ok", {"proof": proof.hex()}
+        return "auth_ok", {"name": self.name, "proof": proof.hex()}
 
 
 class ClientHandshake(_Handshake):
@@ -158,8 +181,7 @@ class ClientHandshake(_Handshake):
             )
         self._check_expected(msg)
         if msg == "challenge":
-            _check_version(fields["version"], f"server {fields['name']!r}")
-            self.peer_name = fields["name"]
+            _check_version(fields["version"], "the server")
             self._server_nonce = _nonce_from_hex(fields["nonce"], "server nonce")
             proof = compute_proof(self._token, self._server_nonce, self._nonce, "client")
             self._expect = "auth_ok"
@@ -167,7 +189,9 @@ class ClientHandshake(_Handshake):
         expected = compute_proof(self._token, self._server_nonce, self._nonce, "server")
         if not _proof_matches(expected, fields["proof"]):
             raise AuthenticationError(
-                f"server {self.peer_name!r} could not prove it knows the token"
+                f"the server (calling itself {fields['name']!r}) could not prove it knows the "
+                "token"
             )
+        self.peer_name = fields["name"]
         self.done = True
         return None

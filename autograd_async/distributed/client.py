@@ -18,6 +18,7 @@ import asyncio
 import concurrent.futures
 import itertools
 import logging
+import os
 import secrets
 import ssl as ssl_module
 from collections.abc import Coroutine, Mapping, Sequence
@@ -28,6 +29,7 @@ import numpy as np
 from ..devices import DeviceError
 from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor
+from .auth import check_token
 from .codec import check_simple, output_device, pack_args, to_device
 from .connection import Connection, ConnectionState, connect
 from .context import COUNTER_BITS, ContextBase, current_context
@@ -36,10 +38,12 @@ from .errors import (
     ConnectionClosedError,
     DistributedError,
     RemoteError,
+    ResourceExhausted,
     UnknownWorkerError,
     WorkerLostError,
 )
 from .recv import Recv, RemoteCall
+from .tls import client_context
 from .wire import DEFAULT_MAX_FRAME_BYTES
 
 __all__ = ["DEFAULT_TIMEOUT", "Client", "parse_address"]
@@ -78,13 +82,21 @@ class Client:
         ssl: ssl_module.SSLContext | None = None,
         server_hostname: str | None = None,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        tls_ca: str | os.PathLike[str] | None = None,
+        tls_cert: str | os.PathLike[str] | None = None,
+        tls_key: str | os.PathLike[str] | None = None,
     ) -> None:
-        self._token = token.encode() if isinstance(token, str) else bytes(token)
+        self._token = check_token(token.encode() if isinstance(token, str) else bytes(token))
         self._addresses = {str(w): parse_address(a) for w, a in (workers or {}).items()}
         self.timeout = float(timeout)
         self.connect_timeout = float(min(timeout, 10.0) if connect_timeout is None
                                      else connect_timeout)
         self.name = name
+        if tls_ca is not None or tls_cert is not None or tls_key is not None:
+            if ssl is not None:
+                raise ValueError("give either ssl= or the tls_* files, not both")
+            # Servers are verified against tls_ca; tls_cert/tls_key answer mutual TLS.
+            ssl = client_context(tls_ca, tls_cert, tls_key)
         self._ssl = ssl
         self._server_hostname = server_hostname
         self._max_frame_bytes = max_frame_bytes
@@ -288,6 +300,10 @@ class Client:
             # Closed under us because another request on it timed out.
             raise WorkerLostError(worker, context_id, reason=str(exc)) from exc
         except RemoteError as exc:
+            if exc.remote_type == "ResourceExhausted":  # a quota of the worker (or its peer)
+                cid = exc.context_id if exc.context_id is not None else context_id
+                raise ResourceExhausted(exc.message, worker=exc.worker or worker,
+                                        context_id=cid) from exc
             if exc.remote_type == "WorkerLostError":  # a peer of the worker was lost
                 lost = exc.worker or worker
                 cid = exc.context_id if exc.context_id is not None else context_id

@@ -39,7 +39,9 @@ from .wire import (
 )
 
 __all__ = [
+    "DEFAULT_FRAME_IDLE_TIMEOUT",
     "DEFAULT_HANDSHAKE_TIMEOUT",
+    "DEFAULT_MAX_HANDSHAKES",
     "DEFAULT_REQUEST_TIMEOUT",
     "Connection",
     "ConnectionInfo",
@@ -53,6 +55,10 @@ logger = logging.getLogger("autograd_async.distributed")
 DEFAULT_REQUEST_TIMEOUT = 30.0
 DEFAULT_HANDSHAKE_TIMEOUT = 10.0
 DEFAULT_MAX_PENDING = 256
+# Connections still in their handshake, per server: past this, new ones are dropped at once.
+DEFAULT_MAX_HANDSHAKES = 64
+# An authenticated peer that sends part of a frame and then nothing for this long is dropped.
+DEFAULT_FRAME_IDLE_TIMEOUT = 60.0
 # Until a peer has authenticated it may only send small handshake frames: a stranger must
 # not be able to make us allocate a large buffer.
 _PREAUTH_LIMITS = {"first_frame_bytes": 64 * 1024, "first_header_bytes": 16 * 1024}
@@ -185,7 +191,7 @@ class Connection:
 
     @property
     def peer_name(self) -> str:
-        """The server's name, as announced in its challenge."""
+        """The server's name, as announced once it had proven the token."""
         return self._protocol.peer_name
 
     @property

@@ -15,6 +15,7 @@ __all__ = [
     "DistributedError",
     "ProtocolError",
     "RemoteError",
+    "ResourceExhausted",
     "UnknownWorkerError",
     "WorkerLostError",
     "error_fields",
@@ -38,6 +39,25 @@ class AuthenticationError(DistributedError):
 
 class ConnectionClosedError(DistributedError, RuntimeError):
     """An object was used outside its open state (before open or after close)."""
+
+
+class ResourceExhausted(DistributedError):
+    """A server refused work that would take it over a quota: bytes held for one peer or in
+    total, or contexts per peer. The message names the quota, the figures and the flag."""
+
+    def __init__(self, message: str, *, worker: str | None = None,
+                 context_id: int | None = None) -> None:
+        self.worker = worker
+        self.context_id = context_id
+        super().__init__(message)
+
+    def __reduce__(self):
+        return (_rebuild_exhausted, (self.args[0], self.worker, self.context_id))
+
+
+def _rebuild_exhausted(message: str, worker: str | None,
+                       context_id: int | None) -> ResourceExhausted:
+    return ResourceExhausted(message, worker=worker, context_id=context_id)
 
 
 class UnknownWorkerError(DistributedError, LookupError):

@@ -13,6 +13,7 @@ and ``ArrayIndex`` (an int that refers to one of the frame's arrays).
 from __future__ import annotations
 
 import math
+import reprlib
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -75,9 +76,20 @@ def wire_dtype_name(dtype: np.dtype) -> str:
     return name
 
 
+# Bounded repr for error messages: a hostile value may be huge or deeply nested.
+_SHORT_REPR = reprlib.Repr()
+_SHORT_REPR.maxlevel = 3
+_SHORT_REPR.maxstring = _SHORT_REPR.maxother = _SHORT_REPR.maxlong = 60
+
+
+def _short(value: Any) -> str:
+    """repr(value), bounded in length and depth."""
+    return _SHORT_REPR.repr(value)
+
+
 def _kind(value: Any) -> str:
     """Describe a wire value for an error message, e.g. "int 5" or "list"."""
-    text = repr(value)
+    text = _short(value)
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{type(value).__name__} {text}"
@@ -241,7 +253,7 @@ class MessageSpec:
 
 
 def _field_name(key: Any) -> str:
-    return repr(key) if isinstance(key, str) else _kind(key)
+    return _short(key) if isinstance(key, str) else _kind(key)
 
 
 @dataclass(frozen=True)
@@ -280,7 +292,7 @@ def parse_array_meta(index: int, meta: Any, length: int, max_frame_bytes: int) -
     dtype_name, shape = meta["dtype"], meta["shape"]
     if not isinstance(dtype_name, str) or dtype_name not in ALLOWED_DTYPES:
         raise ProtocolError(
-            f"{where}: dtype {dtype_name!r} is not allowed "
+            f"{where}: dtype {_short(dtype_name)} is not allowed "
             f"(allowed: {', '.join(ALLOWED_DTYPES)})"
         )
     if not isinstance(shape, list):
@@ -289,7 +301,9 @@ def parse_array_meta(index: int, meta: Any, length: int, max_frame_bytes: int) -
         raise ProtocolError(f"{where}: shape has {len(shape)} dimensions, more than {MAX_NDIM}")
     for dim in shape:
         if not isinstance(dim, int) or isinstance(dim, bool):
-            raise ProtocolError(f"{where}: shape {shape!r} has a non-int dimension {_kind(dim)}")
+            raise ProtocolError(
+                f"{where}: shape {_short(shape)} has a non-int dimension {_kind(dim)}"
+            )
         if dim < 0:
             raise ProtocolError(f"{where}: shape {shape!r} has a negative dimension {dim}")
     result = ArrayMeta(ALLOWED_DTYPES[dtype_name], tuple(shape))
@@ -341,7 +355,7 @@ class MessageRegistry:
         """Return the spec of message type `name`, or raise ProtocolError if unknown."""
         spec = self._specs.get(name) if isinstance(name, str) else None
         if spec is None:
-            raise ProtocolError(f"unknown message type {name!r}")
+            raise ProtocolError(f"unknown message type {_short(name)}")
         return spec
 
     def __contains__(self, name: object) -> bool:
@@ -402,9 +416,10 @@ def register_core_messages(registry: MessageRegistry) -> None:
     reg = registry.register
     # Handshake (see auth.py): nonces and proofs travel as lowercase hex strings.
     reg("hello", required={"name": str, "version": NonNegativeInt})
-    reg("challenge", required={"name": str, "nonce": str, "version": NonNegativeInt})
+    # The server's name travels in auth_ok only: strangers must not learn it.
+    reg("challenge", required={"nonce": str, "version": NonNegativeInt})
     reg("auth", required={"nonce": str, "proof": str})
-    reg("auth_ok", required={"proof": str})
+    reg("auth_ok", required={"name": str, "proof": str})
     reg("request", required={"id": NonNegativeInt, "method": str, "kwargs": SimpleMap},
         arrays=True)
     reg("response", required={"id": NonNegativeInt, "result": SimpleMap}, arrays=True)

@@ -15,7 +15,9 @@ from .auth import ServerHandshake, check_token
 from .connection import (
     _CLOSE_GRACE,
     _PREAUTH_LIMITS,
+    DEFAULT_FRAME_IDLE_TIMEOUT,
     DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_MAX_HANDSHAKES,
     DEFAULT_MAX_PENDING,
     ConnectionInfo,
     ConnectionState,
@@ -23,7 +25,10 @@ from .connection import (
     logger,
 )
 from .errors import AuthenticationError, ConnectionClosedError, ProtocolError, error_fields
+from .quota import ByteBudget, format_bytes
+from .ratelimit import LogLimiter
 from .schema import MessageRegistry
+from .tls import is_loopback
 from .wire import (
     DEFAULT_MAX_FRAME_BYTES,
     DEFAULT_MAX_HEADER_BYTES,
@@ -46,30 +51,99 @@ class _ServerProtocol(FrameProtocol):
         self.inflight_bytes = 0
         self._read_paused = False
         self._timer: asyncio.TimerHandle | None = None
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._last_data = 0.0  # loop time of the last bytes received
         self._peer: Any = None
+        self._handshaking = False  # counted in server.handshaking
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         self._peer = transport.get_extra_info("peername")
-        self.server._connections.add(self)
-        self._timer = self.loop.call_later(self.server.handshake_timeout, self._handshake_expired)
+        server = self.server
+        if server.handshaking >= server.max_handshakes:
+            # Strangers cannot make us hold more than max_handshakes half-open connections.
+            server.handshake_log.warning(
+                "server %r: refusing connection from %s: %d handshakes already pending "
+                "(max_handshakes)", server.name, self._peer, server.handshaking)
+            self.abort("too many pending handshakes")
+            return
+        server.handshaking += 1
+        self._handshaking = True
+        server._connections.add(self)
+        self._timer = self.loop.call_later(server.handshake_timeout, self._handshake_expired)
         self.send("challenge", self.handshake.challenge())
+
+    def _end_handshake(self) -> None:
+        if self._handshaking:
+            self._handshaking = False
+            self.server.handshaking -= 1
+        if self._timer is not None:
+            self._timer.cancel()
 
     def _handshake_expired(self) -> None:
         if not self.handshake.done:
-            logger.warning("server %r: handshake with %s timed out", self.server.name, self._peer)
+            self.server.handshake_log.warning("server %r: handshake with %s timed out",
+                                              self.server.name, self._peer)
             self.abort("handshake timed out")
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
-        if self._timer is not None:
-            self._timer.cancel()
+        self._end_handshake()
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        self._uncharge(self.reader.charged)  # a frame cut short holds nothing any more
+        self.reader.charged = 0
         self.server._connections.discard(self)
         # Nobody is left to read the answers.
         for task in self.tasks.values():
             task.cancel()
 
+    # -- quotas and idle partial frames ----------------------------------------------------
+    @property
+    def peer_name(self) -> str:
+        """The authenticated peer's name (what quotas are counted by)."""
+        return self.handshake.peer_name or "?"
+
+    def _admit(self, nbytes: int) -> None:
+        budget = self.server.budget
+        if budget is not None:
+            budget.reserve(self.peer_name, nbytes, f"a frame of {format_bytes(nbytes)}")
+
+    def _uncharge(self, nbytes: int) -> None:
+        if nbytes and self.server.budget is not None:
+            self.server.budget.release(self.peer_name, nbytes)
+
+    def on_discard(self, event: Frame | BadFrame) -> None:
+        self._uncharge(event.charged)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._last_data = self.loop.time()
+        super().buffer_updated(nbytes)
+        if (self._idle_timer is None and self.handshake.done and self.reader.mid_frame
+                and not self.is_closing):
+            self._idle_timer = self.loop.call_at(
+                self._last_data + self.server.frame_idle_timeout, self._check_idle)
+
+    def _check_idle(self) -> None:
+        # A peer that stops in the middle of a frame must not hold its buffers forever.
+        self._idle_timer = None
+        if not self.reader.mid_frame or self.is_closing:
+            return
+        now, limit = self.loop.time(), self.server.frame_idle_timeout
+        if self._read_paused:
+            self._last_data = now  # we stopped reading (backpressure): not the peer's fault
+        elif now - self._last_data >= limit:
+            logger.warning("server %r: %r sent part of a frame of %s and nothing for %s s; "
+                           "closing the connection", self.server.name, self.peer_name,
+                           format_bytes(self.reader.frame_size), limit)
+            self.abort(f"partial frame idle for {limit} s")
+            return
+        self._idle_timer = self.loop.call_at(self._last_data + limit, self._check_idle)
+
     def on_event(self, event: Frame | BadFrame) -> None:
+        if event.charged and not (isinstance(event, Frame) and event.msg == "request"):
+            self._uncharge(event.charged)  # only requests keep their arrays (see _run)
+            event.charged = 0
         if not self.handshake.done:
             self._on_handshake(event)
         elif isinstance(event, BadFrame):
@@ -95,24 +169,26 @@ class _ServerProtocol(FrameProtocol):
                 raise event.error
             reply = self.handshake.receive(event.msg, event.fields)
         except AuthenticationError as exc:
-            logger.warning("server %r: authentication failed for %r from %s: %s",
-                           self.server.name, peer, self._peer, exc)
+            self.server.handshake_log.warning(
+                "server %r: authentication failed for %r from %s: %s",
+                self.server.name, peer, self._peer, exc)
             self._send_error(AuthenticationError("authentication failed: wrong token"), None)
             assert self.transport is not None
             self.transport.close()  # after the error frame is written
             return
         except ProtocolError as exc:
             # Nothing from an unauthenticated peer is processed, not even for an error reply.
-            logger.warning("server %r: closing unauthenticated connection from %s: %s",
-                           self.server.name, self._peer, exc)
+            self.server.handshake_log.warning(
+                "server %r: closing unauthenticated connection from %s: %s",
+                self.server.name, self._peer, exc)
             self.abort(str(exc))
             return
         if reply is not None:
             self.send(*reply)
         if self.handshake.done:
-            if self._timer is not None:
-                self._timer.cancel()
+            self._end_handshake()
             self.open_limits()
+            self.reader.admit = self._admit
             self.info = ConnectionInfo(self.handshake.peer_name or "?", self._peer,
                                        self.server.name, self.connection_id)
             logger.debug("server %r: %r authenticated", self.server.name, self.info.peer_name)
@@ -125,22 +201,24 @@ class _ServerProtocol(FrameProtocol):
 
     def _start_request(self, frame: Frame) -> None:
         request_id = frame.fields["id"]
+        refusal: Exception | None = None
         if self.server.draining:
-            self._send_error(ConnectionClosedError(f"server {self.server.name!r} is shutting "
-                                                   "down"), request_id)
-            return
-        if request_id in self.tasks:
-            self._send_error(ProtocolError(f"request id {request_id} is already in flight"),
-                             request_id)
+            refusal = ConnectionClosedError(f"server {self.server.name!r} is shutting down")
+        elif request_id in self.tasks:
+            refusal = ProtocolError(f"request id {request_id} is already in flight")
+        if refusal is not None:
+            self._uncharge(frame.charged)
+            self._send_error(refusal, request_id)
             return
         nbytes = sum(a.nbytes for a in frame.arrays)
         self.inflight_bytes += nbytes
-        task = self.loop.create_task(self._run(request_id, frame, nbytes))
+        task = self.loop.create_task(self._run(request_id, frame, nbytes, frame.charged))
         self.tasks[request_id] = task
         self.update_reading()
 
-    async def _run(self, request_id: int, frame: Frame, nbytes: int) -> None:
+    async def _run(self, request_id: int, frame: Frame, nbytes: int, charged: int) -> None:
         assert self.info is not None
+        reply_charge = 0
         try:
             result = self.server.handler(self.info, frame.fields["method"],
                                          frame.fields["kwargs"], frame.arrays)
@@ -151,7 +229,15 @@ class _ServerProtocol(FrameProtocol):
                     and isinstance(result[0], dict)):
                 raise TypeError("handler must return (result_map, arrays), got "
                                 f"{type(result).__name__}")
-            self.send("response", {"id": request_id, "result": result[0]}, list(result[1]))
+            arrays = list(result[1])
+            reply_bytes = sum(getattr(a, "nbytes", 0) for a in arrays)
+            if self.server.budget is not None:
+                # Held until written out; a reply over the quota is refused, not sent.
+                self.server.budget.reserve(self.peer_name, reply_bytes,
+                                           f"a reply of {format_bytes(reply_bytes)}")
+                reply_charge = reply_bytes
+            self.send("response", {"id": request_id, "result": result[0]}, arrays)
+            del arrays, result
             await self.drain()
         except asyncio.CancelledError:
             raise  # cancelled by the client (cancel frame) or by shutdown: nobody to answer
@@ -161,6 +247,7 @@ class _ServerProtocol(FrameProtocol):
         finally:
             self.tasks.pop(request_id, None)
             self.inflight_bytes -= nbytes
+            self._uncharge(charged + reply_charge)
             self.update_reading()
 
     def update_reading(self) -> None:
@@ -175,6 +262,7 @@ class _ServerProtocol(FrameProtocol):
             self.transport.pause_reading()
         elif not full and self._read_paused:
             self._read_paused = False
+            self._last_data = self.loop.time()  # the idle clock restarts with reading
             self.transport.resume_reading()
 
 
@@ -184,15 +272,29 @@ class Server:
     def __init__(self, handler: Handler, *, token: bytes, name: str,
                  ssl: ssl_module.SSLContext | None, max_frame_bytes: int,
                  max_header_bytes: int, max_pending: int, handshake_timeout: float,
-                 registry: MessageRegistry | None) -> None:
+                 registry: MessageRegistry | None,
+                 max_handshakes: int = DEFAULT_MAX_HANDSHAKES, insecure: bool = False,
+                 budget: ByteBudget | None = None,
+                 frame_idle_timeout: float = DEFAULT_FRAME_IDLE_TIMEOUT) -> None:
         self.handler = handler
         self.token = check_token(token)
         self.name = name
         self.ssl = ssl
+        self.insecure = insecure
+        self.budget = budget  # bytes of frames and replies held per peer; None: no quota
+        if frame_idle_timeout <= 0:
+            raise ValueError(f"frame_idle_timeout must be positive, got {frame_idle_timeout}")
+        self.frame_idle_timeout = frame_idle_timeout
         self.max_frame_bytes = max_frame_bytes
         self.max_header_bytes = max_header_bytes
         self.max_pending = max_pending
         self.handshake_timeout = handshake_timeout
+        if max_handshakes < 1:
+            raise ValueError(f"max_handshakes must be at least 1, got {max_handshakes}")
+        self.max_handshakes = max_handshakes
+        self.handshaking = 0  # connections not yet authenticated
+        # Strangers decide how often handshakes fail: their log lines are rate-limited.
+        self.handshake_log = LogLimiter(logger)
         self.registry = registry
         self._state = ConnectionState.UNOPENED
         self._server: asyncio.AbstractServer | None = None
@@ -222,6 +324,14 @@ class Server:
         if self._state is not ConnectionState.UNOPENED:
             raise ConnectionClosedError(f"server {self.name!r} is {self._state.value}")
         loop = asyncio.get_running_loop()
+        if self.ssl is None and not self.insecure:
+            # Without TLS frames carry no MAC after the handshake (docs/wire-protocol.md, 4).
+            if not await asyncio.to_thread(is_loopback, host):
+                raise ValueError(
+                    f"server {self.name!r}: refusing to listen on {host or 'all interfaces'!r} "
+                    "without TLS; give a certificate (ssl=, --tls-cert/--tls-key) or accept "
+                    "plaintext beyond loopback explicitly (insecure=True, --insecure)"
+                )
         self._server = await loop.create_server(
             lambda: _ServerProtocol(self, next(self._ids)), host, port, ssl=self.ssl,
         )
@@ -313,10 +423,18 @@ async def serve(
     max_pending: int = DEFAULT_MAX_PENDING,
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
     registry: MessageRegistry | None = None,
+    max_handshakes: int = DEFAULT_MAX_HANDSHAKES,
+    insecure: bool = False,
+    budget: ByteBudget | None = None,
+    frame_idle_timeout: float = DEFAULT_FRAME_IDLE_TIMEOUT,
 ) -> Server:
-    """Start a server that runs `handler` for each authenticated request; return it open."""
+    """Start a server that runs `handler` for each authenticated request; return it open.
+    Without `ssl` it listens only on loopback addresses, unless `insecure` is true. With a
+    `budget`, request frames and replies count against its byte quotas."""
     server = Server(handler, token=token, name=name, ssl=ssl, max_frame_bytes=max_frame_bytes,
                     max_header_bytes=max_header_bytes, max_pending=max_pending,
-                    handshake_timeout=handshake_timeout, registry=registry)
+                    handshake_timeout=handshake_timeout, registry=registry,
+                    max_handshakes=max_handshakes, insecure=insecure, budget=budget,
+                    frame_idle_timeout=frame_idle_timeout)
     await server.start(host, port)
     return server

@@ -14,17 +14,18 @@ be tested and fuzzed directly; `FrameProtocol` drives it as an `asyncio.Buffered
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
 import sys
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgpack
 import numpy as np
 
-from .errors import ConnectionClosedError, ProtocolError
+from .errors import ConnectionClosedError, DistributedError, ProtocolError, ResourceExhausted
+from .header import MAX_HEADER_DEPTH, check_depth, decode_msgpack, pack_header, unpack_header
 from .pool import ReceivePool
 from .schema import ALLOWED_DTYPES, DEFAULT_REGISTRY, MessageRegistry, wire_dtype_name
 
@@ -32,6 +33,7 @@ __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_MAX_HEADER_BYTES",
     "MAGIC",
+    "MAX_HEADER_DEPTH",
     "MAX_BUFFERS",
     "PREFIX",
     "VERSION",
@@ -58,6 +60,11 @@ _INLINE_BYTES = 64 * 1024
 # Reading straight into an array pays off once the rest of it is larger than this.
 _DIRECT_MIN = 32 * 1024
 _STAGING_BYTES = 256 * 1024
+# Until a peer has authenticated its frames are tiny handshake messages: an idle stranger must
+# cost next to nothing (thousands of them used to hold 256 KiB each).
+PREAUTH_STAGING_BYTES = 2 * 1024
+
+logger = logging.getLogger("autograd_async.distributed")
 
 
 @dataclass
@@ -67,6 +74,7 @@ class Frame:
     msg: str
     fields: dict[str, Any]
     arrays: list[np.ndarray] = field(default_factory=list)
+    charged: int = 0  # bytes the reader's `admit` hook reserved for the arrays
 
     @property
     def id(self) -> int | None:
@@ -79,51 +87,9 @@ class Frame:
 class BadFrame:
     """A frame whose framing was intact but whose header or content was refused."""
 
-    error: ProtocolError
+    error: DistributedError  # a ProtocolError, or ResourceExhausted from `admit`
     request_id: int | None
-
-
-def _refuse_ext(code: int, data: bytes) -> Any:
-    raise ProtocolError(f"header contains msgpack ext type {code}, which is not allowed")
-
-
-def unpack_header(raw: bytes) -> Any:
-    """Decode a msgpack header with strict limits: no bin, no ext, str keys only."""
-    n = len(raw)
-    try:
-        return msgpack.unpackb(
-            raw,
-            raw=False,
-            strict_map_key=True,
-            use_list=True,
-            max_str_len=n,
-            max_bin_len=0,
-            max_array_len=n,
-            max_map_len=n // 2,
-            max_ext_len=0,
-            ext_hook=_refuse_ext,
-        )
-    except ProtocolError:
-        raise
-    except msgpack.StackError:
-        raise ProtocolError("header is nested too deeply") from None
-    except Exception as exc:  # msgpack signals bad input with many exception types
-        text = str(exc)
-        if "max_bin_len" in text:
-            text = "binary (bin) values are not allowed; arrays travel as buffers"
-        elif "strict_map_key" in text:
-            text = f"map keys must be str ({text})"
-        else:
-            text = f"{type(exc).__name__}: {text}"
-        raise ProtocolError(f"header is not valid msgpack: {text}") from None
-
-
-def pack_header(header: Mapping[str, Any]) -> bytes:
-    """Encode a header map with msgpack, refusing values msgpack cannot carry as simple values."""
-    try:
-        return msgpack.packb(header, use_bin_type=True, strict_types=False)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise ProtocolError(f"header cannot be encoded: {exc}") from None
+    charged: int = 0  # bytes reserved by `admit` before the frame was refused
 
 
 def _wire_array(value: Any) -> tuple[np.ndarray, str]:
@@ -213,15 +179,24 @@ class FrameReader:
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
         pool: ReceivePool | None = None,
+        staging_bytes: int = _STAGING_BYTES,
+        admit: Callable[[int], None] | None = None,
     ) -> None:
         self.registry = DEFAULT_REGISTRY if registry is None else registry
         self.pool = pool  # reuses large receive buffers (see pool.py); None: np.empty
         # Both limits may be changed between frames (e.g. tight until authenticated).
         self.max_frame_bytes = max_frame_bytes
         self.max_header_bytes = max_header_bytes
+        # Size of the staging buffer between frames; may be raised (after authentication).
+        self.staging_bytes = staging_bytes
+        # Called with a frame's array bytes before they are allocated; raising
+        # ResourceExhausted refuses the frame (its buffers are skipped). `charged` holds what
+        # it accepted for the frame in progress, handed to the frame's event when it ends.
+        self.admit = admit
+        self.charged = 0
         self.events: deque[Frame | BadFrame] = deque()
         self.frames_read = 0
-        self._buf = bytearray(_STAGING_BYTES)
+        self._buf = bytearray(staging_bytes)
         self._view = memoryview(self._buf)
         self._start = 0
         self._end = 0
@@ -242,6 +217,7 @@ class FrameReader:
         self._offset = 0
         self._skip = 0
         self._bad: BadFrame | None = None
+        self.charged = 0
 
     @property
     def mid_frame(self) -> bool:
@@ -267,8 +243,10 @@ class FrameReader:
         self._direct = False
         if self._start == self._end:
             self._start = self._end = 0
-            if len(self._buf) > _STAGING_BYTES and self._need <= _STAGING_BYTES:
-                self._resize(_STAGING_BYTES)  # a large header is done: give the memory back
+            staging = self.staging_bytes
+            if len(self._buf) != staging and self._need <= staging:
+                self._resize(staging)  # a large header is done (give the memory back), or
+                # the staging size changed (grown after authentication)
         free = len(self._buf) - self._end
         pending = self._end - self._start
         if free < 4096 or free < self._need - pending:
@@ -394,10 +372,17 @@ class FrameReader:
         self._need = 0
         header: Any = None
         try:
-            header = unpack_header(raw)
+            header = decode_msgpack(raw)
+            check_depth(header)  # after assigning: a valid id still routes the refusal
             self._msg = self.registry.validate(header, self._lengths, self.max_frame_bytes)
-        except ProtocolError as exc:
+            nbytes = sum(self._lengths)
+            if self.admit is not None and nbytes:
+                self.admit(nbytes)  # raises to refuse; nothing is allocated before it agrees
+                self.charged = nbytes
+        except Exception as exc:  # noqa: BLE001 - any refusal is per frame, never fatal
             # Framing is intact: report the frame, skip its buffers and carry on.
+            if not isinstance(exc, ProtocolError | ResourceExhausted):
+                exc = ProtocolError(f"header refused: {type(exc).__name__}: {exc}")
             self._bad = BadFrame(exc, _request_id_of(header))
             self._skip = sum(self._lengths)
             self._state = _SKIP_STATE
@@ -420,22 +405,23 @@ class FrameReader:
             self._finish_frame()
 
     def _finish_frame(self) -> None:
-        msg, arrays = self._msg, self._arrays
+        msg, arrays, charged = self._msg, self._arrays, self.charged
         self._reset()
         self.frames_read += 1
         for i, arr in enumerate(arrays):
             # Any byte other than 0/1 in a bool array is undefined behaviour in NumPy.
             if arr.dtype == np.bool_ and arr.size and arr.view(np.uint8).max() > 1:
                 error = ProtocolError(f"array {i}: bool array holds bytes other than 0 and 1")
-                self.events.append(BadFrame(error, _request_id_of(msg.fields)))
+                self.events.append(BadFrame(error, _request_id_of(msg.fields), charged))
                 return
-        self.events.append(Frame(msg.type, msg.fields, arrays))
+        self.events.append(Frame(msg.type, msg.fields, arrays, charged))
 
     def _finish_bad(self) -> None:
         bad = self._bad
+        assert bad is not None
+        bad.charged = self.charged
         self._reset()
         self.frames_read += 1
-        assert bad is not None
         self.events.append(bad)
 
 
@@ -483,7 +469,8 @@ class FrameProtocol(asyncio.BufferedProtocol):
         self.max_frame_bytes = max_frame_bytes
         self.max_header_bytes = max_header_bytes
         self.reader = FrameReader(registry=registry, max_frame_bytes=first_frame_bytes,
-                                  max_header_bytes=first_header_bytes, pool=ReceivePool())
+                                  max_header_bytes=first_header_bytes, pool=ReceivePool(),
+                                  staging_bytes=PREAUTH_STAGING_BYTES)
         self.transport: asyncio.Transport | None = None
         self.loop = asyncio.get_running_loop()
         self.closed = self.loop.create_future()
@@ -503,16 +490,25 @@ class FrameProtocol(asyncio.BufferedProtocol):
         return self.reader.get_buffer(sizehint)
 
     def buffer_updated(self, nbytes: int) -> None:
+        # Nothing may escape into the transport: the loop would log a fatal-error traceback
+        # per call (a log flood a peer controls) and drop the connection with its requests.
         try:
             self.reader.buffer_updated(nbytes)
-        except ProtocolError as exc:
+        except Exception as exc:  # noqa: BLE001 - ProtocolError, or a bug: either way fatal
             # Framing is broken: the stream cannot be resynchronised, so drop it.
             self.abort(f"broken framing: {exc}")
             return
         events = self.reader.events
         while events and not self.is_closing:
-            self.on_event(events.popleft())
-        events.clear()
+            event = events.popleft()
+            try:
+                self.on_event(event)
+            except Exception as exc:  # noqa: BLE001 - a bug in a handler of this side
+                logger.error("dropping connection after an error handling a %s frame: %r",
+                             getattr(event, "msg", "refused"), exc)
+                self.abort(f"internal error: {type(exc).__name__}: {exc}")
+        while events:
+            self.on_discard(events.popleft())
 
     def eof_received(self) -> bool:
         try:
@@ -541,6 +537,9 @@ class FrameProtocol(asyncio.BufferedProtocol):
     def on_event(self, event: Frame | BadFrame) -> None:
         """Handle one decoded (or refused) frame."""
         raise NotImplementedError
+
+    def on_discard(self, event: Frame | BadFrame) -> None:
+        """A decoded frame is dropped unhandled because the connection is closing."""
 
     def lost_error(self) -> Exception:
         """The exception that operations on a closed connection raise."""
@@ -595,6 +594,8 @@ class FrameProtocol(asyncio.BufferedProtocol):
             self.transport.abort()
 
     def open_limits(self) -> None:
-        """Switch the reader from the first-frame limits to the full ones."""
+        """Switch the reader from the first-frame limits to the full ones (and its staging
+        buffer to full size, allocated only now that the peer is authenticated)."""
         self.reader.max_frame_bytes = self.max_frame_bytes
         self.reader.max_header_bytes = self.max_header_bytes
+        self.reader.staging_bytes = _STAGING_BYTES

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import select
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -29,7 +30,8 @@ REPO = Path(__file__).resolve().parents[2]
 def pytest_asyncio_loop_factories(config, item):
     """Run connection and auth tests on both the stdlib loop and uvloop."""
     factories = {"asyncio": asyncio.new_event_loop}
-    if uvloop is not None and item.path.name in ("test_connection.py", "test_auth.py"):
+    if uvloop is not None and item.path.name in ("test_connection.py", "test_auth.py",
+                                                "test_hardening.py"):
         factories["uvloop"] = uvloop.new_event_loop
     return factories
 
@@ -93,6 +95,42 @@ async def open_raw(host: str, port: int, *, token: bytes | None = TOKEN,
     return peer
 
 
+def write_token(path: Path, data: bytes = TOKEN) -> Path:
+    """Write a token file readable by its owner only (load_token refuses any other)."""
+    path.write_bytes(data)
+    path.chmod(0o600)
+    return path
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory) -> SimpleNamespace:
+    """A test CA and a certificate it signed for localhost/127.0.0.1, usable by servers and
+    clients (both extended key usages), made with the openssl CLI; skips without it."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl CLI is needed to make test certificates")
+    folder = tmp_path_factory.mktemp("tls")
+    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
+    _openssl("req", "-x509", *ec, "-days", "2", "-subj", "/CN=autograd-async test CA",
+             "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+             "-keyout", "ca.key", "-out", "ca.pem", cwd=folder)
+    (folder / "leaf.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n"
+                                     "extendedKeyUsage=serverAuth,clientAuth\n")
+    _openssl("req", *ec, "-subj", "/CN=localhost", "-keyout", "leaf.key", "-out", "leaf.csr",
+             cwd=folder)
+    _openssl("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+             "-set_serial", "2", "-days", "2", "-extfile", "leaf.ext", "-out", "leaf.pem",
+             cwd=folder)
+    for key in ("ca.key", "leaf.key"):
+        (folder / key).chmod(0o600)
+    return SimpleNamespace(ca=folder / "ca.pem", cert=folder / "leaf.pem",
+                           key=folder / "leaf.key")
+
+
 @pytest.fixture
 def token() -> bytes:
     return TOKEN
@@ -119,7 +157,8 @@ _SERVER_SCRIPT = textwrap.dedent(
     async def main():
         logging.basicConfig(level=logging.ERROR)  # thousands of refusals are expected
         server = await serve(handler, token=os.environb[b"AG_TOKEN"], name="proc",
-                             max_frame_bytes=int(sys.argv[1]), handshake_timeout=5.0)
+                             max_frame_bytes=int(sys.argv[1]), handshake_timeout=5.0,
+                             max_handshakes=int(sys.argv[2]))
         print(server.address[1], flush=True)
         await asyncio.Event().wait()
 
@@ -139,13 +178,14 @@ def rss_kib(pid: int, field: str = "VmRSS") -> int:
 
 @pytest.fixture
 def server_process():
-    """Start an echo server in its own process; yields a function (max_frame_bytes) -> info."""
+    """Start an echo server in its own process; yields a function (max_frame_bytes,
+    max_handshakes) -> info."""
     procs: list[subprocess.Popen] = []
 
-    def start(max_frame_bytes: int = 1 << 30) -> SimpleNamespace:
+    def start(max_frame_bytes: int = 1 << 30, max_handshakes: int = 64) -> SimpleNamespace:
         env = dict(os.environ, AG_TOKEN=TOKEN.decode(), PYTHONPATH=str(REPO))
         proc = subprocess.Popen(
-            [sys.executable, "-c", _SERVER_SCRIPT, str(max_frame_bytes)],
+            [sys.executable, "-c", _SERVER_SCRIPT, str(max_frame_bytes), str(max_handshakes)],
             stdout=subprocess.PIPE, env=env, text=True,
         )
         procs.append(proc)
@@ -221,7 +261,7 @@ class WorkerFactory:
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
         self.token_file = tmp / "token"
-        self.token_file.write_bytes(TOKEN + b"\n")
+        write_token(self.token_file, TOKEN + b"\n")
         self.started: list[WorkerProcess] = []
 
     def __call__(self, name: str, **kwargs) -> WorkerProcess:

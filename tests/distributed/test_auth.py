@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import shutil
 import ssl
 import subprocess
@@ -20,6 +21,8 @@ from autograd_async.distributed.auth import (
 )
 from autograd_async.distributed.errors import ProtocolError
 from autograd_async.distributed.wire import encode_frame
+
+from .conftest import TOKEN, write_token
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -38,20 +41,39 @@ class Recorder:
 # --- tokens -------------------------------------------------------------------------------
 
 def test_load_token_strips_whitespace(tmp_path):
-    path = tmp_path / "token"
-    path.write_bytes(b"  s3cret\n")
-    assert load_token(path) == b"s3cret"
+    path = write_token(tmp_path / "token", b"  s3cret-s3cret-s3cret\n")
+    assert load_token(path) == b"s3cret-s3cret-s3cret"
 
 
 def test_load_token_refuses_an_empty_file(tmp_path):
-    path = tmp_path / "token"
-    path.write_bytes(b"\n")
+    path = write_token(tmp_path / "token", b"\n")
     with pytest.raises(ValueError, match="is empty"):
         load_token(path)
 
 
+def test_load_token_refuses_a_short_token(tmp_path):
+    path = write_token(tmp_path / "token", b"abc\n")
+    with pytest.raises(ValueError, match="at least 16 bytes, got 3"):
+        load_token(path)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o660])
+def test_load_token_refuses_a_file_others_can_read(tmp_path, mode):
+    path = write_token(tmp_path / "token")
+    path.chmod(mode)
+    with pytest.raises(PermissionError, match=f"mode {mode:04o}.*chmod 600"):
+        load_token(path)
+    path.chmod(0o400)
+    assert load_token(path) == TOKEN
+
+
 def test_check_token():
-    assert check_token(bytearray(b"x")) == b"x"
+    assert check_token(bytearray(b"x" * 16)) == b"x" * 16
+    with pytest.raises(ValueError, match="at least 16 bytes, got 1 "):
+        check_token(b"x")
+    with pytest.raises(ValueError, match="at least 16 bytes"):
+        check_token(b"x" * 15)
     with pytest.raises(TypeError, match="must be bytes, got str"):
         check_token("text")
     with pytest.raises(ValueError, match="must not be empty"):
@@ -72,23 +94,23 @@ def run_handshake(client_token: bytes, server_token: bytes) -> tuple[ClientHands
 
 
 def test_handshake_authenticates_both_sides():
-    client, server = run_handshake(b"tok", b"tok")
+    client, server = run_handshake(b"token-0123456789", b"token-0123456789")
     assert client.done and server.done
     assert client.peer_name == "s" and server.peer_name == "c"
 
 
 def test_handshake_refuses_a_wrong_client_token():
     with pytest.raises(AuthenticationError, match="client 'c' presented a wrong token"):
-        run_handshake(b"bad", b"tok")
+        run_handshake(b"bad-token-0123456", b"token-0123456789")
 
 
 def test_client_refuses_a_server_that_cannot_prove_the_token():
-    client = ClientHandshake(b"tok", "c")
-    server = ServerHandshake(b"tok", "s")
+    client = ClientHandshake(b"token-0123456789", "c")
+    server = ServerHandshake(b"token-0123456789", "s")
     server.receive("hello", client.hello())
     client.receive("challenge", server.challenge())
     with pytest.raises(AuthenticationError, match="could not prove it knows the token"):
-        client.receive("auth_ok", {"proof": "00" * 32})
+        client.receive("auth_ok", {"name": "s", "proof": "00" * 32})
 
 
 def test_proofs_cannot_be_reflected():
@@ -98,21 +120,21 @@ def test_proofs_cannot_be_reflected():
 
 
 def test_handshake_refuses_messages_out_of_order():
-    server = ServerHandshake(b"tok", "s")
+    server = ServerHandshake(b"token-0123456789", "s")
     with pytest.raises(ProtocolError, match="'request' received before authentication"):
         server.receive("request", {"id": 1, "method": "m", "kwargs": {}})
-    client = ClientHandshake(b"tok", "c")
+    client = ClientHandshake(b"token-0123456789", "c")
     with pytest.raises(ProtocolError, match="expected 'challenge'"):
         client.receive("response", {"id": 1, "result": {}})
 
 
 def test_handshake_refuses_a_malformed_nonce_and_version():
-    server = ServerHandshake(b"tok", "s")
+    server = ServerHandshake(b"token-0123456789", "s")
     server.receive("hello", {"name": "c", "version": 1})
     with pytest.raises(ProtocolError, match="client nonce must be 64 hex digits"):
         server.receive("auth", {"nonce": "zz", "proof": "00"})
     with pytest.raises(ProtocolError, match="protocol version 2"):
-        ServerHandshake(b"tok", "s").receive("hello", {"name": "c", "version": 2})
+        ServerHandshake(b"token-0123456789", "s").receive("hello", {"name": "c", "version": 2})
 
 
 # --- live connections ---------------------------------------------------------------------
@@ -133,7 +155,7 @@ async def test_wrong_token_is_refused_and_logged(token, caplog):
     caplog.set_level(logging.WARNING, logger="autograd_async.distributed")
     async with await serve(handler, token=token, name="srv") as server:
         with pytest.raises(AuthenticationError, match="wrong token"):
-            await connect(*server.address, token=b"not-the-token", name="intruder")
+            await connect(*server.address, token=b"not-the-token-0123", name="intruder")
         # The server keeps serving the right token afterwards.
         async with await connect(*server.address, token=token) as conn:
             await conn.ping()
@@ -193,16 +215,17 @@ async def test_client_handshake_times_out_on_a_silent_server(token):
 async def test_client_refuses_an_impostor_server(token):
     # A fake server that does not know the token cannot produce the server proof.
     async def impostor(reader, writer):
-        shake = ServerHandshake(b"other-token", "impostor")
+        shake = ServerHandshake(b"other-token-012345", "impostor")
         writer.writelines(encode_frame("challenge", shake.challenge()))
         await reader.read(65536)
-        writer.writelines(encode_frame("auth_ok", {"proof": "ab" * 32}))
+        writer.writelines(encode_frame("auth_ok", {"name": "impostor", "proof": "ab" * 32}))
         await asyncio.sleep(5)
 
     listener = await asyncio.start_server(impostor, "127.0.0.1", 0)
     try:
         host, port = listener.sockets[0].getsockname()[:2]
-        with pytest.raises(AuthenticationError, match="'impostor' could not prove"):
+        with pytest.raises(AuthenticationError,
+                           match=r"calling itself 'impostor'\) could not prove"):
             await connect(host, port, token=token, timeout=5)
     finally:
         listener.close()

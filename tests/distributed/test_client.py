@@ -106,7 +106,7 @@ async def test_name_check_wrong_token_and_closed_client(cluster):
     async with Client({"w1": cluster.w2.address}, token=cluster.token) as client:
         with pytest.raises(DistributedError, match="is named 'w2', expected 'w1'"):
             await client.stats("w1")
-    async with Client(cluster.addresses, token=b"not-the-token") as client:
+    async with Client(cluster.addresses, token=b"not-the-token-0123") as client:
         with pytest.raises(AuthenticationError):
             await client.stats("w1")
     client = Client(cluster.addresses, token=cluster.token)

@@ -54,8 +54,8 @@ async def handler(info, method, kwargs, arrays):
 
 
 async def open_pair(**server_kwargs):
-    server = await serve(handler, token=b"tok", name="srv", **server_kwargs)
-    conn = await connect(*server.address, token=b"tok", name="cli")
+    server = await serve(handler, token=b"token-0123456789", name="srv", **server_kwargs)
+    conn = await connect(*server.address, token=b"token-0123456789", name="cli")
     return server, conn
 
 
@@ -149,8 +149,8 @@ async def test_timeout_cancels_the_remote_handler():
             raise
         return {}, []
 
-    async with await serve(slow, token=b"tok") as server:
-        async with await connect(*server.address, token=b"tok") as conn:
+    async with await serve(slow, token=b"token-0123456789") as server:
+        async with await connect(*server.address, token=b"token-0123456789") as conn:
             with pytest.raises(TimeoutError, match="got no answer within 0.1 s"):
                 await conn.call("slow", timeout=0.1)
             await asyncio.wait_for(cancelled.wait(), 5)
@@ -200,9 +200,9 @@ async def test_killed_server_process_fails_pending_requests_promptly(server_proc
 
 
 async def test_bad_frame_gets_an_error_and_the_stream_continues(raw):
-    server = await serve(handler, token=b"tok")
+    server = await serve(handler, token=b"token-0123456789")
     async with server:
-        peer = await raw.open(*server.address, token=b"tok")
+        peer = await raw.open(*server.address, token=b"token-0123456789")
         # Framing intact, header wrong: an error frame names the problem, the stream goes on.
         peer.send_raw(_hand_made({"msg": "request", "id": 5, "method": 1, "kwargs": {}}))
         error = await peer.recv()
@@ -222,7 +222,7 @@ async def test_bad_frame_gets_an_error_and_the_stream_continues(raw):
         error = await peer.recv()
         assert "request id 9 is already in flight" in error.fields["message"]
         # Broken framing: the server drops this connection, and only this one.
-        other = await connect(*server.address, token=b"tok")
+        other = await connect(*server.address, token=b"token-0123456789")
         peer.send_raw(b"XX" + b"\0" * 40)
         assert await peer.closed_by_peer()
         await peer.close()

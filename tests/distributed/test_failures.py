@@ -153,7 +153,7 @@ async def test_wrong_token_refused_before_anything_is_processed(spawn_worker):
     w = spawn_worker("w1")
     reader, writer = await asyncio.open_connection(w.host, w.port)
     frames = FrameReader()
-    shake = ClientHandshake(b"wrong-token", "intruder")
+    shake = ClientHandshake(b"wrong-token-0123456", "intruder")
     writer.writelines(encode_frame("hello", shake.hello()))
     data = await asyncio.wait_for(reader.read(65536), 5)
     frames.feed(data)
@@ -174,7 +174,7 @@ async def test_wrong_token_refused_before_anything_is_processed(spawn_worker):
     writer.close()
     async with Client({"w1": w.address}, token=TOKEN) as client:
         assert (await client.stats("w1"))["requests"] == 1  # this one: nothing else ran
-    async with Client({"w1": w.address}, token=b"wrong-token") as client:
+    async with Client({"w1": w.address}, token=b"wrong-token-0123456") as client:
         with pytest.raises(dist.AuthenticationError):
             await client.stats("w1")
 

@@ -17,7 +17,7 @@ import autograd_async as ag
 from autograd_async import distributed as dist
 from autograd_async.distributed import Client, ConnectionClosedError, RemoteError
 
-from .conftest import REPO, TOKEN, WorkerProcess, start_worker
+from .conftest import REPO, TOKEN, WorkerProcess, start_worker, write_token
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -65,7 +65,7 @@ async def test_shutdown_releases_contexts_on_peers(spawn_worker):
 
 def test_ready_line_and_console_script(tmp_path):
     token_file = tmp_path / "token"
-    token_file.write_bytes(TOKEN)
+    write_token(token_file)
     w = start_worker("solo", token_file, tmp_path, devices="sim:1,cpu", load=False)
     try:
         assert w.host == "127.0.0.1" and 0 < w.port < 65536
@@ -90,7 +90,7 @@ def test_ready_line_and_console_script(tmp_path):
 
 def test_startup_errors(tmp_path):
     token_file = tmp_path / "token"
-    token_file.write_bytes(TOKEN)
+    write_token(token_file)
     base = ["--name", "w", "--token-file", str(token_file)]
     missing = run_cli("--name", "w", "--token-file", str(tmp_path / "absent"))
     assert missing.returncode == 1 and "absent" in missing.stderr and missing.stdout == ""
@@ -100,7 +100,7 @@ def test_startup_errors(tmp_path):
     assert run_cli(*base, "--devices", "tpu:0").returncode == 2
     assert run_cli(*base, "--context-ttl", "0").returncode == 2
     empty = tmp_path / "empty"
-    empty.write_bytes(b"  \n")
+    write_token(empty, b"  \n")
     assert "empty" in run_cli("--name", "w", "--token-file", str(empty)).stderr
 
 
@@ -111,3 +111,85 @@ async def test_closed_client_cannot_call(spawn_worker):
         assert (await client.stats("w1"))["functions"][:2] == ["add", "clone"]
     with pytest.raises(ConnectionClosedError):
         await client.call("w1", "tanh", ag.ones(1))
+
+
+def test_bad_arguments_exit_2_with_a_usage_line(tmp_path):
+    token_file = tmp_path / "token"
+    write_token(token_file)
+    base = ["--name", "w", "--token-file", str(token_file)]
+    loud = run_cli(*base, "--log-level", "LOUD")
+    assert loud.returncode == 2 and "Traceback" not in loud.stderr
+    assert "invalid choice: 'LOUD'" in loud.stderr
+    for name in ("", "  "):
+        empty = run_cli("--name", name, "--token-file", str(token_file))
+        assert empty.returncode == 2 and "worker name" in empty.stderr, empty.stderr
+    # No abbreviations: `--token` is not taken as `--token-file`.
+    abbreviated = run_cli("--name", "w", "--token", str(token_file))
+    assert abbreviated.returncode == 2 and "--token" in abbreviated.stderr
+    assert "unrecognized arguments" in abbreviated.stderr or "required" in abbreviated.stderr
+
+
+def test_unknown_listen_host_is_named(tmp_path):
+    token_file = tmp_path / "token"
+    write_token(token_file)
+    bad = run_cli("--name", "w", "--token-file", str(token_file),
+                  "--listen", "no-such-host.invalid:0")
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
+    assert "no-such-host.invalid" in bad.stderr, bad.stderr
+
+
+def test_help_describes_the_worker():
+    shown = run_cli("--help")
+    assert shown.returncode == 0
+    assert "READY" in shown.stdout and "token" in shown.stdout
+
+
+def test_plaintext_beyond_loopback_needs_insecure(tmp_path):
+    token_file = write_token(tmp_path / "token")
+    refused = run_cli("--name", "w", "--token-file", str(token_file), "--listen", "0.0.0.0:0")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "without TLS" in refused.stderr and "--insecure" in refused.stderr
+    w = start_worker("open", token_file, tmp_path, listen="0.0.0.0:0", load=False,
+                     extra=("--insecure",))
+    w.proc.terminate()
+    assert w.proc.wait(15) == 0
+
+
+def test_tls_flags_go_together(tmp_path, tls_files):
+    token_file = write_token(tmp_path / "token")
+    base = ["--name", "w", "--token-file", str(token_file)]
+    assert run_cli(*base, "--tls-cert", str(tls_files.cert)).returncode == 2
+    assert run_cli(*base, "--tls-ca", str(tls_files.ca)).returncode == 2
+
+
+async def test_mutual_tls_worker_beyond_loopback(tmp_path, tls_files):
+    token_file = write_token(tmp_path / "token")
+    w = start_worker("tls", token_file, tmp_path, listen="0.0.0.0:0",
+                     extra=("--tls-cert", str(tls_files.cert), "--tls-key", str(tls_files.key),
+                            "--tls-ca", str(tls_files.ca)))
+    address = {"tls": f"127.0.0.1:{w.port}"}
+    try:
+        async with Client(address, token=TOKEN, tls_ca=tls_files.ca, tls_cert=tls_files.cert,
+                          tls_key=tls_files.key) as client:
+            y = await client.call("tls", "tanh", ag.zeros(3))
+            np.testing.assert_array_equal(y.numpy(), np.zeros(3))
+        async with Client(address, token=TOKEN, timeout=5) as plaintext:
+            with pytest.raises((dist.WorkerLostError, dist.AuthenticationError)):
+                await plaintext.call("tls", "tanh", ag.zeros(3))
+        async with Client(address, token=TOKEN, tls_ca=tls_files.ca, timeout=5) as no_cert:
+            with pytest.raises((dist.WorkerLostError, dist.AuthenticationError, OSError)):
+                await no_cert.call("tls", "tanh", ag.zeros(3))
+    finally:
+        w.proc.terminate()
+        assert w.proc.wait(15) == 0
+
+
+def test_weak_token_files_are_refused(tmp_path):
+    short = write_token(tmp_path / "short", b"abc\n")
+    result = run_cli("--name", "w", "--token-file", str(short))
+    assert result.returncode == 1 and "at least 16 bytes" in result.stderr
+    shared = write_token(tmp_path / "shared")
+    shared.chmod(0o644)
+    result = run_cli("--name", "w", "--token-file", str(shared))
+    assert result.returncode == 1 and "chmod 600" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import autograd_async as ag
 from autograd_async import nn
@@ -98,4 +99,11 @@ register_module_class(Scale)
 async def sleepy(x, *, seconds=1.0):
     """x + 1, after `seconds` (a request still in flight when the worker is told to stop)."""
     await asyncio.sleep(seconds)
+    return x + 1
+
+
+@register_function
+def blocking_sleep(x, *, seconds=1.0):
+    """x + 1 after blocking its thread for `seconds`: a long synchronous computation."""
+    time.sleep(seconds)
     return x + 1

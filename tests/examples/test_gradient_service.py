@@ -297,3 +297,23 @@ async def test_command_line_serves_until_terminated(tmp_path):
             process.terminate()
         _, stderr = await asyncio.wait_for(process.communicate(), 20)
     assert process.returncode == 0, stderr.decode()
+
+
+async def test_port_in_use_is_one_line_and_a_non_zero_exit(tmp_path):
+    blocker = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = blocker.sockets[0].getsockname()[1]
+    try:
+        command = example_command("gradient_service.py", "--port", str(port), "--train-epochs",
+                                  "1", "--device", "cpu",
+                                  "--checkpoint", str(tmp_path / "digits.npz"))
+        process = await asyncio.create_subprocess_exec(
+            *command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=example_env(),
+            cwd=EXAMPLES.parent,
+        )
+        _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    finally:
+        blocker.close()
+    text = stderr.decode()
+    assert process.returncode == 1, text
+    assert "Traceback" not in text and f"127.0.0.1:{port}" in text
+    assert len(text.strip().splitlines()) == 1, text
