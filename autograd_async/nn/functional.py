@@ -6,6 +6,15 @@ import math
 from typing import Any
 
 from ..creation import default_generator
+from ..ops.conv import (
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    fold,
+    unfold,
+)
 from ..ops.elementwise import ReluBackward0, SigmoidBackward0, TanhBackward0
 from ..ops.nn_ops import (
     CrossEntropyLossBackward0,
@@ -172,6 +181,13 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 
 
 __all__ = [
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "fold",
+    "unfold",
     "cross_entropy",
     "dropout",
     "gelu",
