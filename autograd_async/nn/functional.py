@@ -27,6 +27,15 @@ from ..ops.nn_ops import (
 from ..ops.nn_ops import (
     softmax as _softmax,
 )
+from ..ops.pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool2d,
+)
 from ..ops.reduction import normalize_dim
 from ..tensor import Tensor
 
@@ -181,6 +190,13 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 
 
 __all__ = [
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "adaptive_max_pool2d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "max_pool1d",
+    "max_pool2d",
     "conv1d",
     "conv2d",
     "conv3d",

@@ -10,11 +10,22 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor, bool_, float16, float32, float64, int32, int64
-from . import arithmetic, comparison, conv, elementwise, indexing, inplace, nn_ops, reduction, shape
+from . import (
+    arithmetic,
+    comparison,
+    conv,
+    elementwise,
+    indexing,
+    inplace,
+    nn_ops,
+    pooling,
+    reduction,
+    shape,
+)
 from .transfer import to
 
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
-_FAMILIES += (conv,)
+_FAMILIES += (conv, pooling)
 
 FUNCTIONS: dict[str, Any] = {}
 for _family in _FAMILIES:
