@@ -37,6 +37,7 @@ from ..ops.pooling import (
     max_pool2d,
 )
 from ..ops.reduction import normalize_dim
+from ..ops.sampling import interpolate, pad
 from ..tensor import Tensor
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -190,6 +191,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 
 
 __all__ = [
+    "interpolate",
+    "pad",
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
     "adaptive_max_pool2d",

@@ -20,12 +20,13 @@ from . import (
     nn_ops,
     pooling,
     reduction,
+    sampling,
     shape,
 )
 from .transfer import to
 
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
-_FAMILIES += (conv, pooling)
+_FAMILIES += (conv, pooling, sampling)
 
 FUNCTIONS: dict[str, Any] = {}
 for _family in _FAMILIES:
