@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from ..creation import default_generator
+from ..ops.attention import scaled_dot_product_attention
 from ..ops.conv import (
     conv1d,
     conv2d,
@@ -15,7 +16,9 @@ from ..ops.conv import (
     fold,
     unfold,
 )
+from ..ops.distance import cosine_similarity, normalize, pairwise_distance
 from ..ops.elementwise import ReluBackward0, SigmoidBackward0, TanhBackward0
+from ..ops.embedding import embedding, one_hot
 from ..ops.nn_ops import (
     CrossEntropyLossBackward0,
     GeluBackward0,
@@ -27,6 +30,7 @@ from ..ops.nn_ops import (
 from ..ops.nn_ops import (
     softmax as _softmax,
 )
+from ..ops.normalization import batch_norm, group_norm, instance_norm, layer_norm
 from ..ops.pooling import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -191,6 +195,16 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 
 
 __all__ = [
+    "batch_norm",
+    "cosine_similarity",
+    "embedding",
+    "group_norm",
+    "instance_norm",
+    "layer_norm",
+    "normalize",
+    "one_hot",
+    "pairwise_distance",
+    "scaled_dot_product_attention",
     "interpolate",
     "pad",
     "adaptive_avg_pool1d",

@@ -12,12 +12,16 @@ from typing import Any
 from ..tensor import Tensor, bool_, float16, float32, float64, int32, int64
 from . import (
     arithmetic,
+    attention,
     comparison,
     conv,
+    distance,
     elementwise,
+    embedding,
     indexing,
     inplace,
     nn_ops,
+    normalization,
     pooling,
     reduction,
     sampling,
@@ -26,7 +30,7 @@ from . import (
 from .transfer import to
 
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
-_FAMILIES += (conv, pooling, sampling)
+_FAMILIES += (conv, pooling, sampling, normalization, embedding, distance, attention)
 
 FUNCTIONS: dict[str, Any] = {}
 for _family in _FAMILIES:
