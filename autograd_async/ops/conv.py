@@ -18,13 +18,12 @@ from .dual import as_array, swap_last
 from .windows import (
     Windows,
     col2im,
+    col2im_cf,
     conv_windows,
-    from_wide,
+    from_cols_cf,
     im2col,
-    to_wide,
-    unit_stride,
-    wide_col2im,
-    wide_im2col,
+    im2col_cf,
+    to_cols_cf,
 )
 
 
@@ -71,11 +70,12 @@ def _bias_grad(g: Any) -> Any:
 class ConvolutionBackward0(Op):
     """input (N, C, *size) * weight (O, C / groups, *kernel) + bias, via im2col and one matmul.
 
-    With unit strides the columns are built on the padded grid (`wide_im2col`): long contiguous
-    copies instead of kernel-width ones, and a contiguous col2im in backward.
+    The columns are laid out (C * kernel, N * positions), so the whole batch is one 2-D matmul
+    (per group), and so is the weight's gradient; with unit strides the positions run over the
+    padded grid (see `windows`), which makes im2col and col2im long contiguous copies and adds.
     """
 
-    __slots__ = ("_win", "_groups", "_cols", "_wide")
+    __slots__ = ("_win", "_groups", "_cols")
     saved_slots = ("_cols",)
     op_name = "convolution"
     saved_inputs = (0, 1)
@@ -83,25 +83,21 @@ class ConvolutionBackward0(Op):
 
     def forward(self, x: Any, w: Any, b: Any = None, *, win: Windows, groups: int) -> Any:
         self._win, self._groups = win, groups
-        self._wide = unit_stride(win)
-        n, out_channels = x.shape[0], w.shape[0]
-        cols = self._grouped(wide_im2col(x, win) if self._wide else im2col(x, win))
+        cols = self._grouped(im2col_cf(x, win))
         out = self._weight_matrix(w) @ cols
         # Keep the columns for the weight's gradient (only when it is wanted): recomputing them
         # would cost backward a second copy of the whole input.
         self._cols = cols if self.needs_input_grad[1] else None
-        out = out.reshape((n, out_channels, -1))
-        out = from_wide(out, win) if self._wide else out.reshape((n, out_channels) + win.out)
+        out = from_cols_cf(out.reshape((w.shape[0], -1)), win, x.shape[0])
         if b is not None:
-            out += b.reshape(_bias_shape(out_channels, len(win.out)))
+            out += b.reshape(_bias_shape(w.shape[0], len(win.out)))
         return as_array(out)
 
-    def _grouped(self, cols: Any) -> Any:
-        """(N, R, L) as itself, or (N, G, R / G, L) with groups."""
+    def _grouped(self, rows: Any) -> Any:
+        """(R, M) as itself, or (G, R / G, M) with groups."""
         if self._groups == 1:
-            return cols
-        n, rows, length = cols.shape
-        return cols.reshape((n, self._groups, rows // self._groups, length))
+            return rows
+        return rows.reshape((self._groups, rows.shape[0] // self._groups, -1))
 
     def _weight_matrix(self, w: Any) -> Any:
         """The weight as (O, C / G * K), or (G, O / G, C / G * K) with groups."""
@@ -122,30 +118,34 @@ class ConvolutionBackward0(Op):
 
     def _array_backward(self, g: Any, w: Any) -> tuple:
         need = self.needs_input_grad
-        win = self._win
-        n = g.shape[0]
-        flat = to_wide(g, win) if self._wide else g.reshape(g.shape[:2] + (-1,))
-        g_cols = self._grouped(flat)
+        g_rows = self._grouped(to_cols_cf(g, self._win))
         gx = gw = None
         if need[1]:
             self.check_released()
-            gw = (g_cols @ swap_last(self._cols)).sum(axis=0).reshape(w.shape)
+            gw = (g_rows @ swap_last(self._cols)).reshape(w.shape)
         if need[0]:
-            cols = (swap_last(self._weight_matrix(w)) @ g_cols).reshape((n, -1, flat.shape[-1]))
-            gx = wide_col2im(cols, win) if self._wide else col2im(cols, win)
+            cols = swap_last(self._weight_matrix(w)) @ g_rows
+            gx = col2im_cf(cols.reshape((-1, cols.shape[-1])), self._win, g.shape[0])
         return gx, gw
 
+    def _graph_backward_grouped(self, rows: Any) -> Any:
+        """(N, R, L) as itself, or (N, G, R / G, L) with groups."""
+        if self._groups == 1:
+            return rows
+        n, r = rows.shape[:2]
+        return rows.reshape((n, self._groups, r // self._groups, -1))
+
     def _graph_backward(self, g: Tensor, x: Any, w: Any) -> tuple:
-        """The same rules from differentiable ops, for create_graph=True."""
+        """The same rules from differentiable ops (im2col, col2im, matmuls): create_graph=True."""
         need = self.needs_input_grad
         win = self._win
-        g_cols = self._grouped(g.reshape(g.shape[:2] + (-1,)))
+        g_cols = self._graph_backward_grouped(g.reshape(g.shape[:2] + (-1,)))
         gx = gw = None
         if need[0]:
             cols = swap_last(self._weight_matrix(w)) @ g_cols
             gx = Col2ImBackward0.apply(cols.reshape((g.shape[0], -1, win.out_numel)), win=win)
         if need[1]:
-            cols = self._grouped(Im2ColBackward0.apply(x, win=win))
+            cols = self._graph_backward_grouped(Im2ColBackward0.apply(x, win=win))
             gw = dual.sum_dims(g_cols @ swap_last(cols), 0).reshape(w.shape)
         return gx, gw
 

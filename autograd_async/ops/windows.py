@@ -111,15 +111,19 @@ def im2col(x: Any, win: Windows, value: float = 0.0) -> Any:
 
 
 def col2im(cols: Any, win: Windows) -> Any:
-    """The adjoint of `im2col`: columns (N, C * kernel, out) added back into (N, C, *size).
+    """The adjoint of `im2col`: columns (N, C * kernel, out) added back into (N, C, *size)."""
+    n = cols.shape[0]
+    c = cols.shape[1] // win.kernel_numel
+    return _add_blocks(cols.reshape((n, c) + win.kernel + win.out), win)
+
+
+def _add_blocks(blocks: Any, win: Windows) -> Any:
+    """Window blocks (N, C, *kernel, *out) (any strides) added into an image (N, C, *size).
 
     One strided add per kernel offset; overlapping windows accumulate.
     """
-    xp = xp_of(cols)
-    n = cols.shape[0]
-    c = cols.shape[1] // win.kernel_numel
-    blocks = cols.reshape((n, c) + win.kernel + win.out)
-    image = xp.zeros((n, c) + win.padded, dtype=cols.dtype)
+    xp = xp_of(blocks)
+    image = xp.zeros(blocks.shape[:2] + win.padded, dtype=blocks.dtype)
     for offset in itertools.product(*(range(k) for k in win.kernel)):
         target = tuple(
             slice(k * d, k * d + s * (o - 1) + 1, s)
@@ -164,50 +168,71 @@ def _flat_padded(x: Any, win: Windows, length: int) -> Any:
     return flat
 
 
-def wide_im2col(x: Any, win: Windows) -> Any:
-    """Columns (N, C * kernel, wide) of `x` on the padded grid (unit strides only)."""
-    steps, wide, length = _wide_geometry(win)
-    flat = _flat_padded(x, win, length)
-    xp = xp_of(flat)
-    item = flat.strides[2]
-    view = xp.lib.stride_tricks.as_strided(
-        flat,
-        shape=x.shape[:2] + win.kernel + (wide,),
-        strides=flat.strides[:2] + tuple(d * st * item for d, st in zip(win.dilation, steps))
-        + (item,),
-    )
-    return view.reshape((x.shape[0], x.shape[1] * win.kernel_numel, wide))
+# ------------------------------------------------------ channels-first columns
+# Columns laid out (C * kernel, N * positions) turn a whole batch's convolution into one 2-D
+# matmul (and its weight gradient into another): one large BLAS call that its threads share,
+# instead of one small call per batch item. Positions are wide rows with unit strides (above),
+# else the exact windows.
+def _moved(a: Any, source: int, dest: int) -> Any:
+    return xp_of(a).moveaxis(a, source, dest)
 
 
-def from_wide(out: Any, win: Windows) -> Any:
-    """(N, O, wide) results on the padded grid cropped to (N, O, *out)."""
-    grid = out.reshape(out.shape[:2] + (win.out[0],) + win.padded[1:])
-    crop = tuple(slice(0, o) for o in win.out[1:])
-    return xp_of(out).ascontiguousarray(grid[(slice(None), slice(None), slice(None), *crop)])
+def im2col_cf(x: Any, win: Windows) -> Any:
+    """The windows of `x` (N, C, *size) as columns (C * kernel, N * positions)."""
+    n, c = x.shape[:2]
+    if unit_stride(win):
+        steps, wide, length = _wide_geometry(win)
+        flat = _flat_padded(x, win, length)
+        item = flat.strides[2]
+        view = xp_of(flat).lib.stride_tricks.as_strided(
+            flat,
+            shape=(c,) + win.kernel + (n, wide),
+            strides=(flat.strides[1],)
+            + tuple(d * st * item for d, st in zip(win.dilation, steps))
+            + (flat.strides[0], item),
+        )
+        return view.reshape((c * win.kernel_numel, n * wide))
+    view = _moved(window_view(x, win), 0, 1 + len(win.kernel))  # (C, *kernel, N, *out)
+    return view.reshape((c * win.kernel_numel, n * win.out_numel))
 
 
-def to_wide(g: Any, win: Windows) -> Any:
-    """(N, O, *out) gradients on the padded grid, (N, O, wide), zero past each row's end."""
-    if win.out[1:] == win.padded[1:]:
-        return g.reshape(g.shape[:2] + (-1,))
+def from_cols_cf(out: Any, win: Windows, n: int) -> Any:
+    """(O, N * positions) results as (N, O, *out)."""
+    rows = out.shape[0]
+    if unit_stride(win):
+        grid = out.reshape((rows, n, win.out[0]) + win.padded[1:])
+        grid = grid[(slice(None), slice(None), slice(None), *(slice(0, o) for o in win.out[1:]))]
+    else:
+        grid = out.reshape((rows, n) + win.out)
+    return xp_of(out).ascontiguousarray(_moved(grid, 1, 0))
+
+
+def to_cols_cf(g: Any, win: Windows) -> Any:
+    """(N, O, *out) gradients as (O, N * positions), zero at the wide rows' extra positions."""
     xp = xp_of(g)
-    grid = xp.zeros(g.shape[:2] + (win.out[0],) + win.padded[1:], dtype=g.dtype)
-    crop = tuple(slice(0, o) for o in win.out[1:])
-    grid[(slice(None), slice(None), slice(None), *crop)] = g
-    return grid.reshape(g.shape[:2] + (-1,))
+    n, rows = g.shape[:2]
+    if unit_stride(win):
+        grid = xp.zeros((rows, n, win.out[0]) + win.padded[1:], dtype=g.dtype)
+        crop = tuple(slice(0, o) for o in win.out[1:])
+        grid[(slice(None), slice(None), slice(None), *crop)] = _moved(g, 1, 0)
+        return grid.reshape((rows, -1))
+    return xp.ascontiguousarray(_moved(g, 1, 0)).reshape((rows, -1))
 
 
-def wide_col2im(cols: Any, win: Windows) -> Any:
-    """The adjoint of `wide_im2col`: (N, C * kernel, wide) added back into (N, C, *size)."""
-    steps, wide, length = _wide_geometry(win)
+def col2im_cf(cols: Any, win: Windows, n: int) -> Any:
+    """The adjoint of `im2col_cf`: (C * kernel, N * positions) added back into (N, C, *size)."""
     xp = xp_of(cols)
-    n = cols.shape[0]
-    c = cols.shape[1] // win.kernel_numel
-    blocks = cols.reshape((n, c, win.kernel_numel, wide))
+    c = cols.shape[0] // win.kernel_numel
+    if not unit_stride(win):
+        blocks = cols.reshape((c,) + win.kernel + (n,) + win.out)
+        return _add_blocks(_moved(blocks, 1 + len(win.kernel), 0), win)
+    steps, wide, length = _wide_geometry(win)
+    blocks = cols.reshape((c, win.kernel_numel, n, wide))
     flat = xp.zeros((n, c, length), dtype=cols.dtype)
+    by_channel = flat.transpose(1, 0, 2)
     for i, offset in enumerate(itertools.product(*(range(k) for k in win.kernel))):
         start = sum(k * d * st for k, d, st in zip(offset, win.dilation, steps))
-        flat[:, :, start : start + wide] += blocks[:, :, i]
+        by_channel[:, :, start : start + wide] += blocks[:, i]
     grid = flat[:, :, : math.prod(win.padded)].reshape((n, c) + win.padded)
     inner = tuple(slice(lo, lo + size) for lo, size in zip(win.pad_lo, win.size))
     return xp.ascontiguousarray(grid[(slice(None), slice(None), *inner)])
