@@ -79,7 +79,7 @@ class ConvolutionBackward0(Op):
     saved_slots = ("_cols",)
     op_name = "convolution"
     saved_inputs = (0, 1)
-    saved_for = {0: (1,), 1: (0,)}  # the input for the weight's gradient, the weight for its
+    saved_for = {0: (1,), 1: (0,)}  # x for the weight's gradient, the weight for x's
 
     def forward(self, x: Any, w: Any, b: Any = None, *, win: Windows, groups: int) -> Any:
         self._win, self._groups = win, groups
@@ -128,7 +128,7 @@ class ConvolutionBackward0(Op):
             gx = col2im_cf(cols.reshape((-1, cols.shape[-1])), self._win, g.shape[0])
         return gx, gw
 
-    def _graph_backward_grouped(self, rows: Any) -> Any:
+    def _grouped_per_item(self, rows: Any) -> Any:
         """(N, R, L) as itself, or (N, G, R / G, L) with groups."""
         if self._groups == 1:
             return rows
@@ -139,13 +139,13 @@ class ConvolutionBackward0(Op):
         """The same rules from differentiable ops (im2col, col2im, matmuls): create_graph=True."""
         need = self.needs_input_grad
         win = self._win
-        g_cols = self._graph_backward_grouped(g.reshape(g.shape[:2] + (-1,)))
+        g_cols = self._grouped_per_item(g.reshape(g.shape[:2] + (-1,)))
         gx = gw = None
         if need[0]:
             cols = swap_last(self._weight_matrix(w)) @ g_cols
             gx = Col2ImBackward0.apply(cols.reshape((g.shape[0], -1, win.out_numel)), win=win)
         if need[1]:
-            cols = self._graph_backward_grouped(Im2ColBackward0.apply(x, win=win))
+            cols = self._grouped_per_item(Im2ColBackward0.apply(x, win=win))
             gw = dual.sum_dims(g_cols @ swap_last(cols), 0).reshape(w.shape)
         return gx, gw
 
@@ -153,24 +153,34 @@ class ConvolutionBackward0(Op):
 class ConvTransposeBackward0(Op):
     """The adjoint of a convolution: input (N, C, *size), weight (C, O / groups, *kernel).
 
-    `win` describes the windows over the output image; there is one per input position.
+    `win` describes the windows over the output image; there is one per input position. Forward
+    is a convolution's input gradient (one matmul, then col2im); backward is a convolution of
+    the output's gradient (im2col, then one matmul each for the input and the weight).
     """
 
-    __slots__ = ("_win", "_groups")
+    __slots__ = ("_win", "_groups", "_rows")
+    saved_slots = ("_rows",)
     op_name = "convolution_transpose"
     saved_inputs = (0, 1)
-    saved_for = {0: (1,), 1: (0,)}
+    saved_for = {0: (1,), 1: (0,)}  # x for the weight's gradient, the weight for x's
 
     def forward(self, x: Any, w: Any, b: Any = None, *, win: Windows, groups: int) -> Any:
         self._win, self._groups = win, groups
-        n = x.shape[0]
-        cols = swap_last(self._weight_matrix(w)) @ self._grouped(x)
-        out = col2im(cols.reshape((n, -1, win.out_numel)), win)
+        rows = self._grouped(to_cols_cf(x, win))  # (C, N * positions), per group
+        self._rows = rows if self.needs_input_grad[1] else None
+        cols = swap_last(self._weight_matrix(w)) @ rows
+        out = col2im_cf(cols.reshape((-1, cols.shape[-1])), win, x.shape[0])
         if b is not None:
             out += b.reshape(_bias_shape(b.shape[0], len(win.size)))
         return as_array(out)
 
-    def _grouped(self, a: Any) -> Any:
+    def _grouped(self, rows: Any) -> Any:
+        """(R, M) as itself, or (G, R / G, M) with groups."""
+        if self._groups == 1:
+            return rows
+        return rows.reshape((self._groups, rows.shape[0] // self._groups, -1))
+
+    def _grouped_per_item(self, a: Any) -> Any:
         """(N, R, ...) as (N, R, L), or (N, G, R / G, L) with groups."""
         n, rows = a.shape[:2]
         if self._groups == 1:
@@ -187,17 +197,35 @@ class ConvTransposeBackward0(Op):
         x, w = self.saved(g)
         need = self.needs_input_grad
         if isinstance(g, Tensor):
-            g_cols = self._grouped(Im2ColBackward0.apply(g, win=self._win))
+            gx, gw = self._graph_backward(g, x, w)
         else:
-            g_cols = self._grouped(im2col(g, self._win))
-        gx = gw = gb = None
+            gx, gw = self._array_backward(g, x, w)
+        if len(need) < 3:
+            return gx, gw
+        return gx, gw, (_bias_grad(g) if need[2] else None)
+
+    def _array_backward(self, g: Any, x: Any, w: Any) -> tuple:
+        need = self.needs_input_grad
+        g_cols = self._grouped(im2col_cf(g, self._win))
+        gx = gw = None
+        if need[0]:
+            rows = self._weight_matrix(w) @ g_cols
+            gx = from_cols_cf(rows.reshape((x.shape[1], -1)), self._win, x.shape[0])
+        if need[1]:
+            self.check_released()
+            gw = (self._rows @ swap_last(g_cols)).reshape(w.shape)
+        return gx, gw
+
+    def _graph_backward(self, g: Tensor, x: Any, w: Any) -> tuple:
+        """The same rules from differentiable ops (im2col, matmuls): create_graph=True."""
+        need = self.needs_input_grad
+        g_cols = self._grouped_per_item(Im2ColBackward0.apply(g, win=self._win))
+        gx = gw = None
         if need[0]:
             gx = (self._weight_matrix(w) @ g_cols).reshape(x.shape)
         if need[1]:
-            gw = dual.sum_dims(self._grouped(x) @ swap_last(g_cols), 0).reshape(w.shape)
-        if len(need) > 2 and need[2]:
-            gb = _bias_grad(g)
-        return (gx, gw, gb) if len(need) > 2 else (gx, gw)
+            gw = dual.sum_dims(self._grouped_per_item(x) @ swap_last(g_cols), 0).reshape(w.shape)
+        return gx, gw
 
 
 # ------------------------------------------------------------------ arguments
