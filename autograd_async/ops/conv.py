@@ -63,6 +63,11 @@ def _bias_shape(channels: int, spatial_dims: int) -> tuple[int, ...]:
     return (1, channels) + (1,) * spatial_dims
 
 
+def _matrix(a: Any) -> Any:
+    """(G, R, M) per-group rows stacked as (G * R, M); a matrix as itself."""
+    return a.reshape((math.prod(a.shape[:-1]), a.shape[-1]))
+
+
 def _bias_grad(g: Any) -> Any:
     return dual.sum_dims(g, (0,) + tuple(range(2, g.ndim)))
 
@@ -75,20 +80,20 @@ class ConvolutionBackward0(Op):
     padded grid (see `windows`), which makes im2col and col2im long contiguous copies and adds.
     """
 
-    __slots__ = ("_win", "_groups", "_cols")
+    __slots__ = ("_win", "_groups", "_cols", "_w_shape")
     saved_slots = ("_cols",)
     op_name = "convolution"
     saved_inputs = (0, 1)
     saved_for = {0: (1,), 1: (0,)}  # x for the weight's gradient, the weight for x's
 
     def forward(self, x: Any, w: Any, b: Any = None, *, win: Windows, groups: int) -> Any:
-        self._win, self._groups = win, groups
+        self._win, self._groups, self._w_shape = win, groups, w.shape
         cols = self._grouped(im2col_cf(x, win))
         out = self._weight_matrix(w) @ cols
         # Keep the columns for the weight's gradient (only when it is wanted): recomputing them
         # would cost backward a second copy of the whole input.
         self._cols = cols if self.needs_input_grad[1] else None
-        out = from_cols_cf(out.reshape((w.shape[0], -1)), win, x.shape[0])
+        out = from_cols_cf(_matrix(out), win, x.shape[0])
         if b is not None:
             out += b.reshape(_bias_shape(w.shape[0], len(win.out)))
         return as_array(out)
@@ -97,7 +102,7 @@ class ConvolutionBackward0(Op):
         """(R, M) as itself, or (G, R / G, M) with groups."""
         if self._groups == 1:
             return rows
-        return rows.reshape((self._groups, rows.shape[0] // self._groups, -1))
+        return rows.reshape((self._groups, rows.shape[0] // self._groups, rows.shape[1]))
 
     def _weight_matrix(self, w: Any) -> Any:
         """The weight as (O, C / G * K), or (G, O / G, C / G * K) with groups."""
@@ -122,10 +127,10 @@ class ConvolutionBackward0(Op):
         gx = gw = None
         if need[1]:
             self.check_released()
-            gw = (g_rows @ swap_last(self._cols)).reshape(w.shape)
+            gw = (g_rows @ swap_last(self._cols)).reshape(self._w_shape)
         if need[0]:
             cols = swap_last(self._weight_matrix(w)) @ g_rows
-            gx = col2im_cf(cols.reshape((-1, cols.shape[-1])), self._win, g.shape[0])
+            gx = col2im_cf(_matrix(cols), self._win, g.shape[0])
         return gx, gw
 
     def _grouped_per_item(self, rows: Any) -> Any:
@@ -133,7 +138,7 @@ class ConvolutionBackward0(Op):
         if self._groups == 1:
             return rows
         n, r = rows.shape[:2]
-        return rows.reshape((n, self._groups, r // self._groups, -1))
+        return rows.reshape((n, self._groups, r // self._groups, rows.shape[2]))
 
     def _graph_backward(self, g: Tensor, x: Any, w: Any) -> tuple:
         """The same rules from differentiable ops (im2col, col2im, matmuls): create_graph=True."""
@@ -146,7 +151,7 @@ class ConvolutionBackward0(Op):
             gx = Col2ImBackward0.apply(cols.reshape((g.shape[0], -1, win.out_numel)), win=win)
         if need[1]:
             cols = self._grouped_per_item(Im2ColBackward0.apply(x, win=win))
-            gw = dual.sum_dims(g_cols @ swap_last(cols), 0).reshape(w.shape)
+            gw = dual.sum_dims(g_cols @ swap_last(cols), 0).reshape(self._w_shape)
         return gx, gw
 
 
@@ -158,7 +163,7 @@ class ConvTransposeBackward0(Op):
     the output's gradient (im2col, then one matmul each for the input and the weight).
     """
 
-    __slots__ = ("_win", "_groups", "_rows")
+    __slots__ = ("_win", "_groups", "_rows", "_x_shape", "_w_shape")
     saved_slots = ("_rows",)
     op_name = "convolution_transpose"
     saved_inputs = (0, 1)
@@ -166,10 +171,11 @@ class ConvTransposeBackward0(Op):
 
     def forward(self, x: Any, w: Any, b: Any = None, *, win: Windows, groups: int) -> Any:
         self._win, self._groups = win, groups
+        self._x_shape, self._w_shape = x.shape, w.shape
         rows = self._grouped(to_cols_cf(x, win))  # (C, N * positions), per group
         self._rows = rows if self.needs_input_grad[1] else None
         cols = swap_last(self._weight_matrix(w)) @ rows
-        out = col2im_cf(cols.reshape((-1, cols.shape[-1])), win, x.shape[0])
+        out = col2im_cf(_matrix(cols), win, x.shape[0])
         if b is not None:
             out += b.reshape(_bias_shape(b.shape[0], len(win.size)))
         return as_array(out)
@@ -178,14 +184,15 @@ class ConvTransposeBackward0(Op):
         """(R, M) as itself, or (G, R / G, M) with groups."""
         if self._groups == 1:
             return rows
-        return rows.reshape((self._groups, rows.shape[0] // self._groups, -1))
+        return rows.reshape((self._groups, rows.shape[0] // self._groups, rows.shape[1]))
 
     def _grouped_per_item(self, a: Any) -> Any:
         """(N, R, ...) as (N, R, L), or (N, G, R / G, L) with groups."""
         n, rows = a.shape[:2]
+        length = math.prod(a.shape[2:])
         if self._groups == 1:
-            return a.reshape((n, rows, -1))
-        return a.reshape((n, self._groups, rows // self._groups, -1))
+            return a.reshape((n, rows, length))
+        return a.reshape((n, self._groups, rows // self._groups, length))
 
     def _weight_matrix(self, w: Any) -> Any:
         """The weight as (C, O / G * K), or (G, C / G, O / G * K) with groups."""
@@ -210,10 +217,10 @@ class ConvTransposeBackward0(Op):
         gx = gw = None
         if need[0]:
             rows = self._weight_matrix(w) @ g_cols
-            gx = from_cols_cf(rows.reshape((x.shape[1], -1)), self._win, x.shape[0])
+            gx = from_cols_cf(_matrix(rows), self._win, g.shape[0])
         if need[1]:
             self.check_released()
-            gw = (self._rows @ swap_last(g_cols)).reshape(w.shape)
+            gw = (self._rows @ swap_last(g_cols)).reshape(self._w_shape)
         return gx, gw
 
     def _graph_backward(self, g: Tensor, x: Any, w: Any) -> tuple:
@@ -222,9 +229,10 @@ class ConvTransposeBackward0(Op):
         g_cols = self._grouped_per_item(Im2ColBackward0.apply(g, win=self._win))
         gx = gw = None
         if need[0]:
-            gx = (self._weight_matrix(w) @ g_cols).reshape(x.shape)
+            gx = (self._weight_matrix(w) @ g_cols).reshape(self._x_shape)
         if need[1]:
-            gw = dual.sum_dims(self._grouped_per_item(x) @ swap_last(g_cols), 0).reshape(w.shape)
+            gw = dual.sum_dims(self._grouped_per_item(x) @ swap_last(g_cols), 0)
+            gw = gw.reshape(self._w_shape)
         return gx, gw
 
 

@@ -79,9 +79,8 @@ def gather_trailing(input: Tensor, index: Any, dims: int, out_shape: tuple[int, 
     row per leading position.
     """
     lead = input.shape[: input.ndim - dims]
-    planes = input.reshape((-1, math.prod(input.shape[input.ndim - dims:])))
+    planes = input.reshape((math.prod(lead), math.prod(input.shape[input.ndim - dims:])))
     if index.ndim > 1:
-        index = index.reshape((planes.shape[0], -1))
+        index = index.reshape((planes.shape[0], math.prod(out_shape)))
     out = GatherBackward0.apply(planes, index)
     return out.reshape(lead + tuple(out_shape))
-

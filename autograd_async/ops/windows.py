@@ -215,8 +215,8 @@ def to_cols_cf(g: Any, win: Windows) -> Any:
         grid = xp.zeros((rows, n, win.out[0]) + win.padded[1:], dtype=g.dtype)
         crop = tuple(slice(0, o) for o in win.out[1:])
         grid[(slice(None), slice(None), slice(None), *crop)] = _moved(g, 1, 0)
-        return grid.reshape((rows, -1))
-    return xp.ascontiguousarray(_moved(g, 1, 0)).reshape((rows, -1))
+        return grid.reshape((rows, n * win.out[0] * math.prod(win.padded[1:])))
+    return xp.ascontiguousarray(_moved(g, 1, 0)).reshape((rows, n * win.out_numel))
 
 
 def col2im_cf(cols: Any, win: Windows, n: int) -> Any:

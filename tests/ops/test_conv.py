@@ -149,3 +149,32 @@ def test_gradcheck_and_gradgradcheck(device) -> None:
 def test_bad_arguments_raise_pytorch_errors(call, message) -> None:
     with pytest.raises((RuntimeError, NotImplementedError), match=message):
         call()
+
+
+def test_empty_batch_gives_empty_results_and_gradients(torch, device) -> None:
+    tf = torch.nn.functional
+    w = _r(4, 3, 3, 3)
+    for ours, theirs in (
+        (lambda x: F.conv2d(x, aa.tensor(w, device=device), padding=1),
+         lambda x: tf.conv2d(x, torch.tensor(w), padding=1)),
+        (lambda x: F.conv2d(x, aa.tensor(w, device=device), stride=2),
+         lambda x: tf.conv2d(x, torch.tensor(w), stride=2)),
+        (lambda x: F.conv_transpose2d(x, aa.tensor(w[:3], device=device), stride=2),
+         lambda x: tf.conv_transpose2d(x, torch.tensor(w[:3]), stride=2)),
+        (lambda x: F.max_pool2d(x, 2), lambda x: tf.max_pool2d(x, 2)),
+        (lambda x: F.avg_pool2d(x, 2), lambda x: tf.avg_pool2d(x, 2)),
+    ):
+        against_torch(torch, ours, theirs, np.zeros((0, 3, 5, 5)), device=device)
+
+
+def test_gradients_with_one_input_requiring_grad(device) -> None:
+    # Only the gradient that is asked for is computed, from what was saved for it.
+    for fn, shapes in (
+        (lambda x, w: F.conv2d(x, w, stride=2, padding=1), ((1, 2, 5, 5), (3, 2, 3, 3))),
+        (lambda x, w: F.conv_transpose2d(x, w, stride=2), ((1, 2, 3, 3), (2, 3, 2, 2))),
+    ):
+        for wanted in (0, 1):
+            inputs = [aa.tensor(_r(*s), device=device, requires_grad=i == wanted)
+                      for i, s in enumerate(shapes)]
+            assert gradcheck(fn, tuple(inputs))
+            assert gradgradcheck(fn, tuple(inputs))
