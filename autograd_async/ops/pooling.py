@@ -29,6 +29,29 @@ def _flat_in_plane(coords: list[Any], size: tuple[int, ...]) -> Any:
     return flat
 
 
+def _skip_padding(winner: Any, win: Windows) -> Any:
+    """Winners moved off the padding to the window's first input element.
+
+    Padding holds the lowest value, so it wins only where every input element of the window is
+    that value too (-inf, say); PyTorch's kernel, which never reads padding, then picks the first
+    of them.
+    """
+    xp = xp_of(winner)
+    inside = np.ones((win.kernel_numel, win.out_numel), dtype=bool)
+    for axis, (k, d, s, lo, o, n) in enumerate(zip(win.kernel, win.dilation, win.stride,
+                                                  win.pad_lo, win.out, win.size)):
+        coord = np.add.outer(np.arange(k) * d, np.arange(o) * s) - lo  # (k, o)
+        shape_k = [1] * len(win.kernel)
+        shape_o = [1] * len(win.out)
+        shape_k[axis], shape_o[axis] = k, o
+        ok = ((coord >= 0) & (coord < n)).reshape(tuple(shape_k) + tuple(shape_o))
+        inside &= np.broadcast_to(ok, win.kernel + win.out).reshape(inside.shape)
+    first = xp.asarray(inside.argmax(axis=0))
+    inside = xp.asarray(inside)
+    chosen = inside[winner, xp.arange(win.out_numel)]
+    return xp.where(chosen, winner, first)
+
+
 def _lowest(dtype: Any) -> float | int:
     """The value that never wins a max: -inf, or the smallest integer."""
     return -math.inf if np.dtype(dtype).kind == "f" else np.iinfo(dtype).min
@@ -92,6 +115,8 @@ def _max_pool(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilati
     n, c = data.shape[:2]
     windows = window_view(data, win, _lowest(data.dtype))
     winner = windows.reshape((n, c, win.kernel_numel, win.out_numel)).argmax(axis=2)
+    if any(win.pad_lo) or any(win.pad_hi):
+        winner = _skip_padding(winner, win)
     at_kernel = xp.unravel_index(winner, win.kernel)
     at_window = xp.unravel_index(xp.arange(win.out_numel), win.out)
     coords = [

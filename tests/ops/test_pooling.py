@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gradients import to_numpy
 
 import autograd_async as aa
 from autograd_async.autograd import gradcheck, gradgradcheck
@@ -129,3 +130,17 @@ def test_gradcheck_and_gradgradcheck(device) -> None:
 def test_bad_arguments_raise_clear_errors(call, message) -> None:
     with pytest.raises(RuntimeError, match=message):
         call()
+
+
+def test_max_pool_never_picks_padding(torch, device) -> None:
+    # Windows whose input elements are all -inf: padding (also -inf) must not win.
+    x = np.full((1, 2, 5, 6), -np.inf)
+    x[0, 0, 2, 3] = 1.0
+    tf = torch.nn.functional
+    for kwargs in ({"kernel_size": 3, "stride": 2, "padding": 1},
+                   {"kernel_size": 2, "stride": 1, "padding": 1, "dilation": 2},
+                   {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}):
+        ours, index = F.max_pool2d(aa.tensor(x, device=device), return_indices=True, **kwargs)
+        theirs, their_index = tf.max_pool2d(torch.tensor(x), return_indices=True, **kwargs)
+        np.testing.assert_array_equal(to_numpy(ours), theirs.numpy())
+        np.testing.assert_array_equal(to_numpy(index), their_index.numpy())
