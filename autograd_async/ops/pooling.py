@@ -29,6 +29,20 @@ def _flat_in_plane(coords: list[Any], size: tuple[int, ...]) -> Any:
     return flat
 
 
+def _last_nan_wins(stacked: Any, winner: Any, axis: int) -> Any:
+    """argmax's winners, except the last NaN of a window with NaNs (PyTorch's kernel's pick).
+
+    argmax already picks a NaN there, the first; the extra passes run only when one exists.
+    """
+    xp = xp_of(stacked)
+    picked = xp.take_along_axis(stacked, xp.expand_dims(winner, axis), axis=axis)
+    has_nan = xp.isnan(xp.squeeze(picked, axis)) if stacked.dtype.kind == "f" else None
+    if has_nan is None or not bool(has_nan.any()):
+        return winner
+    backwards = xp.flip(xp.isnan(stacked), axis=axis).argmax(axis=axis)
+    return xp.where(has_nan, stacked.shape[axis] - 1 - backwards, winner)
+
+
 def _skip_padding(winner: Any, win: Windows) -> Any:
     """Winners moved off the padding to the window's first input element.
 
@@ -114,7 +128,8 @@ def _max_pool(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilati
     xp = xp_of(data)
     n, c = data.shape[:2]
     windows = window_view(data, win, _lowest(data.dtype))
-    winner = windows.reshape((n, c, win.kernel_numel, win.out_numel)).argmax(axis=2)
+    stacked = windows.reshape((n, c, win.kernel_numel, win.out_numel))
+    winner = _last_nan_wins(stacked, stacked.argmax(axis=2), 2)
     if any(win.pad_lo) or any(win.pad_hi):
         winner = _skip_padding(winner, win)
     at_kernel = xp.unravel_index(winner, win.kernel)
@@ -281,7 +296,8 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     h, w = rows
     windows = data[:, :, h[:, None, :, None], w[None, :, None, :]]  # (N, C, OH, OW, kh, kw)
     kh, kw = h.shape[1], w.shape[1]
-    winner = windows.reshape(windows.shape[:4] + (kh * kw,)).argmax(axis=-1)
+    stacked = windows.reshape(windows.shape[:4] + (kh * kw,))
+    winner = _last_nan_wins(stacked, stacked.argmax(axis=-1), 4)
     oh = xp.arange(out[0])[:, None]
     ow = xp.arange(out[1])[None, :]
     indices = (h[oh, winner // kw] * size[1] + w[ow, winner % kw]).astype(np.int64, copy=False)

@@ -144,3 +144,15 @@ def test_max_pool_never_picks_padding(torch, device) -> None:
         theirs, their_index = tf.max_pool2d(torch.tensor(x), return_indices=True, **kwargs)
         np.testing.assert_array_equal(to_numpy(ours), theirs.numpy())
         np.testing.assert_array_equal(to_numpy(index), their_index.numpy())
+
+
+def test_max_pools_pick_the_last_nan_as_torch_does(torch, device) -> None:
+    x = _r(1, 2, 4, 4)
+    x[0, 0, 0, 0] = x[0, 0, 1, 1] = x[0, 1, 3, 2] = np.nan
+    tf = torch.nn.functional
+    against_torch(torch, lambda t: F.max_pool2d(t, 2, return_indices=True),
+                  lambda t: tf.max_pool2d(t, 2, return_indices=True), x, device=device,
+                  grad=[False])
+    against_torch(torch, lambda t: F.adaptive_max_pool2d(t, (1, 2), return_indices=True),
+                  lambda t: tf.adaptive_max_pool2d(t, (1, 2), return_indices=True), x,
+                  device=device, grad=[False])
