@@ -1,5 +1,5 @@
 """Resampling the trailing dims: `pad` (constant, reflect, replicate, circular) and `interpolate`
-(nearest, nearest-exact, linear, bilinear).
+(nearest, nearest-exact, linear, bilinear, area).
 
 Constant padding is one node whose adjoint is constant padding by the opposite amounts (a crop).
 The other paddings and nearest interpolation pick input elements by index through the
@@ -18,6 +18,7 @@ from ..tensor import Tensor
 from .base import Op
 from .dual import xp_of
 from .gather import gather_trailing
+from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
 
 
 def _pad_slices(shape: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> tuple[tuple, tuple]:
@@ -145,7 +146,7 @@ def _joint_index(per_dim: list[np.ndarray], size: tuple[int, ...]) -> np.ndarray
 
 # ------------------------------------------------------------- interpolate
 _SPATIAL = {"linear": 1, "bilinear": 2}
-_MODES = ("nearest", "nearest-exact", "linear", "bilinear")
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "area")
 
 
 def _interpolate_sizes(
@@ -235,6 +236,11 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         raise RuntimeError(f"interpolate: output sizes must be positive, but got {list(sizes)}")
     spatial = tuple(input.shape[2:])
     xp = xp_of(input._data)
+    if mode == "area":
+        if input.ndim == 5:
+            raise NotImplementedError("interpolate: mode 'area' supports 3D and 4D input only")
+        pool = adaptive_avg_pool1d if input.ndim == 3 else adaptive_avg_pool2d
+        return pool(input, sizes)
     if mode.startswith("nearest"):
         index = _joint_index(
             [_nearest_index(n, o, s, mode == "nearest-exact")

@@ -53,6 +53,8 @@ INTERPOLATE_CASES = [
     ((2, 3, 4, 5), {"size": (1, 9), "mode": "bilinear", "align_corners": True}),
     ((2, 3, 6), {"size": 4, "mode": "linear"}),
     ((2, 3, 6), {"scale_factor": 1.5, "mode": "linear", "align_corners": True}),
+    ((2, 3, 7, 5), {"size": (3, 4), "mode": "area"}),
+    ((2, 3, 7), {"scale_factor": 0.5, "mode": "area"}),
 ]
 
 
