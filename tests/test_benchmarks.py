@@ -19,6 +19,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 SMOKE_RUNS = [
     ("chain.py", ["--quick"], "target: ours backward() per node", ("torch", "autograd")),
     ("mlp.py", ["--quick"], "target: ours / NumPy", ("torch",)),
+    ("conv.py", ["--quick"], "target: ours / torch", ("torch",)),
     ("engine_latency.py", ["--quick"], "await backward_async() / raw round trip", ()),
     ("parallel.py", ["--quick"], "speedup split vs serial", ()),
     ("dataloader.py", ["--quick"], "target: ours / torch DataLoader", ("torch",)),

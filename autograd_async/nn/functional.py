@@ -7,7 +7,19 @@ import warnings
 from typing import Any
 
 from ..creation import default_generator
+from ..ops.attention import scaled_dot_product_attention
+from ..ops.conv import (
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    fold,
+    unfold,
+)
+from ..ops.distance import cosine_similarity, normalize, pairwise_distance
 from ..ops.elementwise import ReluBackward0, SigmoidBackward0, TanhBackward0
+from ..ops.embedding import embedding, one_hot
 from ..ops.nn_ops import (
     CrossEntropyLossBackward0,
     GeluBackward0,
@@ -19,8 +31,19 @@ from ..ops.nn_ops import (
 from ..ops.nn_ops import (
     softmax as _softmax,
 )
+from ..ops.normalization import batch_norm, group_norm, instance_norm, layer_norm
+from ..ops.pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool2d,
+)
 from ..ops.promotion import result_type
 from ..ops.reduction import _TORCH_NAMES, normalize_dim
+from ..ops.sampling import interpolate, pad
 from ..tensor import Tensor
 from ..type_names import type_name
 
@@ -241,4 +264,34 @@ __all__ = [
     "sigmoid",
     "softmax",
     "tanh",
+]
+
+# The layers' math: convolutions, pooling, resampling, normalisation, lookups, attention.
+__all__ += [
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "adaptive_max_pool2d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "batch_norm",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "cosine_similarity",
+    "embedding",
+    "fold",
+    "group_norm",
+    "instance_norm",
+    "interpolate",
+    "layer_norm",
+    "max_pool1d",
+    "max_pool2d",
+    "normalize",
+    "one_hot",
+    "pad",
+    "pairwise_distance",
+    "scaled_dot_product_attention",
+    "unfold",
 ]

@@ -12,16 +12,23 @@ from typing import Any
 from ..tensor import Tensor, bool_, float16, float32, float64, int32, int64
 from . import (
     arithmetic,
+    attention,
     comparison,
+    conv,
     conversion,
+    distance,
     elementwise,
+    embedding,
     factory,
     gather,
     indexing,
     inplace,
     nn_ops,
+    normalization,
+    pooling,
     rearrange,
     reduction,
+    sampling,
     shape,
     sorting,
     triangular,
@@ -30,6 +37,7 @@ from .transfer import to
 
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
+_FAMILIES += (conv, pooling, sampling, normalization, embedding, distance, attention)
 
 FUNCTIONS: dict[str, Any] = {}
 for _family in _FAMILIES:

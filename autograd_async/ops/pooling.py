@@ -1,0 +1,310 @@
+"""Pooling: max_pool1d/2d, avg_pool1d/2d, adaptive_avg_pool1d/2d, adaptive_max_pool2d.
+
+Max pools find each window's winner on the raw arrays (one strided view, one argmax) and then
+gather it through a differentiable gather node, so their gradients (a scatter-add at the winners)
+have derivatives of every order; the indices are PyTorch's, flat within each (H, W) plane.
+Average pools are im2col, a sum and a constant divisor; adaptive average pools are products with
+constant averaging matrices.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..tensor import Tensor
+from .conv import Im2ColBackward0, expand_param
+from .dual import xp_of
+from .plane_gather import gather_trailing
+from .windows import Windows, conv_windows, window_view
+
+
+def _flat_in_plane(coords: list[Any], size: tuple[int, ...]) -> Any:
+    """Row-major flat indices within a plane of `size` from per-dim coordinates."""
+    flat = coords[0]
+    for coord, n in zip(coords[1:], size[1:]):
+        flat = flat * n + coord
+    return flat
+
+
+def _last_nan_wins(stacked: Any, winner: Any, axis: int) -> Any:
+    """argmax's winners, except the last NaN of a window with NaNs (PyTorch's kernel's pick).
+
+    argmax already picks a NaN there, the first; the extra passes run only when one exists.
+    """
+    xp = xp_of(stacked)
+    picked = xp.take_along_axis(stacked, xp.expand_dims(winner, axis), axis=axis)
+    has_nan = xp.isnan(xp.squeeze(picked, axis)) if stacked.dtype.kind == "f" else None
+    if has_nan is None or not bool(has_nan.any()):
+        return winner
+    backwards = xp.flip(xp.isnan(stacked), axis=axis).argmax(axis=axis)
+    return xp.where(has_nan, stacked.shape[axis] - 1 - backwards, winner)
+
+
+def _skip_padding(winner: Any, win: Windows) -> Any:
+    """Winners moved off the padding to the window's first input element.
+
+    Padding holds the lowest value, so it wins only where every input element of the window is
+    that value too (-inf, say); PyTorch's kernel, which never reads padding, then picks the first
+    of them.
+    """
+    xp = xp_of(winner)
+    inside = np.ones((win.kernel_numel, win.out_numel), dtype=bool)
+    for axis, (k, d, s, lo, o, n) in enumerate(zip(win.kernel, win.dilation, win.stride,
+                                                  win.pad_lo, win.out, win.size)):
+        coord = np.add.outer(np.arange(k) * d, np.arange(o) * s) - lo  # (k, o)
+        shape_k = [1] * len(win.kernel)
+        shape_o = [1] * len(win.out)
+        shape_k[axis], shape_o[axis] = k, o
+        ok = ((coord >= 0) & (coord < n)).reshape(tuple(shape_k) + tuple(shape_o))
+        inside &= np.broadcast_to(ok, win.kernel + win.out).reshape(inside.shape)
+    first = xp.asarray(inside.argmax(axis=0))
+    inside = xp.asarray(inside)
+    chosen = inside[winner, xp.arange(win.out_numel)]
+    return xp.where(chosen, winner, first)
+
+
+def _lowest(dtype: Any) -> float | int:
+    """The value that never wins a max: -inf, or the smallest integer."""
+    return -math.inf if np.dtype(dtype).kind == "f" else np.iinfo(dtype).min
+
+
+# ---------------------------------------------------------------- arguments
+def _check_rank(input: Tensor, dims: int, op: str) -> Tensor:
+    """`input` as (N, C, *size), raising PyTorch's error for other ranks."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.ndim not in (dims + 1, dims + 2) or 0 in input.shape[-dims - 1 :]:
+        raise RuntimeError(
+            f"{op}: Expected {dims + 1}D or {dims + 2}D (batch mode) non-empty tensor for input, "
+            f"but got: {list(input.shape)}"
+        )
+    return input if input.ndim == dims + 2 else input.unsqueeze(0)
+
+
+def _unbatch(out: Tensor, input: Tensor, dims: int) -> Tensor:
+    return out if input.ndim == dims + 2 else out.squeeze(0)
+
+
+def _pool_windows(
+    x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
+    dims: int, op: str,
+) -> Windows:
+    kernel = expand_param(kernel_size, dims, "kernel_size", op)
+    stride = kernel if stride is None or stride == [] or stride == () else expand_param(
+        stride, dims, "stride", op)
+    pads = expand_param(padding, dims, "padding", op)
+    dilation = expand_param(dilation, dims, "dilation", op)
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"{op}: kernel_size must be greater than zero, but got {list(kernel)}")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError(f"{op}: stride should not be zero, but got {list(stride)}")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"{op}: dilation should be greater than zero, but got {list(dilation)}")
+    for p, k, d in zip(pads, kernel, dilation):
+        if p < 0 or p > ((k - 1) * d + 1) // 2:
+            raise RuntimeError(
+                f"{op}: pad should be at most half of effective kernel size, but got pad={p}, "
+                f"kernel_size={k} and dilation={d}"
+            )
+    size = tuple(x.shape[2:])
+    win = conv_windows(size, kernel, stride, dilation, pads, pads, ceil_mode)
+    if any(o <= 0 for o in win.out):
+        raise RuntimeError(
+            f"{op}: Given input size: ({'x'.join(map(str, x.shape[1:]))}). Calculated output "
+            f"size: ({'x'.join(map(str, (x.shape[1],) + win.out))}). Output size is too small"
+        )
+    return win
+
+
+# ------------------------------------------------------------------- max
+def _max_pool(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+              ceil_mode: bool, return_indices: bool, dims: int, op: str) -> Any:
+    x = _check_rank(input, dims, op)
+    win = _pool_windows(x, kernel_size, stride, padding, dilation, ceil_mode, dims, op)
+    data = x._data
+    xp = xp_of(data)
+    n, c = data.shape[:2]
+    windows = window_view(data, win, _lowest(data.dtype))
+    stacked = windows.reshape((n, c, win.kernel_numel, win.out_numel))
+    winner = _last_nan_wins(stacked, stacked.argmax(axis=2), 2)
+    if any(win.pad_lo) or any(win.pad_hi):
+        winner = _skip_padding(winner, win)
+    at_kernel = xp.unravel_index(winner, win.kernel)
+    at_window = xp.unravel_index(xp.arange(win.out_numel), win.out)
+    coords = [
+        o * s + k * d - lo
+        for o, k, s, d, lo in zip(at_window, at_kernel, win.stride, win.dilation, win.pad_lo)
+    ]
+    indices = _flat_in_plane(coords, win.size).astype(np.int64, copy=False)
+    out = gather_trailing(x, indices, dims, win.out)
+    out = _unbatch(out, input, dims)
+    if not return_indices:
+        return out
+    index_tensor = Tensor._wrap(indices.reshape((n, c) + win.out), x.device)
+    return out, _unbatch(index_tensor, input, dims)
+
+
+def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max over sliding windows of (N, C, L); with `return_indices`, also where each max was."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
+                     1, "max_pool1d")
+
+
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max over sliding windows of (N, C, H, W); indices are flat within each H x W plane."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
+                     2, "max_pool2d")
+
+
+# ---------------------------------------------------------------- average
+def _window_counts(win: Windows, include_pad: bool) -> np.ndarray:
+    """Elements each window averages over, (*out), by PyTorch's rule for avg_pool."""
+    counts = np.ones((), dtype=np.int64)
+    for n, k, s, lo, out in zip(win.size, win.kernel, win.stride, win.pad_lo, win.out):
+        start = np.arange(out) * s - lo
+        end = np.minimum(start + k, n + lo)  # windows end at the far padding, ceil mode or not
+        if include_pad:
+            along = end - start
+        else:
+            along = np.minimum(end, n) - np.maximum(start, 0)
+        counts = np.multiply.outer(counts, along)
+    return counts
+
+
+def _avg_pool(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
+              count_include_pad: bool, divisor_override: Any, dims: int, op: str) -> Tensor:
+    x = _check_rank(input, dims, op)
+    if x.dtype.kind != "f":
+        raise RuntimeError(f"{op}: expected a floating point input, but got {x.dtype}")
+    win = _pool_windows(x, kernel_size, stride, padding, 1, ceil_mode, dims, op)
+    n, c = x.shape[:2]
+    cols = Im2ColBackward0.apply(x, win=win)
+    sums = cols.reshape((n, c, win.kernel_numel) + win.out).sum(dim=2)
+    if divisor_override is not None:
+        if divisor_override == 0:
+            raise RuntimeError(f"{op}: divisor must be not zero")
+        out = sums * (1.0 / divisor_override)
+    else:
+        scale = 1.0 / _window_counts(win, count_include_pad)
+        xp = xp_of(x._data)
+        out = sums * Tensor._wrap(xp.asarray(scale, dtype=x.dtype), x.device)
+    return _unbatch(out, input, dims)
+
+
+def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+    """Mean over sliding windows of (N, C, L)."""
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1,
+                     "avg_pool1d")
+
+
+def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """Mean over sliding windows of (N, C, H, W) (or the sum over `divisor_override`)."""
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, 2, "avg_pool2d")
+
+
+# --------------------------------------------------------------- adaptive
+def _output_size(output_size: Any, size: tuple[int, ...], op: str) -> tuple[int, ...]:
+    dims = len(size)
+    values = (output_size,) * dims if output_size is None or isinstance(output_size, int) else (
+        tuple(output_size))
+    if len(values) == 1:
+        values = values * dims
+    if len(values) != dims:
+        raise RuntimeError(f"{op}: output_size must be {dims} values, but got {list(values)}")
+    out = tuple(n if o is None else int(o) for o, n in zip(values, size))
+    if any(o <= 0 for o in out):
+        raise RuntimeError(f"{op}: elements of output_size must be greater than zero, got {out}")
+    return out
+
+
+def _adaptive_bounds(n: int, out: int) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (exclusive) of each adaptive window: floor(i n / o), ceil((i + 1) n / o)."""
+    i = np.arange(out)
+    return (i * n) // out, -((-(i + 1) * n) // out)
+
+
+def _averaging_matrix(n: int, out: int) -> np.ndarray:
+    """(out, n): row i averages the inputs of adaptive window i."""
+    start, end = _adaptive_bounds(n, out)
+    j = np.arange(n)
+    inside = (j >= start[:, None]) & (j < end[:, None])
+    return inside / (end - start)[:, None]
+
+
+def _check_adaptive_rank(input: Tensor, dims: int, op: str) -> None:
+    if not isinstance(input, Tensor) or input.ndim not in (dims + 1, dims + 2):
+        shape = list(input.shape) if isinstance(input, Tensor) else type(input).__name__
+        raise RuntimeError(
+            f"{op}(): Expected {dims + 1}D or {dims + 2}D tensor, but got {shape}"
+        )
+    if 0 in input.shape[-dims:]:
+        raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
+                           f"dimensions, but got {list(input.shape)}")
+
+
+def _adaptive_avg(input: Tensor, output_size: Any, dims: int, op: str) -> Tensor:
+    _check_adaptive_rank(input, dims, op)
+    size = tuple(input.shape[-dims:])
+    out = _output_size(output_size, size, op)
+    xp = xp_of(input._data)
+
+    def matrix(n: int, o: int) -> Tensor:
+        return Tensor._wrap(xp.asarray(_averaging_matrix(n, o), dtype=input.dtype), input.device)
+
+    result = input @ matrix(size[-1], out[-1]).T  # the last dim
+    if dims == 2:
+        result = matrix(size[0], out[0]) @ result
+    return result
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
+    """Mean over `output_size` adaptive windows of the last dim of (N, C, L)."""
+    return _adaptive_avg(input, output_size, 1, "adaptive_avg_pool1d")
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    """Mean over an `output_size` grid of adaptive windows of (N, C, H, W)."""
+    return _adaptive_avg(input, output_size, 2, "adaptive_avg_pool2d")
+
+
+def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """Max over an `output_size` grid of adaptive windows of (N, C, H, W)."""
+    op = "adaptive_max_pool2d"
+    _check_adaptive_rank(input, 2, op)
+    x = input if input.ndim == 4 else input.unsqueeze(0)
+    size = tuple(x.shape[2:])
+    out = _output_size(output_size, size, op)
+    data = x._data
+    xp = xp_of(data)
+    rows = []
+    for n, o in zip(size, out):
+        start, end = _adaptive_bounds(n, o)
+        widest = int((end - start).max())
+        # Each window's positions, the short ones padded by repeating their last position
+        # (a repeat never changes a max, and the first occurrence wins ties).
+        at = np.minimum(start[:, None] + np.arange(widest), (end - 1)[:, None])
+        rows.append(xp.asarray(at))
+    h, w = rows
+    windows = data[:, :, h[:, None, :, None], w[None, :, None, :]]  # (N, C, OH, OW, kh, kw)
+    kh, kw = h.shape[1], w.shape[1]
+    stacked = windows.reshape(windows.shape[:4] + (kh * kw,))
+    winner = _last_nan_wins(stacked, stacked.argmax(axis=-1), 4)
+    oh = xp.arange(out[0])[:, None]
+    ow = xp.arange(out[1])[None, :]
+    indices = (h[oh, winner // kw] * size[1] + w[ow, winner % kw]).astype(np.int64, copy=False)
+    result = _unbatch(gather_trailing(x, indices, 2, out), input, 2)
+    if not return_indices:
+        return result
+    return result, _unbatch(Tensor._wrap(indices, x.device), input, 2)
+
+
+FUNCTIONS: dict[str, Any] = {}  # torch has these as functions, not Tensor methods

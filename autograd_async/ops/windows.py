@@ -1,0 +1,238 @@
+"""Sliding windows over the spatial dims of (N, C, *spatial) arrays: im2col and col2im.
+
+Convolutions, pooling, `unfold` and `fold` all read an input through windows: `im2col` gathers
+every window into columns through one strided view (no loop over pixels or batch items), and
+`col2im`, its adjoint, adds columns back into an image with one strided add per kernel offset.
+Both use the array's own module (NumPy or CuPy).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .dual import xp_of
+
+
+@dataclass(frozen=True, slots=True)
+class Windows:
+    """The geometry of windows over the spatial dims: one entry per spatial dim in each field.
+
+    `size` is the spatial size of the image, `out` the number of windows along each dim; the
+    image is padded by `pad_lo` before and `pad_hi` after (`pad_hi` may exceed the padding the
+    caller asked for, so that ceil-mode windows that run past the end still fit).
+    """
+
+    size: tuple[int, ...]
+    kernel: tuple[int, ...]
+    stride: tuple[int, ...]
+    dilation: tuple[int, ...]
+    pad_lo: tuple[int, ...]
+    pad_hi: tuple[int, ...]
+    out: tuple[int, ...]
+
+    @property
+    def kernel_numel(self) -> int:
+        """Elements of one window."""
+        return math.prod(self.kernel)
+
+    @property
+    def out_numel(self) -> int:
+        """Number of windows."""
+        return math.prod(self.out)
+
+    @property
+    def padded(self) -> tuple[int, ...]:
+        """The spatial size of the padded image."""
+        return tuple(n + lo + hi for n, lo, hi in zip(self.size, self.pad_lo, self.pad_hi))
+
+
+def conv_windows(
+    size: tuple[int, ...],
+    kernel: tuple[int, ...],
+    stride: tuple[int, ...],
+    dilation: tuple[int, ...],
+    pad_lo: tuple[int, ...],
+    pad_hi: tuple[int, ...],
+    ceil_mode: bool = False,
+) -> Windows:
+    """The windows a convolution (or pooling, with `ceil_mode`) takes over an image of `size`.
+
+    In ceil mode a last partial window counts when it starts inside the image or its left
+    padding (PyTorch's rule); the right padding then grows so that it fits.
+    """
+    out = []
+    hi_needed = []
+    for n, k, s, d, lo, hi in zip(size, kernel, stride, dilation, pad_lo, pad_hi):
+        span = n + lo + hi - d * (k - 1) - 1
+        count = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (count - 1) * s >= n + lo:
+            count -= 1
+        out.append(max(count, 0))
+        hi_needed.append(max(hi, (count - 1) * s + d * (k - 1) + 1 - n - lo))
+    return Windows(tuple(size), tuple(kernel), tuple(stride), tuple(dilation), tuple(pad_lo),
+                   tuple(hi_needed), tuple(out))
+
+
+def pad_spatial(x: Any, win: Windows, value: float = 0.0) -> Any:
+    """`x` (N, C, *spatial) padded by the windows' padding with `value` (itself when none)."""
+    if not any(win.pad_lo) and not any(win.pad_hi):
+        return x
+    xp = xp_of(x)
+    out = xp.full(x.shape[:2] + win.padded, value, dtype=x.dtype)
+    inner = tuple(slice(lo, lo + n) for lo, n in zip(win.pad_lo, win.size))
+    out[(slice(None), slice(None), *inner)] = x
+    return out
+
+
+def window_view(x: Any, win: Windows, value: float = 0.0) -> Any:
+    """A read-only strided view (N, C, *kernel, *out) of the windows of `x` (padded first)."""
+    padded = pad_spatial(x, win, value)
+    xp = xp_of(padded)
+    lead = padded.strides[:2]
+    spatial = padded.strides[2:]
+    strides = (
+        lead
+        + tuple(st * d for st, d in zip(spatial, win.dilation))
+        + tuple(st * s for st, s in zip(spatial, win.stride))
+    )
+    shape = padded.shape[:2] + win.kernel + win.out
+    return xp.lib.stride_tricks.as_strided(padded, shape=shape, strides=strides)
+
+
+def im2col(x: Any, win: Windows, value: float = 0.0) -> Any:
+    """The windows of `x` (N, C, *spatial) as columns: a new array (N, C * kernel, out)."""
+    n, c = x.shape[:2]
+    cols = window_view(x, win, value)
+    # One copy out of the strided view; reshape of a view that is not contiguous copies.
+    return cols.reshape((n, c * win.kernel_numel, win.out_numel))
+
+
+def col2im(cols: Any, win: Windows) -> Any:
+    """The adjoint of `im2col`: columns (N, C * kernel, out) added back into (N, C, *size)."""
+    n = cols.shape[0]
+    c = cols.shape[1] // win.kernel_numel
+    return _add_blocks(cols.reshape((n, c) + win.kernel + win.out), win)
+
+
+def _add_blocks(blocks: Any, win: Windows) -> Any:
+    """Window blocks (N, C, *kernel, *out) (any strides) added into an image (N, C, *size).
+
+    One strided add per kernel offset; overlapping windows accumulate.
+    """
+    xp = xp_of(blocks)
+    image = xp.zeros(blocks.shape[:2] + win.padded, dtype=blocks.dtype)
+    for offset in itertools.product(*(range(k) for k in win.kernel)):
+        target = tuple(
+            slice(k * d, k * d + s * (o - 1) + 1, s)
+            for k, d, s, o in zip(offset, win.dilation, win.stride, win.out)
+        )
+        image[(slice(None), slice(None), *target)] += blocks[(slice(None), slice(None), *offset)]
+    if not any(win.pad_lo) and not any(win.pad_hi):
+        return image
+    inner = tuple(slice(lo, lo + size) for lo, size in zip(win.pad_lo, win.size))
+    # A compact copy: a gradient that is a view would keep the whole padded image alive.
+    return xp.ascontiguousarray(image[(slice(None), slice(None), *inner)])
+
+
+# ------------------------------------------------------- stride-1 fast path
+# With unit strides, the windows of a padded image flattened over its spatial dims are plain
+# shifted slices: output position p reads padded[p + offset(k)] for kernel offset k, when output
+# positions are counted on the padded grid ("wide" rows, as long as the padded rows). Columns
+# built that way are copies of long contiguous runs instead of kernel-width ones, and col2im
+# becomes one contiguous add per kernel offset; the few wide positions past the end of each row
+# are garbage, cropped from the output (and zero in the gradient fed back).
+def unit_stride(win: Windows) -> bool:
+    """Whether the wide layout applies (all strides 1)."""
+    return all(s == 1 for s in win.stride)
+
+
+def _wide_geometry(win: Windows) -> tuple[tuple[int, ...], int, int]:
+    """Element strides of the padded grid, wide length, and the flat buffer's length."""
+    padded = win.padded
+    steps = tuple(math.prod(padded[i + 1:]) for i in range(len(padded)))
+    wide = win.out[0] * steps[0]
+    reach = sum((k - 1) * d * st for k, d, st in zip(win.kernel, win.dilation, steps))
+    return steps, wide, max(math.prod(padded), reach + wide)
+
+
+def _flat_padded(x: Any, win: Windows, length: int) -> Any:
+    """(N, C, length) zeros holding `x` padded on the padded grid (the tail stays zero)."""
+    xp = xp_of(x)
+    flat = xp.zeros(x.shape[:2] + (length,), dtype=x.dtype)
+    grid = flat[:, :, : math.prod(win.padded)].reshape(x.shape[:2] + win.padded)
+    inner = tuple(slice(lo, lo + n) for lo, n in zip(win.pad_lo, win.size))
+    grid[(slice(None), slice(None), *inner)] = x
+    return flat
+
+
+# ------------------------------------------------------ channels-first columns
+# Columns laid out (C * kernel, N * positions) turn a whole batch's convolution into one 2-D
+# matmul (and its weight gradient into another): one large BLAS call that its threads share,
+# instead of one small call per batch item. Positions are wide rows with unit strides (above),
+# else the exact windows.
+def _moved(a: Any, source: int, dest: int) -> Any:
+    return xp_of(a).moveaxis(a, source, dest)
+
+
+def im2col_cf(x: Any, win: Windows) -> Any:
+    """The windows of `x` (N, C, *size) as columns (C * kernel, N * positions)."""
+    n, c = x.shape[:2]
+    if unit_stride(win):
+        steps, wide, length = _wide_geometry(win)
+        flat = _flat_padded(x, win, length)
+        item = flat.strides[2]
+        view = xp_of(flat).lib.stride_tricks.as_strided(
+            flat,
+            shape=(c,) + win.kernel + (n, wide),
+            strides=(flat.strides[1],)
+            + tuple(d * st * item for d, st in zip(win.dilation, steps))
+            + (flat.strides[0], item),
+        )
+        return view.reshape((c * win.kernel_numel, n * wide))
+    view = _moved(window_view(x, win), 0, 1 + len(win.kernel))  # (C, *kernel, N, *out)
+    return view.reshape((c * win.kernel_numel, n * win.out_numel))
+
+
+def from_cols_cf(out: Any, win: Windows, n: int) -> Any:
+    """(O, N * positions) results as (N, O, *out)."""
+    rows = out.shape[0]
+    if unit_stride(win):
+        grid = out.reshape((rows, n, win.out[0]) + win.padded[1:])
+        grid = grid[(slice(None), slice(None), slice(None), *(slice(0, o) for o in win.out[1:]))]
+    else:
+        grid = out.reshape((rows, n) + win.out)
+    return xp_of(out).ascontiguousarray(_moved(grid, 1, 0))
+
+
+def to_cols_cf(g: Any, win: Windows) -> Any:
+    """(N, O, *out) gradients as (O, N * positions), zero at the wide rows' extra positions."""
+    xp = xp_of(g)
+    n, rows = g.shape[:2]
+    if unit_stride(win):
+        grid = xp.zeros((rows, n, win.out[0]) + win.padded[1:], dtype=g.dtype)
+        crop = tuple(slice(0, o) for o in win.out[1:])
+        grid[(slice(None), slice(None), slice(None), *crop)] = _moved(g, 1, 0)
+        return grid.reshape((rows, n * win.out[0] * math.prod(win.padded[1:])))
+    return xp.ascontiguousarray(_moved(g, 1, 0)).reshape((rows, n * win.out_numel))
+
+
+def col2im_cf(cols: Any, win: Windows, n: int) -> Any:
+    """The adjoint of `im2col_cf`: (C * kernel, N * positions) added back into (N, C, *size)."""
+    xp = xp_of(cols)
+    c = cols.shape[0] // win.kernel_numel
+    if not unit_stride(win):
+        blocks = cols.reshape((c,) + win.kernel + (n,) + win.out)
+        return _add_blocks(_moved(blocks, 1 + len(win.kernel), 0), win)
+    steps, wide, length = _wide_geometry(win)
+    blocks = cols.reshape((c, win.kernel_numel, n, wide))
+    flat = xp.zeros((n, c, length), dtype=cols.dtype)
+    by_channel = flat.transpose(1, 0, 2)
+    for i, offset in enumerate(itertools.product(*(range(k) for k in win.kernel))):
+        start = sum(k * d * st for k, d, st in zip(offset, win.dilation, steps))
+        by_channel[:, :, start : start + wide] += blocks[:, i]
+    grid = flat[:, :, : math.prod(win.padded)].reshape((n, c) + win.padded)
+    inner = tuple(slice(lo, lo + size) for lo, size in zip(win.pad_lo, win.size))
+    return xp.ascontiguousarray(grid[(slice(None), slice(None), *inner)])
