@@ -122,7 +122,7 @@ def test_encoder_layers_are_independent_copies():
 
 def test_attention_dropout_only_in_training():
     layer = nn.MultiheadAttention(E, 2, dropout=0.5)
-    x = aa.tensor(_x(L, N, E))
+    x = aa.tensor(_x(L, N, E), dtype=aa.float32)
     layer.eval()
     first, _ = layer(x, x, x)
     second, _ = layer(x, x, x)
