@@ -101,7 +101,7 @@ def test_encoder_with_masks_and_final_norm_matches_torch(torch):
 
     ours, theirs = make(aa), make(torch)
     assert list(ours.state_dict()) == list(theirs.state_dict())
-    causal = np.triu(np.full((L, L), -np.inf), 1)
+    causal = np.triu(np.ones((L, L), bool), 1)
     padding = np.array([[0, 0, 0, 1], [0] * 4, [0, 0, 1, 1]], bool)
 
     def call(layer, x):
