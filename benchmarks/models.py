@@ -9,8 +9,9 @@ CPU, in one process.
 A step is zero_grad, forward, cross-entropy, backward and an AdamW update. Both libraries start
 from the same weights (ours are loaded from torch's state_dict) and see the same batches.
 Rounds alternate blocks of ours and torch's steps; medians of step times, and the median of the
-per-round ratios against the faster of torch's two settings (its default threads, one thread);
-ours uses NumPy's BLAS with its default threads.
+per-round ratios against the faster of torch's two settings (its default threads, one thread).
+Ours runs with one BLAS thread, as the examples do: forward runs on the caller's thread and
+backward on the device worker, so a second BLAS thread only fights them for the two cores.
 
 Run:  python benchmarks/models.py [--reps 7] [--steps 20] [--quick]
 """
@@ -38,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
 import numpy as np  # noqa: E402
 from cnn import cnn  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
 from transformer import VOCAB, SequenceModel, make_batch  # noqa: E402
 
 import autograd_async as aa  # noqa: E402
@@ -141,7 +143,8 @@ def compare(name: str, torch, ours_model, torch_model, x, y, classes, reps, step
     results: dict[str, list[float]] = {"ours": [], "torch": [], "torch (1 thread)": []}
     default_threads = torch.get_num_threads()
     for _ in range(reps):
-        results["ours"].append(time_block(contenders["ours"], steps))
+        with threadpool_limits(limits=1, user_api="blas"):
+            results["ours"].append(time_block(contenders["ours"], steps))
         results["torch"].append(time_block(contenders["torch"], steps))
         torch.set_num_threads(1)
         results["torch (1 thread)"].append(time_block(contenders["torch"], steps))
