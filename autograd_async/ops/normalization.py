@@ -1,9 +1,10 @@
 """Normalisation: batch_norm, instance_norm, group_norm, layer_norm.
 
-Each is built from differentiable ops (mean, subtraction, a reciprocal square root, products),
-so gradients of every order come from the ops' own rules. Batch and instance norm update the
-running statistics in place, outside the graph, as PyTorch does (the variance with Bessel's
-correction).
+Batch norm in training mode is one node (`ops.batch_norm`); the others, and batch norm with
+running statistics, are built from differentiable ops (mean, subtraction, a reciprocal square
+root, products), so gradients of every order come from the ops' own rules. Batch and instance
+norm update the running statistics in place, outside the graph, as PyTorch does (the variance
+with Bessel's correction).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from ..grad_mode import no_grad
 from ..tensor import Tensor
+from .batch_norm import fused_batch_norm
 
 
 def _standardize(x: Tensor, dims: tuple[int, ...], eps: float) -> tuple[Tensor, Tensor, Tensor]:
@@ -49,6 +51,16 @@ def _update_running(running: Tensor | None, batch: Tensor, momentum: float) -> N
         running.mul_(1 - momentum).add_(batch.detach().reshape(running.shape) * momentum)
 
 
+def _update_running_array(running: Tensor | None, batch: Any, momentum: float) -> None:
+    """The running statistic moved towards a batch statistic (an array), in place."""
+    if running is None:
+        return
+    with no_grad():
+        running._data *= 1 - momentum
+        running._data += batch.reshape(running._data.shape).astype(running.dtype) * momentum
+        running._bump_version()
+
+
 def batch_norm(
     input: Tensor,
     running_mean: Tensor | None,
@@ -78,9 +90,10 @@ def batch_norm(
                 "Expected more than 1 value per channel when training, got input size "
                 f"{list(input.shape)}"
             )
-        out, mean, var = _standardize(input, dims, eps)
-        _update_running(running_mean, mean, momentum)
-        _update_running(running_var, var * (count / (count - 1)), momentum)
+        out, mean, var = fused_batch_norm(input, weight, bias, eps)
+        _update_running_array(running_mean, mean, momentum)
+        _update_running_array(running_var, var * (count / (count - 1)), momentum)
+        return out
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("running_mean must be defined in evaluation mode")
