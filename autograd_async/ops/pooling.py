@@ -9,6 +9,7 @@ constant averaging matrices.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -27,6 +28,29 @@ def _flat_in_plane(coords: list[Any], size: tuple[int, ...]) -> Any:
     for coord, n in zip(coords[1:], size[1:]):
         flat = flat * n + coord
     return flat
+
+
+def _window_winners(windows: Any, win: Windows) -> Any:
+    """Each window's winning kernel offset (flat), by PyTorch's kernel's rule, as (N, C, out).
+
+    One pass per kernel offset over strided views (no copy of the windows): an offset wins when
+    its value is greater than the best so far, or NaN, so the last NaN of a window wins, as in
+    PyTorch's kernel. Padding holds the lowest value and is moved off afterwards.
+    """
+    xp = xp_of(windows)
+    lead = (slice(None), slice(None))
+    offsets = itertools.product(*(range(k) for k in win.kernel))
+    best = windows[lead + next(offsets)].copy()
+    winner = xp.zeros(best.shape, dtype=np.int64)
+    floating = best.dtype.kind == "f"
+    for i, offset in enumerate(offsets, start=1):
+        value = windows[lead + offset]
+        better = value > best
+        if floating:
+            better |= value != value  # NaN
+        xp.copyto(best, value, where=better)
+        winner[better] = i
+    return winner.reshape(winner.shape[:2] + (win.out_numel,))
 
 
 def _last_nan_wins(stacked: Any, winner: Any, axis: int) -> Any:
@@ -127,9 +151,7 @@ def _max_pool(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilati
     data = x._data
     xp = xp_of(data)
     n, c = data.shape[:2]
-    windows = window_view(data, win, _lowest(data.dtype))
-    stacked = windows.reshape((n, c, win.kernel_numel, win.out_numel))
-    winner = _last_nan_wins(stacked, stacked.argmax(axis=2), 2)
+    winner = _window_winners(window_view(data, win, _lowest(data.dtype)), win)
     if any(win.pad_lo) or any(win.pad_hi):
         winner = _skip_padding(winner, win)
     at_kernel = xp.unravel_index(winner, win.kernel)
