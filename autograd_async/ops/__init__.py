@@ -13,7 +13,11 @@ from ..tensor import Tensor, bool_, float16, float32, float64, int32, int64
 from . import arithmetic, comparison, elementwise, indexing, inplace, nn_ops, reduction, shape
 from .transfer import to
 
+# isort: split
+from . import activations, linalg, losses, pointwise, scan, special
+
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
+_FAMILIES += (special, pointwise, scan, linalg, activations, losses)
 
 FUNCTIONS: dict[str, Any] = {}
 for _family in _FAMILIES:
