@@ -121,7 +121,7 @@ class LerpBackward0(Op):
 
 
 class XlogyBackward0(Op):
-    """x * log(y), defined as 0 where x == 0 (even where y is 0 or nan... except y nan)."""
+    """x * log(y), defined as 0 where x == 0 (even where y is 0), unless y is nan."""
 
     __slots__ = ()
     saved_inputs = (0, 1)
@@ -140,8 +140,8 @@ class XlogyBackward0(Op):
         gx = gy = None
         with quiet():
             if need[0]:
-                # PyTorch: grad * xlogy(x != 0, y), so 0 where x is 0.
-                gx = where(data_of(x) == 0, 0.0, g * log(y))
+                # PyTorch's rule: log(y), masked to 0 where x == 0 and y <= 0.
+                gx = where((data_of(x) == 0) & (data_of(y) <= 0), 0.0, g * log(y))
             if need[1]:
                 gy = g * x / y
         return gx, gy
@@ -157,6 +157,15 @@ def _operands(name: str, *values: Any) -> tuple:
     return tuple(scalar(v) for v in values)
 
 
+def _tensors(name: str, input: Any, other: Any) -> None:
+    for position, (arg, v) in enumerate((("input", input), ("other", other)), 1):
+        if not isinstance(v, Tensor):
+            raise TypeError(
+                f"{name}(): argument '{arg}' (position {position}) must be Tensor, not "
+                f"{type(v).__name__}"
+            )
+
+
 def _no_complex(name: str, *values: Any) -> None:
     for v in values:
         if getattr(v, "dtype", None) is not None and v.dtype.kind == "c":
@@ -165,12 +174,14 @@ def _no_complex(name: str, *values: Any) -> None:
 
 def atan2(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise arctangent of input / other, in the quadrant of (other, input)."""
+    _tensors("atan2", input, other)
     _no_complex("atan2", input, other)
     return Atan2Backward0.apply(*_operands("atan2", input, other))
 
 
 def hypot(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise sqrt(input ** 2 + other ** 2) without overflow."""
+    _tensors("hypot", input, other)
     _no_complex("hypot", input, other)
     return HypotBackward0.apply(*_operands("hypot", input, other))
 
