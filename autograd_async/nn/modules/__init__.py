@@ -10,6 +10,37 @@ from .module import IncompatibleKeys, Module
 from .normalization import LayerNorm
 from .sparse import Embedding
 
+# isort: split
+from .activations_more import (
+    CELU,
+    ELU,
+    GLU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    Mish,
+    PReLU,
+    ReLU6,
+    SiLU,
+    Softplus,
+    Softsign,
+    Tanhshrink,
+)
+from .losses_more import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MarginRankingLoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
+
 __all__ = [
     "CrossEntropyLoss",
     "Dropout",
@@ -29,4 +60,31 @@ __all__ = [
     "Sigmoid",
     "Softmax",
     "Tanh",
+]
+__all__ += [
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "CELU",
+    "CosineEmbeddingLoss",
+    "ELU",
+    "GLU",
+    "Hardsigmoid",
+    "Hardswish",
+    "Hardtanh",
+    "HuberLoss",
+    "KLDivLoss",
+    "L1Loss",
+    "LeakyReLU",
+    "LogSigmoid",
+    "MarginRankingLoss",
+    "Mish",
+    "NLLLoss",
+    "PReLU",
+    "ReLU6",
+    "SELU",
+    "SiLU",
+    "SmoothL1Loss",
+    "Softplus",
+    "Softsign",
+    "Tanhshrink",
 ]
