@@ -329,7 +329,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
                            f"ndim = {weight.ndim}")
     count = weight.numel()
-    channels = input.shape[1] if input.ndim >= 2 else (input.shape[0] if input.ndim else 1)
+    channels = input.shape[1] if input.ndim >= 2 else 1  # PyTorch: no channels below 2-D
     if count != 1 and count != channels:
         raise RuntimeError(
             "Mismatch of parameter numbers and input channel size. Found parameter numbers = "

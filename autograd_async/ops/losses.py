@@ -215,12 +215,7 @@ def cross_entropy(
             f"{_torch_dtype(target.dtype)}"
         )
     logp = log_softmax(input, axis)
-    if target.dtype.kind == "f":
-        if target.shape != input.shape:
-            raise RuntimeError(
-                f"cross_entropy: expected probability targets of the input's shape "
-                f"{list(input.shape)}, got {list(target.shape)}"
-            )
+    if target.dtype.kind == "f" and target.shape == input.shape:
         return _probability_targets(logp, target, weight, axis, reduction, label_smoothing)
     loss = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
     if not label_smoothing:
