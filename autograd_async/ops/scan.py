@@ -27,15 +27,18 @@ def _int_to_long(a: Any, dtype: Any) -> Any:
 
 def _exclusive_products(xp: Any, a: Any, axis: int) -> Any:
     """For each position, the product of the other elements along `axis` (no division)."""
-    if a.shape[axis] == 0:
+    n = a.shape[axis]
+    if n == 0:
         return a.copy()
-    ones = xp.ones_like(xp.take(a, [0], axis=axis))
-    before = xp.cumprod(xp.concatenate([ones, a], axis=axis), axis=axis)
-    before = xp.take(before, xp.arange(a.shape[axis]), axis=axis)
+    shape = list(a.shape)
+    shape[axis] = 1
+    ones = xp.ones(shape, a.dtype)
+    head = (slice(None),) * axis + (slice(0, n),)
+    # before[i] = a[0] ... a[i-1] and after[i] = a[i+1] ... a[n-1], both 1 when empty
+    before = xp.cumprod(xp.concatenate([ones, a], axis=axis), axis=axis)[head]
     flipped = xp.flip(a, axis=axis)
-    after = xp.cumprod(xp.concatenate([ones, flipped], axis=axis), axis=axis)
-    after = xp.flip(xp.take(after, xp.arange(a.shape[axis]), axis=axis), axis=axis)
-    return before * after
+    after = xp.cumprod(xp.concatenate([ones, flipped], axis=axis), axis=axis)[head]
+    return before * xp.flip(after, axis=axis)
 
 
 def _others_product(x: Tensor, axis: int) -> Tensor:
