@@ -499,3 +499,27 @@ def test_loss_module_legacy_arguments(torch) -> None:
         assert aa.nn.NLLLoss(reduce=False).reduction == "none"
     module = aa.nn.BCEWithLogitsLoss(weight=aa.ones(3), pos_weight=aa.ones(3))
     assert sorted(dict(module.named_buffers())) == ["pos_weight", "weight"]
+
+
+SECOND_ORDER = {
+    "binary_cross_entropy": lambda x, t: F.binary_cross_entropy(x.sigmoid(), t.sigmoid(),
+                                                                reduction="sum"),
+    "bce_with_logits": lambda x, t: F.binary_cross_entropy_with_logits(
+        x, t.sigmoid(), pos_weight=aa.tensor([2.0, 0.5, 1.0], dtype=aa.float64, device=x.device)),
+    "smooth_l1": lambda x, t: F.smooth_l1_loss(x * x, t, beta=0.7),
+    "huber": lambda x, t: F.huber_loss(x * x, t, delta=0.7),
+    "kl_div": lambda x, t: F.kl_div(x.log_softmax(1), t.softmax(1), reduction="batchmean"),
+    "margin_ranking": lambda x, t: F.margin_ranking_loss(
+        x * x, t, aa.tensor([[1.0, -1.0, 1.0]], dtype=aa.float64, device=x.device)),
+    "leaky_relu": lambda x, t: F.leaky_relu(x, 0.3) * t,
+    "hardswish": lambda x, t: F.hardswish(x) * t,
+    "elu": lambda x, t: F.elu(x) * t,
+    "prelu": lambda x, t: F.prelu(x * t, t[0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECOND_ORDER))
+def test_second_order(device: str, name: str) -> None:
+    inputs = (aa.tensor(RNG.standard_normal((2, 3)) + 0.2, device=device, requires_grad=True),
+              aa.tensor(RNG.standard_normal((2, 3)), device=device, requires_grad=True))
+    assert gradgradcheck(SECOND_ORDER[name], inputs)

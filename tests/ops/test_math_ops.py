@@ -498,3 +498,28 @@ def test_norm_errors() -> None:
         aa.linalg.norm(aa.zeros(2, 2, 2), 1)
     with pytest.raises(RuntimeError, match="cannot compute the inf norm on an empty tensor"):
         aa.linalg.vector_norm(aa.zeros(0), math.inf)
+
+
+# ------------------------------------------------------------ second order
+SECOND_ORDER = {
+    "atan2": (lambda a, b: aa.atan2(a, b), 2),
+    "hypot": (lambda a, b: aa.hypot(a, b), 2),
+    "lerp": (lambda a, b: aa.lerp(a, b, b.sigmoid()), 2),
+    "xlogy": (lambda a, b: aa.xlogy(a, b.exp()), 2),
+    "remainder": (lambda a, b: aa.remainder(a * 3, b.exp()) * a, 2),
+    "clamp": (lambda a, b: aa.clamp(a * a, b - 1, b + 1) * a, 2),
+    "cumsum": (lambda a: (a.cumsum(1) ** 2), 1),
+    "vector_norm_1": (lambda a: aa.linalg.vector_norm(a, 1, dim=1) * a.sum(), 1),
+    "vector_norm_2": (lambda a: aa.linalg.vector_norm(a, dim=0), 1),
+    "vector_norm_inf": (lambda a: aa.linalg.vector_norm(a, math.inf) * a, 1),
+    "matrix_norm_1": (lambda a: aa.linalg.matrix_norm(a, 1) * a, 1),
+    "bmm": (lambda a, b: aa.bmm(a.reshape(1, 2, 3), b.reshape(1, 3, 2)).tanh(), 2),
+    "addmm": (lambda a, b: aa.addmm(a[:, :2], a, b.reshape(3, 2), beta=0.5).tanh(), 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECOND_ORDER))
+def test_second_order(device: str, name: str) -> None:
+    fn, arity = SECOND_ORDER[name]
+    arrays = [_x(2, 3, seed=20) + 0.1, _x(2, 3, seed=21) * 0.5][:arity]
+    assert gradgradcheck(fn, _inputs(device, *arrays))
