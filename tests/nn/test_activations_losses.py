@@ -468,6 +468,8 @@ def test_loss_modules_match_torch(torch, device: str) -> None:
     cases = [
         (aa.nn.NLLLoss(weight, reduction="sum"), tnn.NLLLoss(t_weight, reduction="sum"),
          [_log_probs(LOGITS)], [target], [t_target]),
+        (aa.nn.CrossEntropyLoss(weight, label_smoothing=0.2),
+         tnn.CrossEntropyLoss(t_weight, label_smoothing=0.2), [LOGITS], [target], [t_target]),
         (aa.nn.BCELoss(weight), tnn.BCELoss(t_weight), [BINARY_PROBS], [probs], [t_probs]),
         (aa.nn.BCEWithLogitsLoss(pos_weight=weight), tnn.BCEWithLogitsLoss(pos_weight=t_weight),
          [LOGITS[:3]], [probs], [t_probs]),
