@@ -2,6 +2,6 @@
 
 from .ops.arithmetic import matmul
 from .ops.linalg import linalg_norm as norm
-from .ops.linalg import matrix_norm, vector_norm
+from .ops.linalg import matrix_norm, svdvals, vector_norm
 
-__all__ = ["matmul", "matrix_norm", "norm", "vector_norm"]
+__all__ = ["matmul", "matrix_norm", "norm", "svdvals", "vector_norm"]

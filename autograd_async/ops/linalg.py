@@ -281,6 +281,46 @@ class NormBackward1(Op):
             return scale * mul_const(abs_(x) ** (p - 1), sgn)
 
 
+class LinalgSvdvalsBackward0(Op):
+    """The singular values of each matrix; the gradient is U diag(g) Vh (distinct values).
+
+    A differentiable backward (create_graph) would need the derivative of U and Vh, which is
+    not implemented: it raises rather than give a second derivative that ignores them.
+    """
+
+    __slots__ = ("_u", "_vh")
+    saved_slots = ("_u", "_vh")
+    op_name = "linalg_svdvals"
+
+    def forward(self, a: Any) -> Any:
+        u, s, vh = xp_of(a).linalg.svd(a, full_matrices=False)
+        self._u, self._vh = u, vh
+        return as_array(s.astype(a.dtype, copy=False))
+
+    def backward(self, g: Any) -> Any:
+        self.check_released()
+        if isinstance(g, Tensor):
+            raise NotImplementedError(
+                "linalg_svdvals: a differentiable backward (create_graph=True) through singular "
+                "values is not supported"
+            )
+        return self._u @ (g[..., :, None] * self._vh)
+
+
+def svdvals(A: Tensor) -> Tensor:
+    """The singular values of each matrix in `A` (..., m, n), in descending order."""
+    _need_tensor("linalg.svdvals", A=A)
+    if A.ndim < 2:
+        raise RuntimeError(
+            "linalg.svdvals: The input tensor A must have at least 2 dimensions."
+        )
+    if A.dtype.kind != "f":
+        raise RuntimeError(
+            f"linalg.svdvals: Expected a floating point tensor as input. Got {_torch_dtype(A)}"
+        )
+    return LinalgSvdvalsBackward0.apply(A)
+
+
 def _zero_with_grad(x: Tensor) -> Tensor:
     """Zeros shaped like `x` that pass `x` a zero gradient (even where `x` is inf or nan)."""
     return where(xp_of(x._data).zeros(x.shape, bool), x, 0.0)
@@ -350,7 +390,7 @@ def matrix_norm(
     A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,  # noqa: A002
     dtype: Any = None,
 ) -> Tensor:
-    """The matrix norm over the two dims `dim`: 'fro', 1, -1, inf or -inf."""
+    """The matrix norm over the two dims `dim`: 'fro', 'nuc', 1, -1, 2, -2, inf or -inf."""
     _need_tensor("linalg.matrix_norm", A=A)
     A = _check_float("linalg.matrix_norm", A, dtype)
     rows, cols = _matrix_dims("linalg.matrix_norm", A, dim)
@@ -365,10 +405,17 @@ def matrix_norm(
             out = out.squeeze(max(rows, cols)).squeeze(min(rows, cols))
         return out
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(
-            f"linalg.matrix_norm: ord={ord!r} needs singular values, which are not supported; "
-            "use 'fro', 1, -1, inf or -inf"
-        )
+        # the singular values of the matrices moved to the last two dims
+        order = [d for d in range(A.ndim) if d not in (rows, cols)] + [rows, cols]
+        values = svdvals(A.permute(*order))
+        if ord == "nuc":
+            out = values.sum(-1)
+        else:
+            out = (amax if ord == 2 else amin)(values, -1)
+        if keepdim:
+            for d in sorted((rows, cols)):
+                out = out.unsqueeze(d)
+        return out
     raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
 
 

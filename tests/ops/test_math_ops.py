@@ -456,6 +456,11 @@ NORMS = {
     "matrix_-1": (lambda m, t: m.linalg.matrix_norm(t, -1, keepdim=True), None),
     "matrix_inf": (lambda m, t: m.linalg.matrix_norm(t, math.inf, dim=(1, 0)), None),
     "matrix_-inf": (lambda m, t: m.linalg.matrix_norm(t, -math.inf), None),
+    "matrix_nuc": (lambda m, t: m.linalg.matrix_norm(t, "nuc"), None),
+    "matrix_2": (lambda m, t: m.linalg.matrix_norm(t, 2, keepdim=True), None),
+    "matrix_-2_dims": (lambda m, t: m.linalg.matrix_norm(t, -2, dim=(1, 0)), None),
+    "svdvals": (lambda m, t: m.linalg.svdvals(t), None),
+    "norm_nuc": (lambda m, t: t.norm("nuc"), None),
     "linalg_norm": (lambda m, t: m.linalg.norm(t), None),
     "linalg_norm_ord": (lambda m, t: m.linalg.norm(t, 1), None),
     "linalg_norm_dim": (lambda m, t: m.linalg.norm(t, 3, dim=1), None),
@@ -477,8 +482,10 @@ def test_norms_gradcheck(device: str) -> None:
     (x,) = _inputs(device, _x(3, 4, seed=15))
     for ord in (2, 1, 3, math.inf):
         assert gradcheck(lambda t, o=ord: aa.linalg.vector_norm(t, o, dim=1), (x,))
-    for ord in ("fro", 1, math.inf):
+    for ord in ("fro", 1, math.inf, "nuc", 2, -2):
         assert gradcheck(lambda t, o=ord: aa.linalg.matrix_norm(t, o), (x,))
+    batch = aa.tensor(_x(2, 3, 4, seed=16), device=device, requires_grad=True)
+    assert gradcheck(aa.linalg.svdvals, (batch,))
     assert gradgradcheck(lambda t: aa.linalg.vector_norm(t, 3, dim=0), (x,))
 
 
@@ -491,8 +498,9 @@ def test_norm_errors() -> None:
         aa.linalg.matrix_norm(aa.zeros(3))
     with pytest.raises(RuntimeError, match="linalg.matrix_norm: Order 3 not supported."):
         aa.linalg.matrix_norm(aa.zeros(3, 3), 3)
-    with pytest.raises(NotImplementedError, match="ord='nuc' needs singular values"):
-        aa.linalg.matrix_norm(aa.zeros(3, 3), "nuc")
+    x = aa.randn(3, 3, dtype=aa.float64, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="linalg_svdvals: a differentiable backward"):
+        aa.autograd.grad(aa.linalg.matrix_norm(x, "nuc"), [x], create_graph=True)
     with pytest.raises(RuntimeError, match="linalg.norm: If dim is not specified but ord is, the "
                                            "input must be 1D or 2D. Got 3D."):
         aa.linalg.norm(aa.zeros(2, 2, 2), 1)
