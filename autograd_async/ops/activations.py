@@ -16,6 +16,7 @@ from ..tensor import Tensor
 from .base import Op
 from .dual import as_array, data_of, exp, mul_const, quiet, tanh, where, xp_of
 from .elementwise import SigmoidBackward0, sigmoid_array
+from .promotion import FLOAT32
 from .reduction import normalize_dim
 
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -144,7 +145,9 @@ class HardtanhBackward0(_MaskedSlope):
     __slots__ = ()
 
     def compute(self, a: Any) -> Any:
-        return xp_of(a).clip(a, self._args["min_val"], self._args["max_val"])
+        # integers stay integers, as in PyTorch (NumPy would promote them to the float bounds)
+        out = xp_of(a).clip(a, self._args["min_val"], self._args["max_val"])
+        return out.astype(a.dtype, copy=False)
 
     def slope(self, x: Any) -> Any:
         return (x > self._args["min_val"]) & (x < self._args["max_val"])
@@ -211,16 +214,21 @@ _TORCH_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char
                 "uint8": "Byte", "bool": "Bool"}
 
 
-def _float_input(input: Any, name: str) -> None:
+def _checked_input(input: Any, name: str, integers: str) -> Tensor:
+    """`input`, checked as PyTorch's kernel does: integers are refused, kept or made float32."""
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
-    if input.dtype.kind != "f":
-        got = _TORCH_NAMES.get(input.dtype.name, input.dtype.name)
-        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{got}'")
+    if input.dtype.kind == "f" or (integers == "keep" and input.dtype.kind in "iu"):
+        return input
+    if integers == "float" and input.dtype.kind in "biu":
+        return input.to(dtype=FLOAT32)
+    got = _TORCH_NAMES.get(input.dtype.name, input.dtype.name)
+    raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{got}'")
 
 
-def _run(op: type[_Activation], name: str, input: Tensor, inplace: bool, **args: Any) -> Tensor:
-    _float_input(input, name)
+def _run(op: type[_Activation], name: str, input: Tensor, inplace: bool, *,
+         integers: str = "refuse", **args: Any) -> Tensor:
+    input = _checked_input(input, name, integers)
     if inplace:
         from .inplace import _through_copy  # noqa: PLC0415 - inplace imports the elementwise ops
 
@@ -272,12 +280,14 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
     """x clipped to [min_val, max_val]; the gradient passes strictly inside."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    return _run(HardtanhBackward0, "hardtanh", input, inplace, min_val=min_val, max_val=max_val)
+    return _run(HardtanhBackward0, "hardtanh", input, inplace, integers="keep", min_val=min_val,
+                max_val=max_val)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """min(max(0, x), 6)."""
-    return _run(HardtanhBackward0, "hardtanh", input, inplace, min_val=0.0, max_val=6.0)
+    return _run(HardtanhBackward0, "hardtanh", input, inplace, integers="keep", min_val=0,
+                max_val=6)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
@@ -292,17 +302,17 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 
 def logsigmoid(input: Tensor) -> Tensor:
     """log(sigmoid(x)), computed without overflow."""
-    return _run(LogSigmoidBackward0, "log_sigmoid_forward", input, False)
+    return _run(LogSigmoidBackward0, "log_sigmoid", input, False)
 
 
 def softsign(input: Tensor) -> Tensor:
     """x / (1 + |x|)."""
-    return _run(SoftsignBackward0, "softsign", input, False)
+    return _run(SoftsignBackward0, "softsign", input, False, integers="float")
 
 
 def tanhshrink(input: Tensor) -> Tensor:
     """x - tanh(x)."""
-    return _run(TanhshrinkBackward0, "tanhshrink", input, False)
+    return _run(TanhshrinkBackward0, "tanhshrink", input, False, integers="float")
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:

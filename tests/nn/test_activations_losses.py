@@ -103,12 +103,31 @@ def test_inplace_activations(torch, device: str) -> None:
         np.testing.assert_allclose(to_numpy(g), ref.grad.numpy(), atol=1e-9, err_msg=name)
 
 
-def test_activation_errors() -> None:
-    ints = aa.tensor([1, 2])
-    for name in ("silu", "elu", "softplus", "leaky_relu"):
-        with pytest.raises(NotImplementedError, match=f"\"{name}_cpu\" not implemented for "
+# integer inputs: PyTorch's kernel refuses them (naming itself), keeps them, or makes them float
+INTEGER_INPUTS = {
+    "silu": "silu", "leaky_relu": "leaky_relu", "elu": "elu", "selu": "elu", "celu": "elu",
+    "softplus": "softplus", "mish": "mish", "hardsigmoid": "hardsigmoid",
+    "hardswish": "hardswish", "logsigmoid": "log_sigmoid", "hardtanh": "keep", "relu6": "keep",
+    "softsign": "float", "tanhshrink": "float",
+}
+
+
+@pytest.mark.parametrize("name", sorted(INTEGER_INPUTS))
+def test_activation_integer_inputs(torch, name: str) -> None:
+    expected = INTEGER_INPUTS[name]
+    ints = aa.tensor([-7, 1, 2, 9])
+    if expected not in ("keep", "float"):
+        with pytest.raises(NotImplementedError, match=f"\"{expected}_cpu\" not implemented for "
                                                       "'Long'"):
             getattr(F, name)(ints)
+        return
+    out = getattr(F, name)(ints)
+    ref = getattr(torch.nn.functional, name)(torch.tensor([-7, 1, 2, 9]))
+    assert str(out.dtype) == str(ref.dtype).removeprefix("torch.")
+    np.testing.assert_allclose(to_numpy(out), ref.numpy(), rtol=1e-6)
+
+
+def test_activation_errors() -> None:
     with pytest.raises(ValueError, match="min_val cannot be greater than max_val"):
         F.hardtanh(aa.zeros(2), 2.0, 1.0)
     with pytest.raises(RuntimeError, match="Halving dimension must be even, but dimension 1 is "

@@ -106,6 +106,15 @@ def test_unary_integer_inputs_give_float32(device: str) -> None:
         assert getattr(aa, name)(x).dtype == np.float32, name
 
 
+@pytest.mark.parametrize("name", sorted(set(UNARY) - {"erf", "reciprocal", "square"}))
+def test_unary_bad_input_names_the_op(name: str) -> None:
+    with pytest.raises(TypeError, match=rf"{name}\(\): argument 'input' must be Tensor, not "
+                                        "list"):
+        getattr(aa, name)([0.5])
+    with pytest.raises(RuntimeError, match=f"{name}: complex tensors are not supported"):
+        getattr(aa, name)(aa.tensor([0.5 + 1j]))
+
+
 def test_unary_errors_name_the_op() -> None:
     with pytest.raises(TypeError, match=r"log1p\(\): argument 'input' must be Tensor, not list"):
         aa.log1p([1.0])
