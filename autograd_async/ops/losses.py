@@ -69,6 +69,15 @@ def _tensor_args(name: str, **values: Any) -> None:
             raise TypeError(f"{name}(): argument '{arg}' must be Tensor, not {type(v).__name__}")
 
 
+def _same_device(name: str, input: Tensor, *others: Any) -> None:
+    for other in others:
+        if isinstance(other, Tensor) and other.device is not input.device:
+            raise RuntimeError(
+                f"{name}: expected all tensors to be on the same device, but found at least two "
+                f"devices, {input.device} and {other.device}"
+            )
+
+
 def _same_size(name: str, input: Tensor, target: Tensor) -> None:
     if target.shape != input.shape:
         raise ValueError(
@@ -136,11 +145,10 @@ def nll_loss(
     _tensor_args("nll_loss", input=input, target=target)
     classes = _check_class_targets("nll_loss", input, target)
     w = _class_weight(weight, classes, input)
-    data = target._data
     if input.ndim == 1:
-        data = data.reshape(())
-    _check_target_values(data, classes, ignore_index)
-    return NllLossBackward0.apply(input, data, weight=w, ignore_index=ignore_index,
+        target = target.reshape(())
+    _check_target_values(target._data, classes, ignore_index)
+    return NllLossBackward0.apply(input, target, weight=w, ignore_index=ignore_index,
                                   reduction=reduction)
 
 
@@ -178,7 +186,8 @@ def _class_weight(weight: Any, classes: int, input: Tensor) -> Any:
         )
     if weight.device is not input.device:
         raise RuntimeError(
-            f"nll_loss: expected weight on {input.device} like the input, got {weight.device}"
+            f"nll_loss: expected all tensors to be on the same device, but found at least two "
+            f"devices, {input.device} and {weight.device}"
         )
     return weight._data.astype(input.dtype, copy=False)
 
@@ -318,6 +327,7 @@ def binary_cross_entropy(
     w = None
     if weight is not None:
         _tensor_args("binary_cross_entropy", weight=weight)
+        _same_device("binary_cross_entropy", input, weight)
         w = xp_of(data).broadcast_to(weight._data, data.shape).astype(data.dtype, copy=False)
     return BinaryCrossEntropyBackward0.apply(input, target, weight=w, reduction=reduction)
 
@@ -443,6 +453,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
     _tensor_args("cosine_embedding_loss", input1=input1, input2=input2, target=target)
+    _same_device("cosine_embedding_loss", input1, input2, target)
     if target.ndim > 1:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     if input1.ndim != target.ndim + 1 or input2.ndim != input1.ndim:

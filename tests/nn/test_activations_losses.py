@@ -429,6 +429,19 @@ def test_loss_errors() -> None:
         F.l1_loss(aa.zeros(3, 1), aa.zeros(3))
 
 
+def test_losses_refuse_mixed_devices() -> None:
+    x, target = aa.zeros(3, 4), aa.zeros(3, dtype=aa.int64, device="sim:0")
+    same = "expected all tensors to be on the same device, but found at least two devices"
+    with pytest.raises(aa.DeviceError, match=f"nll_loss: {same}, cpu and sim:0"):
+        F.nll_loss(x, target)
+    with pytest.raises(RuntimeError, match=f"nll_loss: {same}, cpu and sim:0"):
+        F.cross_entropy(x, aa.zeros(3, dtype=aa.int64), weight=aa.ones(4, device="sim:0"))
+    with pytest.raises(RuntimeError, match=f"binary_cross_entropy: {same}"):
+        F.binary_cross_entropy(aa.zeros(3), aa.zeros(3), weight=aa.ones(3, device="sim:0"))
+    with pytest.raises(RuntimeError, match=f"cosine_embedding_loss: {same}"):
+        F.cosine_embedding_loss(aa.zeros(3, 2), aa.zeros(3, 2), aa.ones(3, device="sim:0"))
+
+
 def test_nll_loss_everything_ignored_is_nan(torch) -> None:
     out = F.nll_loss(aa.zeros(3, 4), aa.full((3,), -100, dtype=aa.int64))
     assert math.isnan(out.item())
