@@ -177,27 +177,47 @@ class EinsumBackward0(Op):
             if not self.needs_input_grad[i]:
                 grads.append(None)
                 continue
-            if len(set(term)) != len(term):
-                raise NotImplementedError(
-                    f"einsum backward: operand {i} repeats a subscript ({term!r}); taking a "
-                    "diagonal is not differentiable here"
-                )
             others = [(t, x) for j, (t, x) in enumerate(zip(self._terms, operands)) if j != i]
             known = set(self._out).union(*(set(t) for t, _ in others))
-            target = "".join(c for c in term if c in known)
-            grad = einsum(
-                ",".join([self._out] + [t for t, _ in others]) + "->" + target,
-                g, *[x for _, x in others],
-            ) if isinstance(g, Tensor) else as_array(xp_of(g).einsum(
-                ",".join([self._out] + [t for t, _ in others]) + "->" + target,
-                g, *[x for _, x in others],
-            ))
-            if target != term:  # subscripts summed only inside this operand: broadcast back
-                shape = operands[i].shape
-                missing = tuple(k for k, c in enumerate(term) if c not in known)
-                grad = expand(unsqueeze_dims(grad, missing), tuple(shape))
-            grads.append(grad)
+            # each letter once, in order of first appearance; letters summed inside this
+            # operand alone are left out (their gradient is a broadcast)
+            target = "".join(c for c in dict.fromkeys(term) if c in known)
+            equation = ",".join([self._out] + [t for t, _ in others]) + "->" + target
+            grad = _einsum_any(equation, g, *[x for _, x in others])
+            grads.append(_spread(grad, term, target, tuple(operands[i].shape)))
         return tuple(grads)
+
+
+def _einsum_any(equation: str, *operands: Any) -> Any:
+    """einsum of arrays, or of Tensors as a recorded node (for create_graph)."""
+    if any(isinstance(x, Tensor) for x in operands):
+        return einsum(equation, *operands)
+    return as_array(xp_of(operands[0]).einsum(equation, *operands))
+
+
+def _spread(grad: Any, term: str, target: str, shape: tuple[int, ...]) -> Any:
+    """The gradient over `target`'s letters laid out as the operand `term` of `shape`.
+
+    Letters missing from `target` broadcast; a repeated letter (a diagonal such as 'ii') keeps
+    the gradient on the diagonal only.
+    """
+    first = {c: term.index(c) for c in target}
+    layout = tuple(shape[k] if first.get(c) == k else 1 for k, c in enumerate(term))
+    if layout != tuple(grad.shape):
+        grad = grad.reshape(layout)
+    grad = expand(grad, shape)
+    mask = None
+    for k, c in enumerate(term):
+        origin = term.index(c)
+        if origin != k:  # a repeat: keep the entries where both axes agree
+            xp = xp_of(data_of(grad))
+            eye = xp.eye(shape[k], dtype=bool).reshape(
+                [shape[k] if a in (origin, k) else 1 for a in range(len(term))]
+            )
+            mask = eye if mask is None else mask & eye
+    if mask is None:
+        return grad
+    return mul_const(grad, mask.astype(grad.dtype))
 
 
 @functools.cache

@@ -407,6 +407,10 @@ EINSUM = {
     "summed_in_one": ("ij,kl->ik", [(3, 4), (5, 2)]),
     "three": ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
     "bilinear": ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
+    "trace": ("ii->", [(3, 3)]),
+    "diagonal": ("ii->i", [(3, 3)]),
+    "batch_diagonal_times": ("bii,bj->bij", [(2, 3, 3), (2, 4)]),
+    "repeat_and_sum_inside": ("iij,k->k", [(2, 2, 3), (4,)]),
 }
 
 
@@ -422,6 +426,8 @@ def test_einsum_matches_torch(torch, device: str, name: str) -> None:
 def test_einsum_second_order(device: str) -> None:
     a, b = _inputs(device, _x(2, 3), _x(3, 2, seed=1))
     assert gradgradcheck(lambda x, y: aa.einsum("ij,jk->ik", x, y).tanh(), (a, b))
+    (square,) = _inputs(device, _x(3, 3, seed=2))
+    assert gradgradcheck(lambda x: aa.einsum("ii,ij->j", x, x * x), (square,))
 
 
 def test_product_errors() -> None:
