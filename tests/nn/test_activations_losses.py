@@ -227,16 +227,27 @@ def test_cross_entropy_probability_targets(torch, device: str, reduction: str, o
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("weighted", [False, True])
-def test_cross_entropy_k_dimensional(torch, device: str, reduction: str, weighted: bool) -> None:
+@pytest.mark.parametrize("smoothing", [0.0, 0.25])
+def test_cross_entropy_k_dimensional(torch, device: str, reduction: str, weighted: bool,
+                                     smoothing: float) -> None:
     data = RNG.standard_normal((2, 4, 3, 2))
     labels = RNG.integers(0, 4, (2, 3, 2))
     labels[0, 0, 0] = -100
     target, t_target = _pair(torch, device, labels)
     weight, t_weight = _pair(torch, device, WEIGHT) if weighted else (None, None)
     versus_torch(torch, device,
-                 lambda x: F.cross_entropy(x, target, weight=weight, reduction=reduction),
+                 lambda x: F.cross_entropy(x, target, weight=weight, reduction=reduction,
+                                           label_smoothing=smoothing),
                  lambda x: torch.nn.functional.cross_entropy(x, t_target, weight=t_weight,
-                                                             reduction=reduction), data)
+                                                             reduction=reduction,
+                                                             label_smoothing=smoothing), data)
+    probs = RNG.dirichlet(np.ones(4), (2, 3, 2)).transpose(0, 3, 1, 2)
+    versus_torch(torch, device,
+                 lambda x, p: F.cross_entropy(x, p, weight=weight, reduction=reduction,
+                                              label_smoothing=smoothing),
+                 lambda x, p: torch.nn.functional.cross_entropy(
+                     x, p, weight=t_weight, reduction=reduction, label_smoothing=smoothing),
+                 data, probs)
 
 
 def test_cross_entropy_gradcheck(device: str) -> None:
