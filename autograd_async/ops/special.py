@@ -22,17 +22,29 @@ _SQRT_PI_HALF = math.sqrt(math.pi) / 2
 
 
 # ------------------------------------------------------------ special functions
+_GILES_CENTRE = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                 0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_GILES_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+               -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
 def _erfinv_fallback(a: Any) -> Any:
-    """erfinv without SciPy: Giles' single-precision start, then Newton steps on math.erf."""
+    """erfinv without SciPy: Giles' single-precision polynomials, then Newton steps on erf."""
     erf = np.vectorize(math.erf, otypes=[np.float64])
     x = a.astype(np.float64)
-    w = -np.log((1.0 - x) * (1.0 + x))
-    y = x * np.where(w < 5.0, 1.5 + 0.25 * (w - 2.5), 3.0 + 0.5 * (np.sqrt(w) - 3.0))
-    finite = np.isfinite(y)
-    for _ in range(6):
-        step = (erf(np.where(finite, y, 0.0)) - x) * _SQRT_PI_HALF * np.exp(np.square(y))
-        y = np.where(finite, y - step, y)
-    return y.astype(a.dtype)
+    with quiet():
+        w = -np.log((1.0 - x) * (1.0 + x))
+        centre, tail = w - 2.5, np.sqrt(w) - 3.0
+    p_centre = np.polyval(_GILES_CENTRE, np.where(np.isfinite(centre), centre, 0.0))
+    p_tail = np.polyval(_GILES_TAIL, np.where(np.isfinite(tail), tail, 0.0))
+    y = np.where(w < 5.0, p_centre, p_tail) * x
+    inside = np.abs(x) < 1
+    start = np.where(inside, y, 0.0)
+    for _ in range(3):
+        start = start - (erf(start) - np.where(inside, x, 0.0)) * _SQRT_PI_HALF * np.exp(
+            np.square(start))
+    edges = np.where(np.abs(x) == 1, np.copysign(np.inf, x), np.nan)
+    return np.where(inside, start, edges).astype(a.dtype)
 
 
 _FALLBACKS = {

@@ -124,6 +124,18 @@ def test_unary_errors_name_the_op() -> None:
         aa.round(aa.tensor([1.0]), decimals=1.5)
 
 
+def test_special_functions_without_scipy_agree_with_scipy() -> None:
+    special = pytest.importorskip("scipy.special")
+    from autograd_async.ops.special import _FALLBACKS
+
+    x = np.concatenate([np.linspace(-0.999, 0.999, 41), [0.0, -1e-8, 0.5]])
+    np.testing.assert_allclose(_FALLBACKS["erfinv"](x), special.erfinv(x), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(_FALLBACKS["erf"](x * 3), special.erf(x * 3), rtol=1e-14)
+    edges = _FALLBACKS["erfinv"](np.array([1.0, -1.0, 2.0], dtype=np.float32))
+    assert edges.dtype == np.float32
+    assert edges[0] == np.inf and edges[1] == -np.inf and np.isnan(edges[2])
+
+
 def test_erfinv_edges() -> None:
     out = to_numpy(aa.erfinv(aa.tensor([-1.0, 0.0, 1.0, 2.0], dtype=aa.float64)))
     assert out[0] == -math.inf and out[1] == 0 and out[2] == math.inf and math.isnan(out[3])
