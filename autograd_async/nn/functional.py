@@ -147,8 +147,9 @@ def cross_entropy(
     if size_average is not None or reduce is not None:
         reduction = _losses.legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    # Class indices have one dim fewer than the input; anything else takes the general path.
     if (weight is not None or label_smoothing or not isinstance(target, Tensor)
-            or target.dtype.kind not in "iu" or target.shape == input.shape):
+            or target.dtype.kind not in "iu" or target.ndim == input.ndim):
         return _losses.cross_entropy(input, target, weight, ignore_index, reduction,
                                      label_smoothing)
     expected = input.shape[:1] + input.shape[2:] if input.ndim > 1 else ()
