@@ -367,12 +367,23 @@ def _difference(name: str, input: Tensor, target: Tensor) -> Tensor:
     return input - target
 
 
+def _check_weight(input: Tensor, weight: Any) -> None:
+    if weight is not None and (not isinstance(weight, Tensor) or weight.shape != input.shape):
+        raise ValueError("Weights and input must have the same size.")
+
+
 def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
-            reduction: str = "mean") -> Tensor:
-    """Mean (or sum, or elementwise) absolute error."""
+            reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """Mean (or sum, or elementwise) absolute error; with `weight`, the weighted mean."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
-    return reduce_loss(_difference("l1_loss", input, target).abs(), reduction)
+    losses = _difference("l1_loss", input, target).abs()
+    if weight is None:
+        return reduce_loss(losses, reduction)
+    _check_weight(input, weight)
+    losses = losses * weight
+    # PyTorch divides a weighted l1 by the weights' sum (huber_loss takes a plain mean)
+    return losses.sum() / weight.sum() if reduction == "mean" else reduce_loss(losses, reduction)
 
 
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
@@ -390,15 +401,18 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, redu
     return reduce_loss(losses, reduction)
 
 
-def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
-               delta: float = 1.0) -> Tensor:
-    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta), times `weight` when given."""
     check_reduction(reduction)
+    _check_weight(input, weight)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     d = _difference("huber_loss", input, target)
     magnitude = d.abs()
     losses = where(magnitude < delta, d * d * 0.5, (magnitude - 0.5 * delta) * delta)
+    if weight is not None:
+        losses = losses * weight
     return reduce_loss(losses, reduction)
 
 

@@ -334,6 +334,19 @@ def test_regression_losses(torch, device: str, name: str, reduction: str) -> Non
     assert gradcheck(lambda x, t: ours(x, t, reduction=reduction, **kwargs), inputs)
 
 
+@pytest.mark.parametrize("name", ["l1_loss", "huber_loss"])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_weighted_regression_losses(torch, device: str, name: str, reduction: str) -> None:
+    weights = RNG.uniform(0.1, 2.0, X.shape)
+    versus_torch(torch, device,
+                 lambda x, t, w: getattr(F, name)(x, t, reduction=reduction, weight=w),
+                 lambda x, t, w: getattr(torch.nn.functional, name)(x, t, reduction=reduction,
+                                                                    weight=w),
+                 X, X[::-1] * 0.5, weights)
+    with pytest.raises(ValueError, match="Weights and input must have the same size."):
+        getattr(F, name)(aa.zeros(3), aa.zeros(3), weight=aa.ones(2))
+
+
 @pytest.mark.parametrize("reduction", REDUCTIONS + ["batchmean"])
 @pytest.mark.parametrize("log_target", [False, True])
 def test_kl_div(torch, device: str, reduction: str, log_target: bool) -> None:
