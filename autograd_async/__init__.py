@@ -58,6 +58,9 @@ from .tensor import (
     uint8,
 )
 
+# isort: split
+from . import linalg  # torch.linalg's names
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -69,6 +72,7 @@ __all__ = [
     "as_tensor",
     "autograd",
     "engine",
+    "linalg",
     "nn",
     "optim",
     "profiler",

@@ -84,3 +84,28 @@ def compare_torch(
         assert g is not None, f"input {i}: no gradient, torch has one"
         np.testing.assert_allclose(to_numpy(g), r.numpy(), rtol=rtol, atol=atol,
                                    err_msg=f"gradient of input {i}")
+
+
+def versus_torch(torch, device: str, ours, theirs, *arrays, rtol: float = 1e-7,
+                 atol: float = 1e-9, seed: int = 0) -> None:
+    """Values and gradients of `ours` on `device` equal `theirs` in PyTorch (float64)."""
+    arrays = [np.asarray(a, dtype=np.float64) for a in arrays]
+    mine = [aa.tensor(a, device=device, requires_grad=True) for a in arrays]
+    ref_in = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, ref = ours(*mine), theirs(*ref_in)
+    assert out.device == aa.device(device)
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(to_numpy(out), ref.detach().numpy(), rtol=rtol, atol=atol)
+    if not ref.requires_grad:
+        return
+    v = np.random.default_rng(seed).standard_normal(tuple(ref.shape))
+    grads = aa.autograd.grad(out, mine, aa.tensor(v, device=device), allow_unused=True)
+    ref_grads = torch.autograd.grad(ref, ref_in, torch.tensor(v), allow_unused=True)
+    for i, (g, r) in enumerate(zip(grads, ref_grads, strict=True)):
+        if r is None:
+            assert g is None or not to_numpy(g).any(), f"input {i}: torch has no gradient"
+            continue
+        assert g is not None, f"input {i}: no gradient, torch has one"
+        assert g.device == aa.device(device)
+        np.testing.assert_allclose(to_numpy(g), r.numpy(), rtol=rtol, atol=atol,
+                                   err_msg=f"gradient of input {i}")

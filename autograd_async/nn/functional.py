@@ -1,4 +1,5 @@
-"""`nn.functional`: relu, gelu, softmax, log_softmax, cross_entropy, mse_loss, dropout, linear."""
+"""`nn.functional`: relu, gelu, softmax, log_softmax, cross_entropy, mse_loss, dropout, linear;
+the other activations and losses come from `ops.activations` and `ops.losses`."""
 
 from __future__ import annotations
 
@@ -46,6 +47,38 @@ from ..ops.reduction import _TORCH_NAMES, normalize_dim
 from ..ops.sampling import interpolate, pad
 from ..tensor import Tensor
 from ..type_names import type_name
+
+# isort: split
+from ..ops import losses as _losses
+from ..ops.activations import (
+    celu,
+    elu,
+    glu,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    leaky_relu,
+    logsigmoid,
+    mish,
+    prelu,
+    relu6,
+    selu,
+    silu,
+    softplus,
+    softsign,
+    tanhshrink,
+)
+from ..ops.losses import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    margin_ranking_loss,
+    nll_loss,
+    smooth_l1_loss,
+)
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -172,20 +205,18 @@ def cross_entropy(
     reduction: str = "mean",
     label_smoothing: float = 0.0,
 ) -> Tensor:
-    """Softmax cross entropy against class indices, as one node (backward: softmax - onehot)."""
+    """Softmax cross entropy against class indices (one fused node: backward softmax - onehot),
+    or with class weights, label smoothing or class-probability targets."""
+    if size_average is not None or reduce is not None:
+        reduction = _losses.legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _require_tensor(input, "cross_entropy", "input", 1)
     _require_tensor(target, "cross_entropy", "target", 2)
-    if weight is not None or label_smoothing or size_average is not None or reduce is not None:
-        raise NotImplementedError(
-            "cross_entropy: class weights, label smoothing and the legacy size_average/reduce "
-            "arguments are not supported"
-        )
-    if target.dtype.kind not in "iu":
-        raise RuntimeError(
-            "cross_entropy(): expected a target of class indices (an integer tensor), got a "
-            f"{target.dtype} tensor; targets of class probabilities are not supported"
-        )
+    # Class indices have one dim fewer than the input; anything else takes the general path.
+    if (weight is not None or label_smoothing or target.dtype.kind not in "iu"
+            or target.ndim == input.ndim):
+        return _losses.cross_entropy(input, target, weight, ignore_index, reduction,
+                                     label_smoothing)
     expected = input.shape[:1] + input.shape[2:] if input.ndim > 1 else ()
     if target.shape != expected:
         raise ValueError(
@@ -254,6 +285,31 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 
 
 __all__ = [
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "celu",
+    "cosine_embedding_loss",
+    "elu",
+    "glu",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh",
+    "huber_loss",
+    "kl_div",
+    "l1_loss",
+    "leaky_relu",
+    "logsigmoid",
+    "margin_ranking_loss",
+    "mish",
+    "nll_loss",
+    "prelu",
+    "relu6",
+    "selu",
+    "silu",
+    "smooth_l1_loss",
+    "softplus",
+    "softsign",
+    "tanhshrink",
     "cross_entropy",
     "dropout",
     "gelu",

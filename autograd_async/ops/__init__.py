@@ -35,9 +35,13 @@ from . import (
 )
 from .transfer import to
 
+# isort: split
+from . import activations, linalg, losses, pointwise, scan, special
+
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
 _FAMILIES += (conv, pooling, sampling, normalization, embedding, distance, attention)
+_FAMILIES += (special, pointwise, scan, linalg, activations, losses)
 
 FUNCTIONS: dict[str, Any] = {}
 for _family in _FAMILIES:

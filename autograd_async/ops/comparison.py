@@ -9,6 +9,7 @@ from ..devices import DeviceError
 from ..tensor import Tensor
 from .dual import as_array, xp_of
 from .promotion import promote, scalar
+from .reduction import normalize_dims
 
 
 def _no_grad_op(name: str, fn: Any, *inputs: Any) -> Tensor:
@@ -106,20 +107,10 @@ def bitwise_not(input: Tensor) -> Tensor:
     return _no_grad_op("bitwise_not", lambda a: xp_of(a).invert(a), input)
 
 
-def sign(input: Tensor) -> Tensor:
-    """Elementwise sign (-1, 0 or 1); its gradient is zero, so it records no graph."""
-    return _no_grad_op("sign", lambda a: xp_of(a).sign(a), input)
-
-
 def floor_divide(input: Any, other: Any) -> Tensor:
     """Elementwise floor(input / other) (no gradient, as its derivative is zero)."""
     return _no_grad_op("floor_divide", lambda a, b: xp_of(a).floor_divide(*promote(a, b)),
                        input, other)
-
-
-def remainder(input: Any, other: Any) -> Tensor:
-    """Elementwise Python-style remainder (no gradient recorded)."""
-    return _no_grad_op("remainder", lambda a, b: xp_of(a).remainder(*promote(a, b)), input, other)
 
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8,
@@ -127,6 +118,46 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-
     """True when all elements are close (|a - b| <= atol + rtol * |b|)."""
     a, b = input._data, other._data
     return bool(xp_of(a).allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def isclose(input: Tensor, other: Any, rtol: float = 1e-5, atol: float = 1e-8,
+            equal_nan: bool = False) -> Tensor:
+    """Elementwise |input - other| <= atol + rtol * |other|, as a bool tensor."""
+    if isinstance(other, Tensor) and input.dtype != other.dtype:
+        raise RuntimeError(
+            f"{input.dtype} did not match {other.dtype}: isclose expects both tensors to have "
+            "the same dtype"
+        )
+    return _no_grad_op(
+        "isclose",
+        lambda a, b: xp_of(a).isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan),
+        input, other,
+    )
+
+
+def _all_or_any(name: str, method: str) -> Any:
+    def reduce(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+        if not isinstance(input, Tensor):
+            raise TypeError(
+                f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}"
+            )
+        dims = normalize_dims(dim, input.ndim)
+        data = input._data
+        out = getattr(data.astype(bool, copy=False), method)(axis=dims, keepdims=keepdim)
+        if dims is None and keepdim:
+            out = out.reshape((1,) * data.ndim)
+        # PyTorch keeps uint8 for uint8 inputs; every other dtype gives bool.
+        if data.dtype.kind == "u" and data.dtype.itemsize == 1:
+            out = out.astype(data.dtype)
+        return Tensor._wrap(as_array(out), input.device)
+
+    reduce.__name__ = name
+    reduce.__doc__ = f"Whether {method} elements are nonzero, over `dim` (all dims when None)."
+    return reduce
+
+
+all = _all_or_any("all", "all")  # noqa: A001 - PyTorch's name
+any = _all_or_any("any", "any")  # noqa: A001
 
 
 def equal(input: Tensor, other: Tensor) -> bool:
@@ -160,8 +191,9 @@ FUNCTIONS = {
     "isnan": isnan, "isinf": isinf, "isfinite": isfinite,
     "logical_not": logical_not, "logical_and": logical_and, "logical_or": logical_or,
     "logical_xor": logical_xor, "bitwise_and": bitwise_and, "bitwise_or": bitwise_or,
-    "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not, "sign": sign,
-    "floor_divide": floor_divide, "remainder": remainder, "allclose": allclose, "equal": equal,
+    "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not,
+    "floor_divide": floor_divide, "allclose": allclose, "equal": equal,
+    "isclose": isclose, "all": all, "any": any,
 }
 METHODS = {
     "__eq__": _binary_method(eq),
@@ -176,6 +208,4 @@ METHODS = {
     "__xor__": _binary_method(bitwise_xor),
     "__floordiv__": _binary_method(floor_divide),
     "__rfloordiv__": _reflected(floor_divide),
-    "__mod__": _binary_method(remainder),
-    "__rmod__": _reflected(remainder),
 }

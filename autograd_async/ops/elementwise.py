@@ -207,6 +207,49 @@ class ClampBackward1(Op):
         return mul_const(g, keep.astype(g.dtype))
 
 
+class ClampBackward0(Op):
+    """clamp with tensor bounds (either may be None or a scalar): PyTorch's rule for each input.
+
+    The input takes the gradient where min <= x <= max; min where x < min (and min < max); max
+    where x > max, or everywhere that max < min (the output is max there).
+    """
+
+    __slots__ = ()
+    op_name = "clamp"
+    saved_inputs = (0, 1, 2)
+
+    def forward(self, a: Any, low: Any, high: Any) -> Any:
+        dtype = result_type(a, *(v for v in (low, high) if v is not None))
+        xp = xp_of(a)
+        out = a.astype(dtype) if dtype != a.dtype else a
+        if low is not None:
+            out = xp.maximum(out, low)
+        if high is not None:
+            out = xp.minimum(out, high)
+        return as_array(out.astype(dtype, copy=False))
+
+    def backward(self, g: Any) -> tuple:
+        a, low, high = (data_of(v) for v in self.saved(g))
+        need = self.needs_input_grad
+        xp = xp_of(a)
+        keep = xp.ones(a.shape, bool)
+        if low is not None:
+            keep = keep & (a >= low)
+        if high is not None:
+            keep = keep & (a <= high)
+        g_low = g_high = None
+        if need[1]:
+            below = a < low
+            g_low = mul_const(g, (below & (low < high) if high is not None else below)
+                              .astype(g.dtype))
+        if need[2]:
+            above = a > high
+            g_high = mul_const(g, (above | (high < low) if low is not None else above)
+                               .astype(g.dtype))
+        g_a = mul_const(g, keep.astype(g.dtype)) if need[0] else None
+        return g_a, g_low, g_high
+
+
 class MaximumBackward0(Op):
     __slots__ = ()
     saved_inputs = (0, 1)
@@ -314,12 +357,7 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = input
-        if min is not None:
-            out = maximum(out, min)
-        if max is not None:
-            out = minimum(out, max)
-        return out
+        return ClampBackward0.apply(input, scalar(min), scalar(max))
     return ClampBackward1.apply(
         input, min=None if min is None else scalar(min), max=None if max is None else scalar(max)
     )

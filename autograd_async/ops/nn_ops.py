@@ -18,6 +18,7 @@ from . import dual
 from .base import Op
 from .dual import as_array, exp, mul_const, sum_dims, xp_of
 from .reduction import logsumexp_array
+from .special import special_array
 
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
@@ -25,17 +26,8 @@ _TANH_K = math.sqrt(2 / math.pi)
 
 
 def erf_array(a: Any) -> Any:
-    """The error function of an array (SciPy's or CuPy's when present, else math.erf)."""
-    xp = xp_of(a)
-    if xp is not np:
-        from cupyx.scipy.special import erf  # noqa: PLC0415
-
-        return erf(a)
-    try:
-        from scipy.special import erf  # noqa: PLC0415 - optional, and slow to import
-    except ImportError:
-        return np.vectorize(math.erf, otypes=[a.dtype])(a) if a.size else a.copy()
-    return as_array(erf(a).astype(a.dtype, copy=False))
+    """The error function of an array (SciPy's or CuPy's, through `special.special_array`)."""
+    return special_array("erf", a)
 
 
 class ErfBackward0(Op):

@@ -406,6 +406,33 @@ def std(
     )
 
 
+def var_mean(
+    input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+    correction: Any = None,
+) -> tuple[Tensor, Tensor]:
+    """(var, mean) over `dim`, with var's `correction`/`unbiased`."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    out = var(input, dim, unbiased, keepdim, correction=correction)
+    return out, mean(input, dim, keepdim) if dim is not None else _full_mean(input, keepdim)
+
+
+def std_mean(
+    input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+    correction: Any = None,
+) -> tuple[Tensor, Tensor]:
+    """(std, mean) over `dim`, with std's `correction`/`unbiased`."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    out = std(input, dim, unbiased, keepdim, correction=correction)
+    return out, mean(input, dim, keepdim) if dim is not None else _full_mean(input, keepdim)
+
+
+def _full_mean(input: Tensor, keepdim: bool) -> Tensor:
+    out = mean(input)
+    return out.reshape((1,) * input.ndim) if keepdim else out
+
+
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """log(sum(exp(input))) over `dim`, computed without overflow."""
     from .promotion import as_float  # noqa: PLC0415
@@ -449,6 +476,8 @@ FUNCTIONS = {
     "var": var,
     "std": std,
     "logsumexp": logsumexp,
+    "var_mean": var_mean,
+    "std_mean": std_mean,
     "argmax": argmax,
     "argmin": argmin,
 }

@@ -26,6 +26,37 @@ from .sparse import Embedding
 from .transformer import TransformerEncoder, TransformerEncoderLayer
 from .upsampling import Upsample
 
+# isort: split
+from .activations_more import (
+    CELU,
+    ELU,
+    GLU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    Mish,
+    PReLU,
+    ReLU6,
+    SiLU,
+    Softplus,
+    Softsign,
+    Tanhshrink,
+)
+from .losses_more import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MarginRankingLoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
+
 __all__ = [
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
@@ -70,4 +101,31 @@ __all__ = [
     "TransformerEncoderLayer",
     "Unflatten",
     "Upsample",
+]
+__all__ += [
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "CELU",
+    "CosineEmbeddingLoss",
+    "ELU",
+    "GLU",
+    "Hardsigmoid",
+    "Hardswish",
+    "Hardtanh",
+    "HuberLoss",
+    "KLDivLoss",
+    "L1Loss",
+    "LeakyReLU",
+    "LogSigmoid",
+    "MarginRankingLoss",
+    "Mish",
+    "NLLLoss",
+    "PReLU",
+    "ReLU6",
+    "SELU",
+    "SiLU",
+    "SmoothL1Loss",
+    "Softplus",
+    "Softsign",
+    "Tanhshrink",
 ]
