@@ -43,6 +43,10 @@ class _ModeContext:
 
     def __call__(self, fn: F) -> F:
         value, var = self._value, self._var
+        if inspect.isgeneratorfunction(fn):
+            return _wrap_generator(fn, var, value)  # type: ignore[return-value]
+        if inspect.isasyncgenfunction(fn):
+            return _wrap_async_generator(fn, var, value)  # type: ignore[return-value]
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
@@ -64,6 +68,74 @@ class _ModeContext:
                 var.reset(token)
 
         return wrapper  # type: ignore[return-value]
+
+
+def _wrap_generator(fn: Callable, var: contextvars.ContextVar, value: Any) -> Callable:
+    """A generator function whose body runs with `var` set each time it resumes.
+
+    The mode is set around every `send`/`throw`/`close` and restored when the generator yields,
+    so the caller's code between two `next()` calls keeps its own mode (PyTorch's behaviour).
+    """
+
+    @functools.wraps(fn)
+    def generator_context(*args: Any, **kwargs: Any) -> Any:
+        gen = fn(*args, **kwargs)
+
+        def resume(method: Callable, *arg: Any) -> Any:
+            token = var.set(value)
+            try:
+                return method(*arg)
+            finally:
+                var.reset(token)
+
+        try:
+            response = resume(gen.send, None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    resume(gen.close)
+                    raise
+                except BaseException as exc:  # thrown in by the caller: the generator sees it
+                    response = resume(gen.throw, exc)
+                else:
+                    response = resume(gen.send, request)
+        except StopIteration as stop:
+            return stop.value
+
+    return generator_context
+
+
+def _wrap_async_generator(fn: Callable, var: contextvars.ContextVar, value: Any) -> Callable:
+    """An async generator function whose body runs with `var` set each time it resumes."""
+
+    @functools.wraps(fn)
+    async def async_generator_context(*args: Any, **kwargs: Any) -> Any:
+        gen = fn(*args, **kwargs)
+
+        async def resume(method: Callable, *arg: Any) -> Any:
+            token = var.set(value)
+            try:
+                return await method(*arg)
+            finally:
+                var.reset(token)
+
+        try:
+            response = await resume(gen.asend, None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    await resume(gen.aclose)
+                    raise
+                except BaseException as exc:
+                    response = await resume(gen.athrow, exc)
+                else:
+                    response = await resume(gen.asend, request)
+        except StopAsyncIteration:
+            return
+
+    return async_generator_context
 
 
 class _NoArgumentMode(_ModeContext):
