@@ -184,10 +184,12 @@ class AccumulateGrad(Node):
             grad = np.array(grad)
         current = variable.grad
         if isinstance(grad, Tensor):  # create_graph: keep the gradient's own graph
-            variable.grad = grad if current is None else current + grad
+            # As PyTorch, a differentiable copy: the gradient may be another leaf's too (`x + y`)
+            # or the caller's own tensor, and `.grad` must own its memory.
+            variable.grad = grad.clone() if current is None else current + grad
             self._owned_grad = None
         elif current is None:
-            if not claim(grad):
+            if not _is_dense_and_writeable(grad) or not claim(grad):
                 # Its memory is held elsewhere (another leaf's .grad, the caller's gradient):
                 # PyTorch steals a gradient only when nothing else refers to it, so copy.
                 grad = grad.copy()
@@ -210,6 +212,14 @@ class AccumulateGrad(Node):
         for hook in variable._post_acc_hooks or ():
             hook(variable)
         return ()
+
+
+def _is_dense_and_writeable(array: Any) -> bool:
+    """False for a read-only array or a broadcast view (a zero stride): `.grad` can't be one."""
+    flags = array.flags
+    if not getattr(flags, "writeable", True):  # NumPy's broadcast_to views are read-only
+        return False
+    return array.size <= 1 or 0 not in array.strides
 
 
 class HeldArrays:
