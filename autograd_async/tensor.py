@@ -6,6 +6,7 @@ math; this module holds the state every tensor carries and the operations that a
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -283,6 +284,30 @@ class Tensor:
         self.grad_fn = None
         self._rg = False
         return self
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        """A leaf with its own copy of the data, `requires_grad` and `.grad`, but no hooks.
+
+        As PyTorch's: hooks belong to the original, and only leaves can be deep-copied.
+        """
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                "protocol at the moment."
+            )
+        copied = memo.get(id(self))
+        if copied is not None:
+            return copied
+        new = object.__new__(type(self))
+        new._init(self._data.copy(), self.device, None, 0, None)
+        new._rg = self._rg
+        memo[id(self)] = new
+        if self.grad is not None:
+            new.grad = copy.deepcopy(self.grad, memo)
+        extra = getattr(self, "__dict__", None)  # a subclass's own attributes
+        if extra:
+            new.__dict__.update(copy.deepcopy(extra, memo))
+        return new
 
     # -------------------------------------------------------------- conversions
     def numpy(self) -> np.ndarray:
