@@ -67,7 +67,7 @@ class Tensor:
     __slots__ = (
         "_data",
         "_rg",
-        "grad",
+        "_grad",
         "grad_fn",
         "_output_nr",
         "device",
@@ -79,7 +79,6 @@ class Tensor:
         "__weakref__",
     )
 
-    grad: Tensor | None
     grad_fn: Node | None
 
     def __init__(
@@ -101,7 +100,7 @@ class Tensor:
         self._output_nr = output_nr
         self._base = base
         self._ver = 0
-        self.grad = None
+        self._grad = None
         self._hooks = None
         self._post_acc_hooks = None
         self._grad_accumulator = None
@@ -191,6 +190,21 @@ class Tensor:
         (base if base is not None else self)._ver += 1
 
     @property
+    def grad(self) -> Tensor | None:
+        """The gradient accumulated by backward (None until one arrives)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            _check_assigned_grad(self, value)
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    @property
     def data(self) -> Tensor:
         """A tensor sharing this one's storage, outside the graph."""
         return Tensor._wrap(self._data, self.device)
@@ -198,7 +212,12 @@ class Tensor:
     @data.setter
     def data(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
-            raise TypeError(f"data must be set to a Tensor, got {type(value).__name__}")
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        if self._rg and value._data.dtype.kind not in "fc":
+            raise RuntimeError(
+                "data set to a tensor that requires gradients must be floating point or complex "
+                f"dtype, got {value.dtype}"
+            )
         self._data = value._data
         self.device = value.device
 
@@ -303,7 +322,7 @@ class Tensor:
         new._rg = self._rg
         memo[id(self)] = new
         if self.grad is not None:
-            new.grad = copy.deepcopy(self.grad, memo)
+            new._grad = copy.deepcopy(self._grad, memo)
         extra = getattr(self, "__dict__", None)  # a subclass's own attributes
         if extra:
             new.__dict__.update(copy.deepcopy(extra, memo))
@@ -383,6 +402,35 @@ class Tensor:
         elif self._rg:
             extras.append("requires_grad=True")
         return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+
+def _check_assigned_grad(tensor: Tensor, grad: Any) -> None:
+    """Refuse a `.grad` that backward could not have produced, with PyTorch's errors."""
+    if not isinstance(grad, Tensor):
+        raise TypeError(
+            "assigned grad expected to be a Tensor or None but got grad of type "
+            f"{type(grad).__name__}"
+        )
+    if grad is tensor:
+        raise RuntimeError("can't assign Variable as its own grad")
+    if grad._data.dtype != tensor._data.dtype:
+        raise RuntimeError(
+            f"attempting to assign a gradient with dtype '{grad.dtype}' to a tensor with "
+            f"grad_dtype '{tensor.dtype}'. The gradient must match the tensor's grad_dtype "
+            "(defaults to the tensor's dtype)."
+        )
+    if grad.device is not tensor.device:
+        raise RuntimeError(
+            f"attempting to assign a gradient located on device '{grad.device}' to a tensor "
+            f"located on device '{tensor.device}'. Please ensure that the gradient and the "
+            "tensor are on the same device"
+        )
+    if grad._data.shape != tensor._data.shape:
+        raise RuntimeError(
+            f"attempting to assign a gradient of size '{list(grad.shape)}' to a tensor of size "
+            f"'{list(tensor.shape)}'. Please ensure that the gradient and the tensor are the same "
+            "size"
+        )
 
 
 # Last: the autograd API sits above tensors and imports this module (an import inside

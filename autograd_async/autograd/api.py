@@ -122,8 +122,8 @@ def prepare(
     if grad_outs and all(g is None for g in grad_outs):
         grad_outs = ()
     ins = _as_tuple(inputs)
-    if mode == "grad" and not ins:
-        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    if not ins and (mode == "grad" or inputs is not None):
+        raise RuntimeError(f"`inputs` argument to `{mode}()` cannot be empty.")
     for i, t in enumerate(ins):
         if not isinstance(t, Tensor):
             raise TypeError(f"inputs must be Tensors, got {type(t).__name__} at index {i}")
