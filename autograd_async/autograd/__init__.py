@@ -11,6 +11,7 @@ from ..grad_mode import (
     set_grad_enabled,
 )
 from ..graph import Node
+from . import functional
 from .api import backward, backward_async, grad, grad_async
 from .function import Function, FunctionCtx
 from .gradcheck import gradcheck, gradgradcheck
@@ -22,6 +23,7 @@ __all__ = [
     "backward",
     "backward_async",
     "detect_anomaly",
+    "functional",
     "enable_grad",
     "grad",
     "grad_async",
