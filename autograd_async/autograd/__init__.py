@@ -11,7 +11,7 @@ from ..grad_mode import (
     set_grad_enabled,
 )
 from ..graph import Node
-from . import functional
+from . import functional, graph
 from .api import backward, backward_async, grad, grad_async
 from .function import Function, FunctionCtx
 from .gradcheck import gradcheck, gradgradcheck
@@ -24,6 +24,7 @@ __all__ = [
     "backward_async",
     "detect_anomaly",
     "functional",
+    "graph",
     "enable_grad",
     "grad",
     "grad_async",

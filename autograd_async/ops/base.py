@@ -20,7 +20,11 @@ from ..devices import Device, DeviceError
 from ..grad_mode import anomaly_enabled, grad_enabled
 from ..graph import Node, grad_accumulator, next_sequence_nr
 from ..recording import forward_sink
+from ..saved_hooks import PackedTensor, hooks_stack, pack, unpack, unpack_data
 from ..tensor import Tensor
+
+# `_saved_data` of a node whose saved tensors went through saved-tensor hooks.
+PACKED = ("packed",)
 
 RELEASED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -164,7 +168,9 @@ class Op(Node):
                 edges.append(_NO_EDGE)
         self.next_functions = tuple(edges)
         indices = self.saved_inputs
-        if indices:
+        if hooks_stack.get():
+            self._save_packed(inputs, indices)
+        elif indices:
             # Tensors for a differentiable backward, their arrays for the usual one, and the
             # version counters to check before either is used.
             plans = self._save_plans
@@ -191,6 +197,44 @@ class Op(Node):
         if anomaly_enabled.get():
             self.metadata["traceback_"] = traceback.format_stack()[:-3]
 
+    def _save_output(self, out: Any, t: Tensor) -> None:
+        self._out_ref = weakref.ref(t)
+        if self._saved_data is PACKED:
+            packed = pack(t)
+            packed.grad_fn = None  # it is this node: `saved` links it back, without a cycle
+            self._saved_out = packed
+        else:
+            self._saved_out = out
+            self._saved_data = self._saved_data + (out,)
+
+    def _save_packed(self, inputs: tuple, indices: tuple[int, ...]) -> None:
+        """Save through the active saved-tensor hooks: the node keeps only what they return."""
+        plans = self._save_plans
+        keep = (True,) * len(indices) if plans is None else (
+            plans.get(self.needs_input_grad) or self._save_plan()
+        )
+        self._saved = tuple([
+            pack(inputs[i]) if k and isinstance(inputs[i], Tensor) else (inputs[i] if k else None)
+            for i, k in zip(indices, keep)
+        ])
+        self._saved_data = PACKED
+        self._checks = ()
+
+    def _unpacked(self, like: Any) -> tuple:
+        """What `saved` returns for a node saved through hooks: each value from its unpack hook.
+
+        As in PyTorch, there is no version check: the graph does not hold the saved tensors.
+        """
+        if not isinstance(like, Tensor):
+            values = [unpack_data(p) for p in self._saved]
+            if self.saves_output:
+                values.append(unpack_data(self._saved_out))
+            return tuple(values)
+        values = [unpack(p) if type(p) is PackedTensor else p for p in self._saved]
+        if self.saves_output:
+            values.append(Tensor._wrap(unpack_data(self._saved_out), self.device, self, 0))
+        return tuple(values)
+
     def _save_plan(self) -> tuple[bool, ...]:
         """Which saved_inputs entries the gradients this node computes need (cached per class)."""
         need = self.needs_input_grad
@@ -214,9 +258,7 @@ class Op(Node):
             self._out_meta = single_output_meta(out)
             t = Tensor._wrap(out, dev, self, 0, base)
             if self.saves_output:
-                self._saved_out = out
-                self._saved_data = self._saved_data + (out,)
-                self._out_ref = weakref.ref(t)
+                self._save_output(out, t)
             return t
         if not requires:
             return tuple(Tensor._wrap(o, dev, None, 0, base) for o in out)
@@ -229,9 +271,7 @@ class Op(Node):
             for i, o in enumerate(out)
         )
         if self.saves_output:
-            self._saved_out = out[0]
-            self._saved_data = self._saved_data + (out[0],)
-            self._out_ref = weakref.ref(tensors[0])
+            self._save_output(out[0], tensors[0])
         return tensors
 
     def _record_forward(self, sink: Any, started: int, inputs: tuple, out: Any, requires: bool):
@@ -262,6 +302,8 @@ class Op(Node):
         """
         if self._released:
             raise RuntimeError(RELEASED_MESSAGE)
+        if self._saved_data is PACKED:
+            return self._unpacked(like)
         for t, owner, version in self._checks:
             if owner._ver != version:
                 self._raise_version_error(t, version)
