@@ -35,6 +35,7 @@ from .devices import (
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .ops import *  # noqa: F403 - the op functions: add, mul, matmul, sum, ...
 from .serialization import load, save
+from . import utils  # noqa: E402,I001 - above autograd: imported once the rest is in place
 from .tensor import (
     Tensor,
     bool_,

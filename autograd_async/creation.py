@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,15 @@ class Generator:
     def rng(self) -> np.random.Generator:
         """The NumPy generator behind it."""
         return self._rng
+
+    def get_state(self) -> dict:
+        """A snapshot of the generator's state, for `set_state` (a dict, not a byte tensor)."""
+        return copy.deepcopy(self._rng.bit_generator.state)
+
+    def set_state(self, state: dict) -> Generator:
+        """Restore a state taken by `get_state`; returns self."""
+        self._rng.bit_generator.state = copy.deepcopy(state)
+        return self
 
 
 default_generator = Generator()

@@ -16,7 +16,9 @@ import traceback
 import weakref
 from typing import Any, ClassVar
 
-from ..devices import Device, DeviceError
+import numpy as np
+
+from ..devices import Device, DeviceError, is_cupy_array
 from ..grad_mode import anomaly_enabled, grad_enabled
 from ..graph import Node, grad_accumulator, next_sequence_nr
 from ..recording import forward_sink
@@ -219,6 +221,19 @@ class Op(Node):
         ])
         self._saved_data = PACKED
         self._checks = ()
+        dev = self.device
+        for name in self.saved_slots:  # arrays the op keeps itself (a dropout mask) too
+            value = getattr(self, name, None)
+            if isinstance(value, np.ndarray) or is_cupy_array(value):
+                setattr(self, name, pack(Tensor._wrap(value, dev)))
+
+    def _unpack_slots(self) -> None:
+        """Put the arrays of `saved_slots` back from their unpack hooks, before backward reads them.
+        """
+        for name in self.saved_slots:
+            value = getattr(self, name, None)
+            if type(value) is PackedTensor:
+                setattr(self, name, unpack_data(value))
 
     def _unpacked(self, like: Any) -> tuple:
         """What `saved` returns for a node saved through hooks: each value from its unpack hook.
@@ -337,6 +352,8 @@ class Op(Node):
         """Raise PyTorch's error if the graph was freed: for rules that read `saved_slots`."""
         if self._released:
             raise RuntimeError(RELEASED_MESSAGE)
+        if self._saved_data is PACKED:
+            self._unpack_slots()
 
     def _raise_version_error(self, t: Tensor, expected: int) -> None:
         origin = (
