@@ -1,7 +1,7 @@
 """autograd-async: reverse-mode autograd on NumPy and CuPy, with a backward pass that runs on one
 worker thread and asyncio event loop per device and that callers can `await`."""
 
-from . import autograd, engine, nn, optim, profiler
+from . import autograd, engine, nn, optim, profiler, utils
 from . import ops as _ops  # noqa: F401 - installs the op methods on Tensor
 from .creation import (
     Generator,
@@ -35,7 +35,6 @@ from .devices import (
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .ops import *  # noqa: F403 - the op functions: add, mul, matmul, sum, ...
 from .serialization import load, save
-from . import utils  # noqa: E402,I001 - above autograd: imported once the rest is in place
 from .tensor import (
     Tensor,
     bool_,
@@ -100,6 +99,7 @@ __all__ = [
     "sim_device_count",
     "tensor",
     "uint8",
+    "utils",
     "zeros",
     "zeros_like",
 ]
