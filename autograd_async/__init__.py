@@ -32,7 +32,14 @@ from .devices import (
     set_sim_device_count,
     sim_device_count,
 )
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .ops import *  # noqa: F403 - the op functions: add, mul, matmul, sum, ...
 from .serialization import load, save
 from .tensor import (
@@ -100,6 +107,8 @@ __all__ = [
     "tensor",
     "uint8",
     "utils",
+    "inference_mode",
+    "is_inference_mode_enabled",
     "zeros",
     "zeros_like",
 ]

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import devices as _devices
 from .devices import CPU, Device
-from .tensor import DEFAULT_FLOAT, Tensor, as_dtype, infer_array
+from .tensor import DEFAULT_FLOAT, Tensor, as_dtype, infer_array, made
 
 
 class Generator:
@@ -64,7 +64,7 @@ def _shape(size: tuple) -> tuple[int, ...]:
 
 def _make(array: np.ndarray, device: Any, requires_grad: bool) -> Tensor:
     dev = _device(device)
-    t = Tensor._wrap(_devices.asarray_on(array, dev) if dev is not CPU else array, dev)
+    t = made(Tensor._wrap(_devices.asarray_on(array, dev) if dev is not CPU else array, dev))
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -76,7 +76,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     array = infer_array(data, dtype, dev)
     if isinstance(data, (np.ndarray, Tensor)) or _devices.is_cupy_array(data):
         array = array.copy()
-    t = Tensor._wrap(array, dev)
+    t = made(Tensor._wrap(array, dev))
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -88,14 +88,14 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     if isinstance(data, Tensor) and dtype is None and same_device:
         return data
     dev = _device(device)
-    return Tensor._wrap(infer_array(data, dtype, dev), dev)
+    return made(Tensor._wrap(infer_array(data, dtype, dev), dev))
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
     """A cpu tensor sharing memory with a NumPy array."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
-    return Tensor._wrap(array, CPU)
+    return made(Tensor._wrap(array, CPU))
 
 
 def _filled(fill: Any, size: tuple, dtype: Any, device: Any, requires_grad: bool) -> Tensor:

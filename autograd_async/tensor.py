@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import devices as _devices
+from . import grad_mode
 from .devices import CPU, Device
 from .graph import Node, RemovableHandle
 
@@ -296,7 +297,14 @@ class Tensor:
     def detach(self) -> Tensor:
         """A tensor sharing storage (and version counter) with this one, outside the graph."""
         base = self._base
-        return Tensor._wrap(self._data, self.device, None, 0, base if base is not None else self)
+        t = Tensor._wrap(self._data, self.device, None, 0, base if base is not None else self)
+        if type(self) is InferenceTensor:
+            t.__class__ = InferenceTensor
+        return t
+
+    def is_inference(self) -> bool:
+        """True for a tensor made in inference mode (see `inference_mode`)."""
+        return type(self) is InferenceTensor
 
     def detach_(self) -> Tensor:
         """Take this tensor out of the graph, in place."""
@@ -402,6 +410,60 @@ class Tensor:
         elif self._rg:
             extras.append("requires_grad=True")
         return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+
+class InferenceTensor(Tensor):
+    """A tensor made in inference mode: it never joins a graph outside inference mode.
+
+    Inference mode turns a new tensor's class into this one (same layout), so ordinary tensors
+    pay nothing for the checks, which live here and where tensors are saved or changed in place.
+    """
+
+    __slots__ = ()
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """As Tensor's, but refused outside inference mode (PyTorch's error)."""
+        if requires_grad and not grad_mode.inference_enabled.get():
+            raise RuntimeError(
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not "
+                "allowed."
+            )
+        return super().requires_grad_(requires_grad)
+
+    def _bump_version(self) -> None:
+        # Every in-place op bumps the version after writing, so PyTorch's order is kept: the
+        # data has changed when the error is raised.
+        if not grad_mode.inference_enabled.get():
+            raise RuntimeError(INFERENCE_INPLACE_MESSAGE)
+        super()._bump_version()
+
+
+INFERENCE_SAVED_MESSAGE = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+    "inference mode in computation tracked by autograd. To work around this, you can make a "
+    "clone to get a normal tensor and use it in autograd, or use `autograd_async.no_grad()` "
+    "instead of `autograd_async.inference_mode()`."
+)
+INFERENCE_INPLACE_MESSAGE = (
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a "
+    "clone to get a normal tensor before doing inplace update.See "
+    "https://github.com/pytorch/rfcs/pull/17 for more details."
+)
+
+
+def mark_inference(tensors: Any) -> Any:
+    """Make new plain tensors (one or a tuple) inference tensors; returns what it was given."""
+    for t in tensors if type(tensors) is tuple else (tensors,):
+        if type(t) is Tensor:
+            t.__class__ = InferenceTensor
+    return tensors
+
+
+def made(t: Tensor) -> Tensor:
+    """A tensor just created by a factory: an inference tensor inside inference mode."""
+    if grad_mode.inference_enabled.get() and type(t) is Tensor:
+        t.__class__ = InferenceTensor
+    return t
 
 
 def _check_assigned_grad(tensor: Tensor, grad: Any) -> None:

@@ -16,7 +16,7 @@ from ..graph import Node, grad_accumulator, next_sequence_nr
 from ..ops.base import RELEASED_MESSAGE, describe
 from ..saved_hooks import active as active_saved_hooks
 from ..saved_hooks import pack, unpack
-from ..tensor import Tensor
+from ..tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor
 
 
 class BackwardCFunction(Node):
@@ -196,6 +196,8 @@ class Function:
             t._rg = True
             t._output_nr = i
             wrapped.append(t)
+        if any(type(t) is InferenceTensor for t in node._saved):
+            raise RuntimeError(INFERENCE_SAVED_MESSAGE)
         if node._save_hooks is not None:
             node._pack_saved()
         return tuple(wrapped) if isinstance(out, tuple) else wrapped[0]

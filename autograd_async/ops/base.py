@@ -19,11 +19,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..devices import Device, DeviceError, is_cupy_array
-from ..grad_mode import anomaly_enabled, grad_enabled
+from ..grad_mode import anomaly_enabled, grad_enabled, inference_enabled
 from ..graph import Node, grad_accumulator, next_sequence_nr
 from ..recording import forward_sink
 from ..saved_hooks import PackedTensor, hooks_stack, pack, unpack, unpack_data
-from ..tensor import Tensor
+from ..tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor, mark_inference
 
 # `_saved_data` of a node whose saved tensors went through saved-tensor hooks.
 PACKED = ("packed",)
@@ -156,6 +156,10 @@ class Op(Node):
             node.needs_input_grad = _NO_GRAD.get(len(inputs)) or (False,) * len(inputs)
             out = node.forward(*arrays, **kwargs)
         result = node._wrap_outputs(out, inputs, requires)
+        if not requires and (
+            inference_enabled.get() or (cls.is_view and type(inputs[0]) is InferenceTensor)
+        ):
+            mark_inference(result)  # made in inference mode, or a view of such a tensor
         if sink is not None:
             node._record_forward(sink, started, inputs, out, requires)
         return result
@@ -185,6 +189,8 @@ class Op(Node):
             checks = []
             for t in saved:
                 if isinstance(t, Tensor):
+                    if type(t) is InferenceTensor:
+                        raise RuntimeError(INFERENCE_SAVED_MESSAGE)
                     base = t._base
                     owner = base if base is not None else t
                     checks.append((t, owner, owner._ver))
@@ -215,6 +221,8 @@ class Op(Node):
         keep = (True,) * len(indices) if plans is None else (
             plans.get(self.needs_input_grad) or self._save_plan()
         )
+        if any(type(inputs[i]) is InferenceTensor for i in indices):
+            raise RuntimeError(INFERENCE_SAVED_MESSAGE)
         self._saved = tuple([
             pack(inputs[i]) if k and isinstance(inputs[i], Tensor) else (inputs[i] if k else None)
             for i, k in zip(indices, keep)
