@@ -32,6 +32,18 @@ from .devices import (
     set_sim_device_count,
     sim_device_count,
 )
+
+# PyTorch's dtype aliases (`aa.float`, `aa.int`, ...) shadow builtins in this namespace only.
+from .dtypes import bool_ as bool
+from .dtypes import complex64 as cfloat
+from .dtypes import complex128 as cdouble
+from .dtypes import dtype, get_default_dtype, set_default_dtype
+from .dtypes import float16 as half
+from .dtypes import float32 as float
+from .dtypes import float64 as double
+from .dtypes import int16 as short
+from .dtypes import int32 as int
+from .dtypes import int64 as long
 from .grad_mode import (
     enable_grad,
     inference_mode,
@@ -109,6 +121,18 @@ __all__ = [
     "utils",
     "inference_mode",
     "is_inference_mode_enabled",
+    "dtype",
+    "get_default_dtype",
+    "set_default_dtype",
+    "bool",
+    "cfloat",
+    "cdouble",
+    "half",
+    "float",
+    "double",
+    "short",
+    "int",
+    "long",
     "zeros",
     "zeros_like",
 ]

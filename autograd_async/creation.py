@@ -10,7 +10,8 @@ import numpy as np
 
 from . import devices as _devices
 from .devices import CPU, Device
-from .tensor import DEFAULT_FLOAT, Tensor, as_dtype, infer_array, made
+from .dtypes import default_float
+from .tensor import Tensor, as_dtype, infer_array, made
 
 
 class Generator:
@@ -99,7 +100,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 
 def _filled(fill: Any, size: tuple, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
-    dtype = as_dtype(dtype) or DEFAULT_FLOAT
+    dtype = as_dtype(dtype) or default_float()
     return _make(np.full(_shape(size), fill, dtype=dtype), device, requires_grad)
 
 
@@ -115,7 +116,7 @@ def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor."""
-    dtype = as_dtype(dtype) or DEFAULT_FLOAT
+    dtype = as_dtype(dtype) or default_float()
     return _make(np.empty(_shape(size), dtype=dtype), device, requires_grad)
 
 
@@ -142,7 +143,7 @@ def arange(
         start, end = 0, start
     if dtype is None:
         is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
-        dtype = np.int64 if is_int else DEFAULT_FLOAT
+        dtype = np.int64 if is_int else default_float()
     return _make(np.arange(start, end, step, dtype=as_dtype(dtype)), device, requires_grad)
 
 
@@ -152,7 +153,7 @@ def randn(
 ) -> Tensor:
     """Standard normal samples."""
     rng = (generator or default_generator).rng
-    dtype = as_dtype(dtype) or DEFAULT_FLOAT
+    dtype = as_dtype(dtype) or default_float()
     return _make(rng.standard_normal(_shape(size)).astype(dtype), device, requires_grad)
 
 
@@ -162,7 +163,7 @@ def rand(
 ) -> Tensor:
     """Uniform samples in [0, 1)."""
     rng = (generator or default_generator).rng
-    dtype = as_dtype(dtype) or DEFAULT_FLOAT
+    dtype = as_dtype(dtype) or default_float()
     return _make(rng.random(_shape(size)).astype(dtype), device, requires_grad)
 
 

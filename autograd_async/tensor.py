@@ -15,13 +15,26 @@ import numpy as np
 from . import devices as _devices
 from . import grad_mode
 from .devices import CPU, Device
+from .dtypes import (  # noqa: F401 - the element types, re-exported from here
+    bool_,
+    complex64,
+    complex128,
+    default_complex,
+    default_float,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+)
+from .dtypes import dtype as DType  # noqa: N812
+from .dtypes import of as dtype_of
 from .graph import Node, RemovableHandle
 
-float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
-int8, int16 = np.dtype("int8"), np.dtype("int16")
-int32, int64 = np.dtype("int32"), np.dtype("int64")
-uint8, bool_ = np.dtype("uint8"), np.dtype("bool")
-complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
+# The default floating dtype when this module was imported (see `dtypes.default_float`).
 DEFAULT_FLOAT = float32
 
 
@@ -30,7 +43,7 @@ def as_dtype(dtype: Any) -> np.dtype | None:
     if dtype is None:
         return None
     if dtype is float:
-        return DEFAULT_FLOAT
+        return default_float()
     if dtype is int:
         return int64
     if dtype is bool:
@@ -49,9 +62,9 @@ def infer_array(data: Any, dtype: Any, dev: Device) -> Any:
     if dtype is None and not hasattr(data, "dtype"):
         probe = np.asarray(data)
         if probe.dtype == np.float64:
-            dtype = DEFAULT_FLOAT
+            dtype = default_float()
         elif probe.dtype == np.complex128:
-            dtype = complex64
+            dtype = default_complex()
         elif probe.dtype.kind in "iu":
             dtype = int64
         elif probe.dtype.kind not in "fcb":
@@ -131,9 +144,17 @@ class Tensor:
         return self._data.shape if dim is None else self._data.shape[dim]
 
     @property
-    def dtype(self) -> np.dtype:
-        """The element type (a NumPy dtype)."""
-        return self._data.dtype
+    def dtype(self) -> DType:
+        """The element type (`aa.float32`, ...; NumPy accepts it wherever it takes a dtype)."""
+        return dtype_of(self._data.dtype)
+
+    def is_floating_point(self) -> bool:
+        """True for a floating point dtype."""
+        return self._data.dtype.kind == "f"
+
+    def is_complex(self) -> bool:
+        """True for a complex dtype."""
+        return self._data.dtype.kind == "c"
 
     @property
     def ndim(self) -> int:
@@ -403,7 +424,7 @@ class Tensor:
         extras = []
         if self.device is not CPU:
             extras.append(f"device='{self.device}'")
-        if self._data.dtype not in (DEFAULT_FLOAT, int64, bool_):
+        if self._data.dtype not in (default_float(), int64, bool_):
             extras.append(f"dtype={self._data.dtype}")
         if self.grad_fn is not None:
             extras.append(f"grad_fn=<{self.grad_fn.name()}>")

@@ -281,7 +281,12 @@ class Op(Node):
             self._out_meta = single_output_meta(out)
             t = Tensor._wrap(out, dev, self, 0, base)
             if self.saves_output:
-                self._save_output(out, t)
+                if self._saved_data is PACKED:
+                    self._save_output(out, t)
+                else:
+                    self._saved_out = out
+                    self._saved_data = self._saved_data + (out,)
+                    self._out_ref = weakref.ref(t)
             return t
         if not requires:
             return tuple(Tensor._wrap(o, dev, None, 0, base) for o in out)
