@@ -65,3 +65,16 @@ def test_create_graph_gradient_stays_differentiable(torch):
         return first.requires_grad, gx.tolist()
 
     assert program(aa) == program(torch)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_gradient_of_a_plain_sum_is_writeable_like_pytorch(torch, create_graph):
+    def program(lib):
+        x = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        x.sum().backward(create_graph=create_graph)
+        with lib.no_grad():
+            x.grad.add_(1.0)
+            x.grad[0, 0] = 5.0
+        return x.grad.tolist()
+
+    assert program(aa) == program(torch) == [[5.0, 2.0], [2.0, 2.0]]
