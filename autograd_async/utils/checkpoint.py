@@ -6,7 +6,8 @@ Two forms, as in PyTorch:
 - `use_reentrant=True`: the function runs under `no_grad`, so nothing inside it is recorded; a
   custom Function node stands for it, and its backward runs the function again with grad enabled
   and calls `autograd.backward` on that fresh graph: a backward inside backward, which the engine
-  runs reentrantly on the worker thread.
+  runs reentrantly on the worker thread. As in PyTorch it refuses to run inside `grad()` or
+  `backward(inputs=...)`.
 - `use_reentrant=False`: the function runs with its graph recorded, but every tensor its ops save
   goes through saved-tensor hooks that keep only a handle; the first handle that backward unpacks
   recomputes the function once and hands out the recomputed values.
@@ -24,6 +25,7 @@ from typing import Any
 from ..autograd.api import backward
 from ..autograd.function import Function
 from ..creation import default_generator
+from ..engine.device_worker import thread_state
 from ..grad_mode import enable_grad, no_grad
 from ..saved_hooks import saved_tensors_hooks
 from ..tensor import Tensor
@@ -68,6 +70,14 @@ def _detached(args: tuple) -> tuple:
 
 
 # --------------------------------------------------------------------------------- reentrant
+def _is_checkpoint_valid() -> bool:
+    """False inside a `grad()` or `backward(inputs=...)` pass, which the reentrant form would get
+    wrong: its inner backward accumulates into `.grad` instead of what that pass captures."""
+    worker = thread_state.worker
+    task = worker.running_task if worker is not None else None
+    return task is None or task.exec_info is None
+
+
 class _CheckpointFunction(Function):
     """The node that stands for the checkpointed function in the outer graph."""
 
@@ -87,6 +97,13 @@ class _CheckpointFunction(Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> tuple:
+        if not _is_checkpoint_valid():
+            raise RuntimeError(
+                "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or "
+                "passing an `inputs` parameter to .backward(). To resolve this error, you can "
+                "either set use_reentrant=False, or call .backward() without passing the "
+                "`inputs` argument."
+            )
         inputs = list(ctx.inputs)
         for i, t in zip(ctx.tensor_indices, ctx.saved_tensors, strict=True):
             inputs[i] = t

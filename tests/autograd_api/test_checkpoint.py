@@ -188,3 +188,25 @@ def test_recomputation_that_saves_differently_is_refused():
     loss = checkpoint(block, x, use_reentrant=False)
     with pytest.raises(RuntimeError, match="different metadata than during the forward pass"):
         loss.backward()
+
+
+def test_reentrant_form_refuses_grad_and_inputs_like_pytorch(torch):
+    import torch.utils.checkpoint  # noqa: F401
+
+    def program(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        outcomes = []
+        for run in (lambda loss: lib.autograd.grad(loss, x),
+                    lambda loss: loss.backward(inputs=[x]),
+                    lambda loss: loss.backward()):
+            loss = lib.utils.checkpoint.checkpoint(
+                lambda t: (t * t).sum(), x, use_reentrant=True
+            )
+            try:
+                run(loss)
+                outcomes.append(None)
+            except RuntimeError as exc:
+                outcomes.append("incompatible with .grad()" in str(exc))
+        return outcomes, x.grad.tolist()
+
+    assert program(aa) == program(torch) == ([True, True, None], [2.0, 4.0])
