@@ -16,17 +16,13 @@ import traceback
 import weakref
 from typing import Any, ClassVar
 
-import numpy as np
-
-from ..devices import Device, DeviceError, is_cupy_array
+from ..devices import Device, DeviceError
 from ..grad_mode import anomaly_enabled, grad_enabled, inference_enabled
 from ..graph import Node, grad_accumulator, next_sequence_nr
 from ..recording import forward_sink
-from ..saved_hooks import PackedTensor, hooks_stack, pack, unpack, unpack_data
+from ..saved_hooks import hooks_stack
 from ..tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor, mark_inference
-
-# `_saved_data` of a node whose saved tensors went through saved-tensor hooks.
-PACKED = ("packed",)
+from .saved import PACKED, pack_output, save_packed, unpack_slots, unpacked
 
 RELEASED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -175,7 +171,7 @@ class Op(Node):
         self.next_functions = tuple(edges)
         indices = self.saved_inputs
         if hooks_stack.get():
-            self._save_packed(inputs, indices)
+            save_packed(self, inputs, indices)
         elif indices:
             # Tensors for a differentiable backward, their arrays for the usual one, and the
             # version counters to check before either is used.
@@ -205,59 +201,6 @@ class Op(Node):
         if anomaly_enabled.get():
             self.metadata["traceback_"] = traceback.format_stack()[:-3]
 
-    def _save_output(self, out: Any, t: Tensor) -> None:
-        self._out_ref = weakref.ref(t)
-        if self._saved_data is PACKED:
-            packed = pack(t)
-            packed.grad_fn = None  # it is this node: `saved` links it back, without a cycle
-            self._saved_out = packed
-        else:
-            self._saved_out = out
-            self._saved_data = self._saved_data + (out,)
-
-    def _save_packed(self, inputs: tuple, indices: tuple[int, ...]) -> None:
-        """Save through the active saved-tensor hooks: the node keeps only what they return."""
-        plans = self._save_plans
-        keep = (True,) * len(indices) if plans is None else (
-            plans.get(self.needs_input_grad) or self._save_plan()
-        )
-        if any(type(inputs[i]) is InferenceTensor for i in indices):
-            raise RuntimeError(INFERENCE_SAVED_MESSAGE)
-        self._saved = tuple([
-            pack(inputs[i]) if k and isinstance(inputs[i], Tensor) else (inputs[i] if k else None)
-            for i, k in zip(indices, keep)
-        ])
-        self._saved_data = PACKED
-        self._checks = ()
-        dev = self.device
-        for name in self.saved_slots:  # arrays the op keeps itself (a dropout mask) too
-            value = getattr(self, name, None)
-            if isinstance(value, np.ndarray) or is_cupy_array(value):
-                setattr(self, name, pack(Tensor._wrap(value, dev)))
-
-    def _unpack_slots(self) -> None:
-        """Put the arrays of `saved_slots` back from their unpack hooks, before backward reads them.
-        """
-        for name in self.saved_slots:
-            value = getattr(self, name, None)
-            if type(value) is PackedTensor:
-                setattr(self, name, unpack_data(value))
-
-    def _unpacked(self, like: Any) -> tuple:
-        """What `saved` returns for a node saved through hooks: each value from its unpack hook.
-
-        As in PyTorch, there is no version check: the graph does not hold the saved tensors.
-        """
-        if not isinstance(like, Tensor):
-            values = [unpack_data(p) for p in self._saved]
-            if self.saves_output:
-                values.append(unpack_data(self._saved_out))
-            return tuple(values)
-        values = [unpack(p) if type(p) is PackedTensor else p for p in self._saved]
-        if self.saves_output:
-            values.append(Tensor._wrap(unpack_data(self._saved_out), self.device, self, 0))
-        return tuple(values)
-
     def _save_plan(self) -> tuple[bool, ...]:
         """Which saved_inputs entries the gradients this node computes need (cached per class)."""
         need = self.needs_input_grad
@@ -282,7 +225,7 @@ class Op(Node):
             t = Tensor._wrap(out, dev, self, 0, base)
             if self.saves_output:
                 if self._saved_data is PACKED:
-                    self._save_output(out, t)
+                    pack_output(self, t)
                 else:
                     self._saved_out = out
                     self._saved_data = self._saved_data + (out,)
@@ -299,7 +242,12 @@ class Op(Node):
             for i, o in enumerate(out)
         )
         if self.saves_output:
-            self._save_output(out[0], tensors[0])
+            if self._saved_data is PACKED:
+                pack_output(self, tensors[0])
+            else:
+                self._saved_out = out[0]
+                self._saved_data = self._saved_data + (out[0],)
+                self._out_ref = weakref.ref(tensors[0])
         return tensors
 
     def _record_forward(self, sink: Any, started: int, inputs: tuple, out: Any, requires: bool):
@@ -331,7 +279,7 @@ class Op(Node):
         if self._released:
             raise RuntimeError(RELEASED_MESSAGE)
         if self._saved_data is PACKED:
-            return self._unpacked(like)
+            return unpacked(self, like)
         for t, owner, version in self._checks:
             if owner._ver != version:
                 self._raise_version_error(t, version)
@@ -366,7 +314,7 @@ class Op(Node):
         if self._released:
             raise RuntimeError(RELEASED_MESSAGE)
         if self._saved_data is PACKED:
-            self._unpack_slots()
+            unpack_slots(self)
 
     def _raise_version_error(self, t: Tensor, expected: int) -> None:
         origin = (
