@@ -1,7 +1,7 @@
 """autograd-async: reverse-mode autograd on NumPy and CuPy, with a backward pass that runs on one
 worker thread and asyncio event loop per device and that callers can `await`."""
 
-from . import autograd, cuda, engine, nn, optim, profiler
+from . import autograd, cuda, engine, nn, optim, profiler, utils
 from . import ops as _ops  # noqa: F401 - installs the op methods on Tensor
 from .creation import (
     Generator,
@@ -40,7 +40,26 @@ from .devices import (
     set_sim_device_count,
     sim_device_count,
 )
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+
+# PyTorch's dtype aliases (`aa.float`, `aa.int`, ...) shadow builtins in this namespace only.
+from .dtypes import bool_ as bool
+from .dtypes import complex64 as cfloat
+from .dtypes import complex128 as cdouble
+from .dtypes import dtype, get_default_dtype, set_default_dtype
+from .dtypes import float16 as half
+from .dtypes import float32 as float
+from .dtypes import float64 as double
+from .dtypes import int16 as short
+from .dtypes import int32 as int
+from .dtypes import int64 as long
+from .grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .ops import *  # noqa: F403 - the op functions: add, mul, matmul, sum, ...
 from .serialization import load, save
 from .tensor import (
@@ -111,6 +130,21 @@ __all__ = [
     "sim_device_count",
     "tensor",
     "uint8",
+    "utils",
+    "inference_mode",
+    "is_inference_mode_enabled",
+    "dtype",
+    "get_default_dtype",
+    "set_default_dtype",
+    "bool",
+    "cfloat",
+    "cdouble",
+    "half",
+    "float",
+    "double",
+    "short",
+    "int",
+    "long",
     "zeros",
     "zeros_like",
     "eye",

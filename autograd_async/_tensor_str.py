@@ -11,7 +11,10 @@ from typing import Any
 
 import numpy as np
 
-_DEFAULT_DTYPES = ("float32", "int64", "bool")
+from .dtypes import default_float
+
+# Dtypes PyTorch leaves out of a tensor's repr; a float one only while it is the default float.
+_DEFAULT_DTYPES = ("float32", "float64", "int64", "bool")
 _PREFIX = "tensor("
 
 
@@ -69,7 +72,9 @@ def format_tensor(data: np.ndarray, device: str, requires_grad: bool, grad_fn: A
         extras.append(f"size={tuple(data.shape)}")
     if device != "cpu":
         extras.append(f"device='{device}'")
-    if data.dtype.name not in _DEFAULT_DTYPES:
+    if data.dtype.name not in _DEFAULT_DTYPES or (
+        data.dtype.kind == "f" and data.dtype != default_float()
+    ):
         extras.append(f"dtype=aa.{data.dtype.name}")
     if grad_fn is not None:
         extras.append(f"grad_fn=<{grad_fn.name()}>")

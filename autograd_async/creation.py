@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
 
 from . import devices as _devices
 from .devices import CPU, Device
-from .tensor import DEFAULT_FLOAT, Tensor, as_dtype, infer_array
+from .dtypes import default_float
+from .tensor import Tensor, as_dtype, infer_array, made
 
 
 class Generator:
@@ -27,6 +29,15 @@ class Generator:
     def rng(self) -> np.random.Generator:
         """The NumPy generator behind it."""
         return self._rng
+
+    def get_state(self) -> dict:
+        """A snapshot of the generator's state, for `set_state` (a dict, not a byte tensor)."""
+        return copy.deepcopy(self._rng.bit_generator.state)
+
+    def set_state(self, state: dict) -> Generator:
+        """Restore a state taken by `get_state`; returns self."""
+        self._rng.bit_generator.state = copy.deepcopy(state)
+        return self
 
 
 default_generator = Generator()
@@ -54,7 +65,7 @@ def _shape(size: tuple) -> tuple[int, ...]:
 
 def _make(array: np.ndarray, device: Any, requires_grad: bool) -> Tensor:
     dev = _device(device)
-    t = Tensor._wrap(_devices.asarray_on(array, dev) if dev is not CPU else array, dev)
+    t = made(Tensor._wrap(_devices.asarray_on(array, dev) if dev is not CPU else array, dev))
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -66,7 +77,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     array = infer_array(data, dtype, dev)
     if isinstance(data, (np.ndarray, Tensor)) or _devices.is_cupy_array(data):
         array = array.copy()
-    t = Tensor._wrap(array, dev)
+    t = made(Tensor._wrap(array, dev))
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -80,7 +91,7 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     if _is_foreign_dlpack(data):
         return from_dlpack(data).to(device=device, dtype=dtype)
     dev = _device(device)
-    return Tensor._wrap(infer_array(data, dtype, dev), dev)
+    return made(Tensor._wrap(infer_array(data, dtype, dev), dev))
 
 
 def _is_foreign_dlpack(data: Any) -> bool:
@@ -96,11 +107,11 @@ def from_numpy(array: np.ndarray) -> Tensor:
     """A cpu tensor sharing memory with a NumPy array."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
-    return Tensor._wrap(array, CPU)
+    return made(Tensor._wrap(array, CPU))
 
 
 def _filled(fill: Any, size: tuple, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
-    dtype = as_dtype(dtype) or DEFAULT_FLOAT
+    dtype = as_dtype(dtype) or default_float()
     return _make(np.full(_shape(size), fill, dtype=dtype), device, requires_grad)
 
 
@@ -116,7 +127,7 @@ def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor."""
-    dtype = as_dtype(dtype) or DEFAULT_FLOAT
+    dtype = as_dtype(dtype) or default_float()
     return _make(np.empty(_shape(size), dtype=dtype), device, requires_grad)
 
 
@@ -143,7 +154,7 @@ def arange(
         start, end = 0, start
     if dtype is None:
         is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
-        dtype = np.int64 if is_int else DEFAULT_FLOAT
+        dtype = np.int64 if is_int else default_float()
     return _make(np.arange(start, end, step, dtype=as_dtype(dtype)), device, requires_grad)
 
 
@@ -153,7 +164,7 @@ def randn(
 ) -> Tensor:
     """Standard normal samples."""
     rng = (generator or default_generator).rng
-    dtype = as_dtype(dtype) or DEFAULT_FLOAT
+    dtype = as_dtype(dtype) or default_float()
     return _make(rng.standard_normal(_shape(size)).astype(dtype), device, requires_grad)
 
 
@@ -163,7 +174,7 @@ def rand(
 ) -> Tensor:
     """Uniform samples in [0, 1)."""
     rng = (generator or default_generator).rng
-    dtype = as_dtype(dtype) or DEFAULT_FLOAT
+    dtype = as_dtype(dtype) or default_float()
     return _make(rng.random(_shape(size)).astype(dtype), device, requires_grad)
 
 
@@ -215,7 +226,7 @@ def linspace(
     """`steps` evenly spaced values from `start` to `end`, both included (float32 by default)."""
     if steps < 0:
         raise RuntimeError("linspace: number of steps must be non-negative")
-    dtype = as_dtype(dtype) or DEFAULT_FLOAT
+    dtype = as_dtype(dtype) or default_float()
     values = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
     if dtype.kind in "iu":
         values = np.trunc(values)  # PyTorch truncates toward zero for integer dtypes
@@ -229,7 +240,7 @@ def logspace(
     """`base ** linspace(start, end, steps)` (float32 by default)."""
     if steps < 0:
         raise RuntimeError("logspace: number of steps must be non-negative")
-    dtype = as_dtype(dtype) or DEFAULT_FLOAT
+    dtype = as_dtype(dtype) or default_float()
     exponents = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
     return _make((float(base) ** exponents).astype(dtype), device, requires_grad)
 
@@ -243,7 +254,7 @@ def eye(
         raise RuntimeError(f"eye: n must be greater or equal to 0, got {n}")
     if m is not None and m < 0:
         raise RuntimeError(f"eye: m must be greater or equal to 0, got {m}")
-    dtype = as_dtype(dtype) or DEFAULT_FLOAT
+    dtype = as_dtype(dtype) or default_float()
     return _make(np.eye(n, m, dtype=dtype), device, requires_grad)
 
 

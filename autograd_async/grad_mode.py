@@ -17,6 +17,9 @@ anomaly_enabled: contextvars.ContextVar[bool] = contextvars.ContextVar(
 anomaly_check_nan: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "autograd_async_anomaly_check_nan", default=True
 )
+inference_enabled: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "autograd_async_inference_mode", default=False
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -41,8 +44,17 @@ class _ModeContext:
     def __exit__(self, *exc: object) -> None:
         self._var.reset(self._tokens.pop())
 
+    def _settings(self) -> tuple[tuple[contextvars.ContextVar, Any], ...]:
+        """The (ContextVar, value) pairs a decorated function runs with."""
+        return ((self._var, self._value),)
+
     def __call__(self, fn: F) -> F:
-        value, var = self._value, self._var
+        var: Any = _Settings(self._settings())
+        value = None
+        if inspect.isgeneratorfunction(fn):
+            return _wrap_generator(fn, var, value)  # type: ignore[return-value]
+        if inspect.isasyncgenfunction(fn):
+            return _wrap_async_generator(fn, var, value)  # type: ignore[return-value]
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
@@ -64,6 +76,90 @@ class _ModeContext:
                 var.reset(token)
 
         return wrapper  # type: ignore[return-value]
+
+
+class _Settings:
+    """Several ContextVars set and reset together, with ContextVar's `set`/`reset` interface."""
+
+    __slots__ = ("_pairs",)
+
+    def __init__(self, pairs: tuple[tuple[contextvars.ContextVar, Any], ...]) -> None:
+        self._pairs = pairs
+
+    def set(self, _: Any) -> list[contextvars.Token]:
+        return [var.set(value) for var, value in self._pairs]
+
+    def reset(self, tokens: list[contextvars.Token]) -> None:
+        for (var, _), token in zip(reversed(self._pairs), reversed(tokens), strict=True):
+            var.reset(token)
+
+
+def _wrap_generator(fn: Callable, var: Any, value: Any) -> Callable:
+    """A generator function whose body runs with `var` set each time it resumes.
+
+    The mode is set around every `send`/`throw`/`close` and restored when the generator yields,
+    so the caller's code between two `next()` calls keeps its own mode (PyTorch's behaviour).
+    """
+
+    @functools.wraps(fn)
+    def generator_context(*args: Any, **kwargs: Any) -> Any:
+        gen = fn(*args, **kwargs)
+
+        def resume(method: Callable, *arg: Any) -> Any:
+            token = var.set(value)
+            try:
+                return method(*arg)
+            finally:
+                var.reset(token)
+
+        try:
+            response = resume(gen.send, None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    resume(gen.close)
+                    raise
+                except BaseException as exc:  # thrown in by the caller: the generator sees it
+                    response = resume(gen.throw, exc)
+                else:
+                    response = resume(gen.send, request)
+        except StopIteration as stop:
+            return stop.value
+
+    return generator_context
+
+
+def _wrap_async_generator(fn: Callable, var: Any, value: Any) -> Callable:
+    """An async generator function whose body runs with `var` set each time it resumes."""
+
+    @functools.wraps(fn)
+    async def async_generator_context(*args: Any, **kwargs: Any) -> Any:
+        gen = fn(*args, **kwargs)
+
+        async def resume(method: Callable, *arg: Any) -> Any:
+            token = var.set(value)
+            try:
+                return await method(*arg)
+            finally:
+                var.reset(token)
+
+        try:
+            response = await resume(gen.asend, None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    await resume(gen.aclose)
+                    raise
+                except BaseException as exc:
+                    response = await resume(gen.athrow, exc)
+                else:
+                    response = await resume(gen.asend, request)
+        except StopAsyncIteration:
+            return
+
+    return async_generator_context
 
 
 class _NoArgumentMode(_ModeContext):
@@ -161,7 +257,47 @@ class detect_anomaly(_ModeContext):  # noqa: N801
         anomaly_check_nan.reset(self._nan_tokens.pop())
         super().__exit__(*exc)
 
+    def _settings(self) -> tuple[tuple[contextvars.ContextVar, Any], ...]:
+        return ((anomaly_enabled, True), (anomaly_check_nan, self._check_nan))
+
 
 def is_anomaly_enabled() -> bool:
     """True when anomaly mode is on in the current context."""
     return anomaly_enabled.get()
+
+
+class inference_mode(_ModeContext):  # noqa: N801 - PyTorch's name
+    """Inference mode for a block or a decorated function: no graph is recorded, and tensors made
+    inside are inference tensors, which refuse to be saved for backward, to require grad or to be
+    changed in place outside inference mode (PyTorch's errors).
+
+    `inference_mode(False)` turns it off inside an enclosing one, with grad mode back on. Usable
+    without parentheses as a decorator, as PyTorch's.
+    """
+
+    def __new__(cls, mode: Any = True) -> Any:
+        if callable(mode):  # @inference_mode
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode: bool = True) -> None:
+        super().__init__(bool(mode))
+        self._pairs_tokens: list[list[contextvars.Token]] = []
+
+    def _settings(self) -> tuple[tuple[contextvars.ContextVar, Any], ...]:
+        return ((inference_enabled, self._value), (grad_enabled, not self._value))
+
+    def __enter__(self) -> None:
+        self._pairs_tokens.append(_Settings(self._settings()).set(None))
+
+    def __exit__(self, *exc: object) -> None:
+        _Settings(self._settings()).reset(self._pairs_tokens.pop())
+
+    def clone(self) -> inference_mode:
+        """A new context with the same mode (PyTorch's)."""
+        return type(self)(self._value)
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside `inference_mode()` in the current context."""
+    return inference_enabled.get()

@@ -182,19 +182,21 @@ class AccumulateGrad(Node):
         variable = self.variable
         if isinstance(grad, np.generic):  # 0-d arithmetic gives NumPy scalars; .grad is an array
             grad = np.array(grad)
-        current = variable.grad
+        current = variable._grad
         if isinstance(grad, Tensor):  # create_graph: keep the gradient's own graph
-            variable.grad = grad if current is None else current + grad
+            # As PyTorch, a differentiable copy: the gradient may be another leaf's too (`x + y`)
+            # or the caller's own tensor, and `.grad` must own its memory.
+            variable._grad = grad.clone() if current is None else current + grad
             self._owned_grad = None
         elif current is None:
-            if not claim(grad):
+            if not _is_dense_and_writeable(grad) or not claim(grad):
                 # Its memory is held elsewhere (another leaf's .grad, the caller's gradient):
                 # PyTorch steals a gradient only when nothing else refers to it, so copy.
                 grad = grad.copy()
                 self._owned_grad = grad
             else:
                 self._owned_grad = None
-            variable.grad = Tensor._wrap(grad, variable.device)
+            variable._grad = Tensor._wrap(grad, variable.device)
         elif current.grad_fn is None:
             # As PyTorch's `grad += new`: the same .grad tensor, one version later. Its array is
             # summed into in place when this node made it, else replaced by a sum it then owns.
@@ -206,10 +208,18 @@ class AccumulateGrad(Node):
         else:
             summed = current._data + grad
             self._owned_grad = summed
-            variable.grad = Tensor._wrap(summed, variable.device)
+            variable._grad = Tensor._wrap(summed, variable.device)
         for hook in variable._post_acc_hooks or ():
             hook(variable)
         return ()
+
+
+def _is_dense_and_writeable(array: Any) -> bool:
+    """False for a read-only array or a broadcast view (a zero stride): `.grad` can't be one."""
+    flags = array.flags
+    if not getattr(flags, "writeable", True):  # NumPy's broadcast_to views are read-only
+        return False
+    return array.size <= 1 or 0 not in array.strides
 
 
 class HeldArrays:

@@ -6,20 +6,35 @@ math; this module holds the state every tensor carries and the operations that a
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from . import devices as _devices
+from . import grad_mode
 from .devices import CPU, Device
+from .dtypes import (  # noqa: F401 - the element types, re-exported from here
+    bool_,
+    complex64,
+    complex128,
+    default_complex,
+    default_float,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+)
+from .dtypes import dtype as DType  # noqa: N812
+from .dtypes import of as dtype_of
 from .graph import Node, RemovableHandle
 
-float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
-int8, int16 = np.dtype("int8"), np.dtype("int16")
-int32, int64 = np.dtype("int32"), np.dtype("int64")
-uint8, bool_ = np.dtype("uint8"), np.dtype("bool")
-complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
+# The default floating dtype when this module was imported (see `dtypes.default_float`).
 DEFAULT_FLOAT = float32
 
 
@@ -28,7 +43,7 @@ def as_dtype(dtype: Any) -> np.dtype | None:
     if dtype is None:
         return None
     if dtype is float:
-        return DEFAULT_FLOAT
+        return default_float()
     if dtype is int:
         return int64
     if dtype is bool:
@@ -47,9 +62,9 @@ def infer_array(data: Any, dtype: Any, dev: Device) -> Any:
     if dtype is None and not hasattr(data, "dtype"):
         probe = np.asarray(data)
         if probe.dtype == np.float64:
-            dtype = DEFAULT_FLOAT
+            dtype = default_float()
         elif probe.dtype == np.complex128:
-            dtype = complex64
+            dtype = default_complex()
         elif probe.dtype.kind in "iu":
             dtype = int64
         elif probe.dtype.kind not in "fcb":
@@ -66,7 +81,7 @@ class Tensor:
     __slots__ = (
         "_data",
         "_rg",
-        "grad",
+        "_grad",
         "grad_fn",
         "_output_nr",
         "device",
@@ -78,7 +93,6 @@ class Tensor:
         "__weakref__",
     )
 
-    grad: Tensor | None
     grad_fn: Node | None
 
     def __init__(
@@ -102,7 +116,7 @@ class Tensor:
         self._output_nr = output_nr
         self._base = base
         self._ver = 0
-        self.grad = None
+        self._grad = None
         self._hooks = None
         self._post_acc_hooks = None
         self._grad_accumulator = None
@@ -132,9 +146,17 @@ class Tensor:
         return self._data.shape if dim is None else self._data.shape[dim]
 
     @property
-    def dtype(self) -> np.dtype:
-        """The element type (a NumPy dtype)."""
-        return self._data.dtype
+    def dtype(self) -> DType:
+        """The element type (`aa.float32`, ...; NumPy accepts it wherever it takes a dtype)."""
+        return dtype_of(self._data.dtype)
+
+    def is_floating_point(self) -> bool:
+        """True for a floating point dtype."""
+        return self._data.dtype.kind == "f"
+
+    def is_complex(self) -> bool:
+        """True for a complex dtype."""
+        return self._data.dtype.kind == "c"
 
     @property
     def ndim(self) -> int:
@@ -192,6 +214,21 @@ class Tensor:
         (base if base is not None else self)._ver += 1
 
     @property
+    def grad(self) -> Tensor | None:
+        """The gradient accumulated by backward (None until one arrives)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            _check_assigned_grad(self, value)
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    @property
     def data(self) -> Tensor:
         """A tensor sharing this one's storage, outside the graph."""
         return Tensor._wrap(self._data, self.device)
@@ -199,7 +236,12 @@ class Tensor:
     @data.setter
     def data(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
-            raise TypeError(f"data must be set to a Tensor, got {type(value).__name__}")
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        if self._rg and value._data.dtype.kind not in "fc":
+            raise RuntimeError(
+                "data set to a tensor that requires gradients must be floating point or complex "
+                f"dtype, got {value.dtype}"
+            )
         self._data = value._data
         self.device = value.device
         if value.device.type == "sim":
@@ -285,13 +327,44 @@ class Tensor:
     def detach(self) -> Tensor:
         """A tensor sharing storage (and version counter) with this one, outside the graph."""
         base = self._base
-        return Tensor._wrap(self._data, self.device, None, 0, base if base is not None else self)
+        t = Tensor._wrap(self._data, self.device, None, 0, base if base is not None else self)
+        if type(self) is InferenceTensor:
+            t.__class__ = InferenceTensor
+        return t
+
+    def is_inference(self) -> bool:
+        """True for a tensor made in inference mode (see `inference_mode`)."""
+        return type(self) is InferenceTensor
 
     def detach_(self) -> Tensor:
         """Take this tensor out of the graph, in place."""
         self.grad_fn = None
         self._rg = False
         return self
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        """A leaf with its own copy of the data, `requires_grad` and `.grad`, but no hooks.
+
+        As PyTorch's: hooks belong to the original, and only leaves can be deep-copied.
+        """
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                "protocol at the moment."
+            )
+        copied = memo.get(id(self))
+        if copied is not None:
+            return copied
+        new = object.__new__(type(self))
+        new._init(self._data.copy(), self.device, None, 0, None)
+        new._rg = self._rg
+        memo[id(self)] = new
+        if self.grad is not None:
+            new._grad = copy.deepcopy(self._grad, memo)
+        extra = getattr(self, "__dict__", None)  # a subclass's own attributes
+        if extra:
+            new.__dict__.update(copy.deepcopy(extra, memo))
+        return new
 
     # -------------------------------------------------------------- conversions
     def numpy(self) -> np.ndarray:
@@ -360,6 +433,89 @@ class Tensor:
         from ._tensor_str import format_tensor  # noqa: PLC0415 - printing is off the hot path
 
         return format_tensor(np.asarray(self.__array__()), str(self.device), self._rg, self.grad_fn)
+
+
+class InferenceTensor(Tensor):
+    """A tensor made in inference mode: it never joins a graph outside inference mode.
+
+    Inference mode turns a new tensor's class into this one (same layout), so ordinary tensors
+    pay nothing for the checks, which live here and where tensors are saved or changed in place.
+    """
+
+    __slots__ = ()
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """As Tensor's, but refused outside inference mode (PyTorch's error)."""
+        if requires_grad and not grad_mode.inference_enabled.get():
+            raise RuntimeError(
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not "
+                "allowed."
+            )
+        return super().requires_grad_(requires_grad)
+
+    def _bump_version(self) -> None:
+        # Every in-place op bumps the version after writing, so PyTorch's order is kept: the
+        # data has changed when the error is raised.
+        if not grad_mode.inference_enabled.get():
+            raise RuntimeError(INFERENCE_INPLACE_MESSAGE)
+        super()._bump_version()
+
+
+INFERENCE_SAVED_MESSAGE = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+    "inference mode in computation tracked by autograd. To work around this, you can make a "
+    "clone to get a normal tensor and use it in autograd, or use `autograd_async.no_grad()` "
+    "instead of `autograd_async.inference_mode()`."
+)
+INFERENCE_INPLACE_MESSAGE = (
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a "
+    "clone to get a normal tensor before doing inplace update.See "
+    "https://github.com/pytorch/rfcs/pull/17 for more details."
+)
+
+
+def mark_inference(tensors: Any) -> Any:
+    """Make new plain tensors (one or a tuple) inference tensors; returns what it was given."""
+    for t in tensors if type(tensors) is tuple else (tensors,):
+        if type(t) is Tensor:
+            t.__class__ = InferenceTensor
+    return tensors
+
+
+def made(t: Tensor) -> Tensor:
+    """A tensor just created by a factory: an inference tensor inside inference mode."""
+    if grad_mode.inference_enabled.get() and type(t) is Tensor:
+        t.__class__ = InferenceTensor
+    return t
+
+
+def _check_assigned_grad(tensor: Tensor, grad: Any) -> None:
+    """Refuse a `.grad` that backward could not have produced, with PyTorch's errors."""
+    if not isinstance(grad, Tensor):
+        raise TypeError(
+            "assigned grad expected to be a Tensor or None but got grad of type "
+            f"{type(grad).__name__}"
+        )
+    if grad is tensor:
+        raise RuntimeError("can't assign Variable as its own grad")
+    if grad._data.dtype != tensor._data.dtype:
+        raise RuntimeError(
+            f"attempting to assign a gradient with dtype '{grad.dtype}' to a tensor with "
+            f"grad_dtype '{tensor.dtype}'. The gradient must match the tensor's grad_dtype "
+            "(defaults to the tensor's dtype)."
+        )
+    if grad.device is not tensor.device:
+        raise RuntimeError(
+            f"attempting to assign a gradient located on device '{grad.device}' to a tensor "
+            f"located on device '{tensor.device}'. Please ensure that the gradient and the "
+            "tensor are on the same device"
+        )
+    if grad._data.shape != tensor._data.shape:
+        raise RuntimeError(
+            f"attempting to assign a gradient of size '{list(grad.shape)}' to a tensor of size "
+            f"'{list(tensor.shape)}'. Please ensure that the gradient and the tensor are the same "
+            "size"
+        )
 
 
 # Last: the autograd API sits above tensors and imports this module (an import inside

@@ -4,13 +4,16 @@
 from ..grad_mode import (
     detect_anomaly,
     enable_grad,
+    inference_mode,
     is_anomaly_enabled,
     is_grad_enabled,
+    is_inference_mode_enabled,
     no_grad,
     set_detect_anomaly,
     set_grad_enabled,
 )
 from ..graph import Node
+from . import functional, graph
 from .api import backward, backward_async, grad, grad_async
 from .function import Function, FunctionCtx
 from .gradcheck import gradcheck, gradgradcheck
@@ -22,11 +25,15 @@ __all__ = [
     "backward",
     "backward_async",
     "detect_anomaly",
+    "functional",
+    "graph",
     "enable_grad",
     "grad",
     "grad_async",
     "gradcheck",
     "gradgradcheck",
+    "inference_mode",
+    "is_inference_mode_enabled",
     "is_anomaly_enabled",
     "is_grad_enabled",
     "no_grad",

@@ -122,8 +122,8 @@ def prepare(
     if grad_outs and all(g is None for g in grad_outs):
         grad_outs = ()
     ins = _as_tuple(inputs)
-    if mode == "grad" and not ins:
-        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    if not ins and (mode == "grad" or inputs is not None):
+        raise RuntimeError(f"`inputs` argument to `{mode}()` cannot be empty.")
     for i, t in enumerate(ins):
         if not isinstance(t, Tensor):
             raise TypeError(f"inputs must be Tensors, got {type(t).__name__} at index {i}")
@@ -214,20 +214,48 @@ async def backward_async(
     prepared.result()
 
 
+def _unused_policy(allow_unused: bool | None, materialize_grads: bool) -> bool:
+    """`allow_unused` defaults to `materialize_grads`, and may not contradict it (PyTorch's)."""
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, "
+            "but got: allow_unused=False."
+        )
+    return materialize_grads if allow_unused is None else bool(allow_unused)
+
+
+def _materialized(result: tuple, inputs: Any, create_graph: bool) -> tuple:
+    """Zeros (requiring grad under create_graph) for the inputs that got no gradient."""
+    out = []
+    for g, t in zip(result, _as_tuple(inputs), strict=True):
+        if g is None:
+            g = Tensor._wrap(array_module(t.device).zeros_like(t._data), t.device)
+            if create_graph:
+                g.requires_grad_(True)
+        out.append(g)
+    return tuple(out)
+
+
 def grad(
     outputs: Any,
     inputs: Any,
     grad_outputs: Any = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
-    allow_unused: bool = False,
+    allow_unused: bool | None = None,
+    materialize_grads: bool = False,
 ) -> tuple[Tensor | None, ...]:
-    """Gradients of `outputs` with respect to `inputs`, running only the graph that leads there."""
+    """Gradients of `outputs` with respect to `inputs`, running only the graph that leads there.
+
+    With `materialize_grads=True`, unused inputs get zeros instead of None.
+    """
+    allow = _unused_policy(allow_unused, materialize_grads)
     engine, prepared = _launch(
-        "grad", outputs, grad_outputs, retain_graph, create_graph, inputs, allow_unused
+        "grad", outputs, grad_outputs, retain_graph, create_graph, inputs, allow
     )
     engine.run(prepared, kind="grad")
-    return prepared.result()
+    result = prepared.result()
+    return _materialized(result, inputs, create_graph) if materialize_grads else result
 
 
 async def grad_async(
@@ -236,11 +264,14 @@ async def grad_async(
     grad_outputs: Any = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
-    allow_unused: bool = False,
+    allow_unused: bool | None = None,
+    materialize_grads: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """Like `grad`, awaited without blocking the caller's event loop."""
+    allow = _unused_policy(allow_unused, materialize_grads)
     engine, prepared = _launch(
-        "grad", outputs, grad_outputs, retain_graph, create_graph, inputs, allow_unused
+        "grad", outputs, grad_outputs, retain_graph, create_graph, inputs, allow
     )
     await engine.run_async(prepared, kind="grad_async")
-    return prepared.result()
+    result = prepared.result()
+    return _materialized(result, inputs, create_graph) if materialize_grads else result

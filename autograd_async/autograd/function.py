@@ -14,7 +14,9 @@ from ..devices import DeviceError
 from ..grad_mode import anomaly_enabled, grad_enabled, no_grad
 from ..graph import Node, grad_accumulator, next_sequence_nr
 from ..ops.base import RELEASED_MESSAGE, describe
-from ..tensor import Tensor
+from ..saved_hooks import active as active_saved_hooks
+from ..saved_hooks import pack, unpack
+from ..tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor
 
 
 class BackwardCFunction(Node):
@@ -32,6 +34,7 @@ class BackwardCFunction(Node):
         self._saved_versions: tuple = ()
         self._non_differentiable: set[int] = set()
         self._tensor_args: tuple[int, ...] = ()
+        self._save_hooks = None
         self.materialize_grads = True
 
     # ------------------------------------------------------------ ctx methods
@@ -44,12 +47,16 @@ class BackwardCFunction(Node):
                 )
         self._saved = tensors
         self._saved_versions = tuple(None if t is None else t._version for t in tensors)
+        # Packed once the outputs have their place in the graph (see `_pack_saved`).
+        self._save_hooks = active_saved_hooks()
 
     @property
     def saved_tensors(self) -> tuple:
         """The tensors given to `save_for_backward`."""
         if self._released:
             raise RuntimeError(RELEASED_MESSAGE)
+        if self._saved_versions is None:  # saved through hooks: no version check, as PyTorch
+            return tuple(None if p is None else unpack(p) for p in self._saved)
         for t, version in zip(self._saved, self._saved_versions, strict=True):
             if t is not None and t._version != version:
                 raise RuntimeError(
@@ -58,6 +65,13 @@ class BackwardCFunction(Node):
                     f"version {t._version}; expected version {version} instead."
                 )
         return self._saved
+
+    def _pack_saved(self) -> None:
+        """Store the saved tensors through the hooks active at `save_for_backward`."""
+        hooks = self._save_hooks
+        self._save_hooks = None
+        self._saved = tuple(None if t is None else pack(t, hooks) for t in self._saved)
+        self._saved_versions = None
 
     def mark_non_differentiable(self, *tensors: Tensor) -> None:
         """Outputs that never carry a gradient."""
@@ -182,6 +196,10 @@ class Function:
             t._rg = True
             t._output_nr = i
             wrapped.append(t)
+        if any(type(t) is InferenceTensor for t in node._saved):
+            raise RuntimeError(INFERENCE_SAVED_MESSAGE)
+        if node._save_hooks is not None:
+            node._pack_saved()
         return tuple(wrapped) if isinstance(out, tuple) else wrapped[0]
 
 

@@ -1,22 +1,43 @@
 """`gradcheck` and `gradgradcheck`: engine Jacobians against central differences.
 
-As in PyTorch, inputs that require grad must be float64: with float32 the finite differences are too
-coarse for the default tolerances to mean anything.
+As in PyTorch, inputs that require grad should be float64 (or complex128): with float32 the finite
+differences are too coarse for the default tolerances, so such inputs get a warning, and the check
+runs anyway. `fast_mode` compares `v^T J u` for random `u`, `v` instead of whole Jacobians.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from ..grad_mode import no_grad
+from ..graph_task import materialize
 from ..tensor import Tensor
 from .api import grad
+from .function import BackwardCFunction, Function
 
 
 class GradcheckError(RuntimeError):
     """The analytical and numerical derivatives disagree."""
+
+
+NONDET_MESSAGE = (
+    "Backward is not reentrant, i.e., running backward with same input and grad_output multiple "
+    "times gives different values, although analytical gradient matches numerical gradient."
+    "The tolerance for nondeterminism was {}."
+)
+UNDEFINED_GRAD_MESSAGE = (
+    "Expected backward function to handle undefined output grads. Please look at \"Notes about "
+    "undefined output gradients\" in \"tools/autograd/derivatives.yaml\""
+)
+UNDEFINED_GRAD_NONZERO_MESSAGE = (
+    "Expected all input grads to be undefined or zero when all output grads are undefined or "
+    "zero. Please look at \"Notes about undefined output gradients\" in "
+    "\"tools/autograd/derivatives.yaml\""
+)
 
 
 def _as_tuple(x: Any) -> tuple:
@@ -27,27 +48,34 @@ def _differentiable_outputs(outputs: tuple) -> list[Tensor]:
     return [o for o in outputs if isinstance(o, Tensor) and o.dtype.kind in "fc"]
 
 
+def _outputs(fn: Callable, inputs: tuple) -> list[Tensor]:
+    return _differentiable_outputs(_as_tuple(fn(*inputs)))
+
+
 def _host(t: Tensor) -> np.ndarray:
     return np.array(t.__array__(), dtype=np.float64 if t.dtype.kind == "f" else t.dtype)
 
 
 def _check_inputs(inputs: tuple) -> list[int]:
+    """The indices of the inputs to check; warns, as PyTorch, for those not in double precision."""
     wrt = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     if not wrt:
         raise ValueError("gradcheck expects at least one input tensor to require gradient")
     for i in wrt:
         if inputs[i].dtype not in (np.float64, np.complex128):
-            raise ValueError(
-                f"gradcheck expects double precision inputs that require grad: input {i} is "
-                f"{inputs[i].dtype}; finite differences in single precision are meaningless at "
-                "these tolerances (use .double())"
+            warnings.warn(
+                f"Input #{i} requires gradient and is not a double precision floating point or "
+                "complex. This check will likely fail if all the inputs are not of double "
+                "precision floating point or complex. ",
+                stacklevel=3,
             )
     return wrt
 
 
+# --------------------------------------------------------------------- slow mode: whole Jacobians
 def _numerical(fn: Callable, inputs: tuple, wrt: list[int], eps: float) -> list[list[np.ndarray]]:
     """J[i][o]: (numel of input i, numel of output o), by central differences."""
-    base = _differentiable_outputs(_as_tuple(fn(*inputs)))
+    base = _outputs(fn, inputs)
     jac = [[np.zeros((inputs[i].numel(), o.numel())) for o in base] for i in wrt]
     for row, i in enumerate(wrt):
         data = inputs[i]._data
@@ -55,20 +83,18 @@ def _numerical(fn: Callable, inputs: tuple, wrt: list[int], eps: float) -> list[
             index = np.unravel_index(j, data.shape)
             original = data[index].item()
             data[index] = original + eps
-            plus = [_host(o).ravel() for o in _differentiable_outputs(_as_tuple(fn(*inputs)))]
+            plus = [_host(o).ravel() for o in _outputs(fn, inputs)]
             data[index] = original - eps
-            minus = [_host(o).ravel() for o in _differentiable_outputs(_as_tuple(fn(*inputs)))]
+            minus = [_host(o).ravel() for o in _outputs(fn, inputs)]
             data[index] = original
             for col, (p, m) in enumerate(zip(plus, minus, strict=True)):
                 jac[row][col][j] = (p - m) / (2 * eps)
     return jac
 
 
-def _analytical(fn: Callable, inputs: tuple, wrt: list[int]) -> list[list[np.ndarray]]:
+def _analytical(outputs: list[Tensor], targets: list[Tensor]) -> list[list[np.ndarray]]:
     """J[i][o] from one backward pass per output element."""
-    outputs = _differentiable_outputs(_as_tuple(fn(*inputs)))
-    targets = [inputs[i] for i in wrt]
-    jac = [[np.zeros((inputs[i].numel(), o.numel())) for o in outputs] for i in wrt]
+    jac = [[np.zeros((t.numel(), o.numel())) for o in outputs] for t in targets]
     for col, out in enumerate(outputs):
         if not out.requires_grad:
             continue
@@ -84,6 +110,164 @@ def _analytical(fn: Callable, inputs: tuple, wrt: list[int]) -> list[list[np.nda
     return jac
 
 
+def _slow_check(
+    fn: Callable, inputs: tuple, wrt: list[int], eps: float, atol: float, rtol: float,
+    nondet_tol: float,
+) -> None:
+    numerical = _numerical(fn, inputs, wrt, eps)
+    outputs = _outputs(fn, inputs)
+    targets = [inputs[i] for i in wrt]
+    analytical = _analytical(outputs, targets)
+    _check_reentrant(analytical, _analytical(outputs, targets), nondet_tol)
+    for row, i in enumerate(wrt):
+        for col, (num, ana) in enumerate(zip(numerical[row], analytical[row], strict=True)):
+            if not np.allclose(ana, num, rtol=rtol, atol=atol):
+                raise GradcheckError(
+                    f"Jacobian mismatch for output {col} with respect to input {i},\n"
+                    f"numerical:{num}\nanalytical:{ana}\n"
+                )
+
+
+def _check_reentrant(first: list, second: list, nondet_tol: float) -> None:
+    """Two backward passes over the same graph must agree within `nondet_tol` (PyTorch's test)."""
+    for row_a, row_b in zip(first, second, strict=True):
+        for a, b in zip(row_a, row_b, strict=True):
+            if np.size(a) and np.max(np.abs(np.asarray(a) - np.asarray(b))) > nondet_tol:
+                raise GradcheckError(NONDET_MESSAGE.format(nondet_tol))
+
+
+# ------------------------------------------------------------- fast mode: v^T J u per (in, out)
+def _random_unit(shape: tuple, rng: np.random.Generator) -> np.ndarray:
+    vec = rng.random(int(np.prod(shape, dtype=np.int64)))
+    norm = np.linalg.norm(vec)
+    return (vec / norm if norm else vec).reshape(shape)
+
+
+def _fast_check(
+    fn: Callable, inputs: tuple, wrt: list[int], eps: float, atol: float, rtol: float,
+    nondet_tol: float,
+) -> None:
+    """PyTorch's fast mode: numerical `v . (J u)` by a central difference along `u`, against the
+    analytical `(v^T J) . u` from one backward pass per output, with atol scaled by sum(u)sum(v).
+    """
+    rng = np.random.default_rng(0)
+    outputs = _outputs(fn, inputs)
+    all_u = [_random_unit(inputs[i].shape, rng) for i in wrt]
+    all_v = [_random_unit(o.shape, rng) for o in outputs]
+    targets = [inputs[i] for i in wrt]
+    for row, i in enumerate(wrt):
+        data = inputs[i]._data
+        original = data.copy()
+        u = all_u[row].astype(data.dtype)
+        data[...] = original + eps * u
+        plus = [_host(o) for o in _outputs(fn, inputs)]
+        data[...] = original - eps * u
+        minus = [_host(o) for o in _outputs(fn, inputs)]
+        data[...] = original
+        for col, out in enumerate(outputs):
+            numerical = float(np.sum(all_v[col] * (plus[col] - minus[col]) / (2 * eps)))
+            analytical = [_vjp_dot(out, targets, all_v[col], all_u[row], row) for _ in range(2)]
+            _check_reentrant([[analytical[0]]], [[analytical[1]]], nondet_tol)
+            scaled_atol = atol * float(all_u[row].sum()) * float(all_v[col].sum())
+            if not np.isclose(analytical[0], numerical, rtol=rtol, atol=scaled_atol):
+                raise GradcheckError(
+                    f"Jacobian mismatch for output {col} with respect to input {i},\n"
+                    f"numerical:{numerical}\nanalytical:{analytical[0]}\n\n"
+                    "The above quantities relating the numerical and analytical jacobians are "
+                    "computed in fast mode. See: https://github.com/pytorch/pytorch/issues/53876 "
+                    "for more background about fast mode."
+                )
+
+
+def _vjp_dot(out: Tensor, targets: list, v: np.ndarray, u: np.ndarray, row: int) -> float:
+    if not out.requires_grad:
+        return 0.0
+    seed = Tensor(v.astype(out.dtype), device=out.device)
+    g = grad(out, targets, seed, retain_graph=True, allow_unused=True)[row]
+    return 0.0 if g is None else float(np.sum(_host(g) * u))
+
+
+def _check_backward_scales_with_grad_output(fn: Callable, inputs: tuple, wrt: list[int]) -> None:
+    """Zero output gradients must give zero input gradients of the inputs' dtype, device, shape."""
+    outputs = [o for o in _outputs(fn, inputs) if o.requires_grad]
+    if not outputs:
+        return
+    targets = [inputs[i] for i in wrt]
+    with no_grad():
+        zeros = [o.detach() * 0 for o in outputs]
+    for g, t in zip(grad(outputs, targets, zeros, allow_unused=True), targets, strict=True):
+        if g is None:
+            continue
+        if np.any(_host(g) != 0):
+            raise GradcheckError("backward not multiplied by grad_output")
+        if g.dtype != t.dtype:
+            raise GradcheckError("grad is incorrect type")
+        if g.device is not t.device:
+            raise GradcheckError("grad is incorrect device")
+        if tuple(g.shape) != tuple(t.shape):
+            raise GradcheckError("grad is incorrect size")
+
+
+# ------------------------------------------------------------------------ undefined output grads
+def _call_with_all_grads_undefined(outputs: list[Tensor]) -> None:
+    """Call the custom Functions that made `outputs` with every output gradient undefined.
+
+    PyTorch's engine runs a node even when only undefined gradients reach it; this engine skips
+    such a node, so the case is tried on the outputs' own nodes directly. Built-in ops never see
+    it here.
+    """
+    nodes = {id(o.grad_fn): o.grad_fn for o in outputs if isinstance(o.grad_fn, BackwardCFunction)}
+    for node in nodes.values():
+        if node.is_async:
+            continue
+        grads = [None] * len(node._out_meta)
+        if node.materialize_grads:
+            grads = [Tensor._wrap(g, node.device) for g in materialize(node, grads, False)]
+        try:
+            node.backward(*grads)
+        except RuntimeError as exc:
+            raise GradcheckError(UNDEFINED_GRAD_MESSAGE) from exc
+
+
+class _UndefinedGrad(Function):
+    """Identity whose backward sends no gradient: PyTorch's `UndefinedGrad` for the check."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor) -> Tensor:
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: Any) -> None:
+        return None
+
+
+def _check_undefined_grad(fn: Callable, inputs: tuple, wrt: list[int]) -> None:
+    """Backward must cope with outputs whose gradient is undefined, all at once or one at a time,
+    and give zero (or no) input gradients when every output gradient is zero or undefined."""
+    targets = [inputs[i] for i in wrt]
+    _call_with_all_grads_undefined(_outputs(fn, inputs))
+    cases = [[_UndefinedGrad.apply(o) for o in _outputs(fn, inputs)]]
+    if len(cases[0]) > 1:
+        for undefined in range(len(cases[0])):
+            outs = _outputs(fn, inputs)
+            cases.append([_UndefinedGrad.apply(o) if k == undefined else o
+                          for k, o in enumerate(outs)])
+    for outs in cases:
+        outs = [o for o in outs if o.requires_grad]
+        if not outs:
+            continue
+        with no_grad():
+            zeros = [o.detach() * 0 for o in outs]
+        try:
+            grads = grad(outs, targets, zeros, allow_unused=True)
+        except RuntimeError as exc:
+            raise GradcheckError(UNDEFINED_GRAD_MESSAGE) from exc
+        for g in grads:
+            if g is not None and np.any(_host(g) != 0):
+                raise GradcheckError(UNDEFINED_GRAD_NONZERO_MESSAGE)
+
+
+# ------------------------------------------------------------------------------------- the API
 def gradcheck(
     fn: Callable[..., Any],
     inputs: Any,
@@ -92,21 +276,29 @@ def gradcheck(
     atol: float = 1e-5,
     rtol: float = 1e-3,
     raise_exception: bool = True,
+    nondet_tol: float = 0.0,
+    check_undefined_grad: bool = True,
+    fast_mode: bool = False,
 ) -> bool:
-    """Check the gradients of `fn` at `inputs` against central finite differences."""
+    """Check the gradients of `fn` at `inputs` against central finite differences.
+
+    As PyTorch's: `nondet_tol` bounds how much two backward passes over the same graph may differ;
+    `check_undefined_grad` also checks that backward copes with undefined output gradients;
+    `fast_mode` compares random projections `v^T J u` instead of whole Jacobians; with
+    `raise_exception=False` a failed check returns False instead of raising GradcheckError.
+    """
     inputs = _as_tuple(inputs)
     wrt = _check_inputs(inputs)
-    numerical = _numerical(fn, inputs, wrt, eps)
-    analytical = _analytical(fn, inputs, wrt)
-    for row, i in enumerate(wrt):
-        for col, (num, ana) in enumerate(zip(numerical[row], analytical[row], strict=True)):
-            if not np.allclose(ana, num, rtol=rtol, atol=atol):
-                if not raise_exception:
-                    return False
-                raise GradcheckError(
-                    f"Jacobian mismatch for output {col} with respect to input {i},\n"
-                    f"numerical:{num}\nanalytical:{ana}\n"
-                )
+    try:
+        check = _fast_check if fast_mode else _slow_check
+        check(fn, inputs, wrt, eps, atol, rtol, nondet_tol)
+        _check_backward_scales_with_grad_output(fn, inputs, wrt)
+        if check_undefined_grad:
+            _check_undefined_grad(fn, inputs, wrt)
+    except GradcheckError:
+        if raise_exception:
+            raise
+        return False
     return True
 
 
@@ -119,16 +311,22 @@ def gradgradcheck(
     atol: float = 1e-5,
     rtol: float = 1e-3,
     raise_exception: bool = True,
+    nondet_tol: float = 0.0,
+    check_undefined_grad: bool = True,
+    fast_mode: bool = False,
     seed: int = 0,
 ) -> bool:
-    """Check second derivatives: gradcheck of the first derivatives built with create_graph=True."""
+    """Check second derivatives: gradcheck of the first derivatives built with create_graph=True.
+
+    Random `grad_outputs` (uniform in [-1, 1), the outputs' dtype) are drawn when not given.
+    """
     inputs = _as_tuple(inputs)
-    wrt = _check_inputs(inputs)
-    outputs = [o for o in _differentiable_outputs(_as_tuple(fn(*inputs))) if o.requires_grad]
+    wrt = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    outputs = [o for o in _outputs(fn, inputs) if o.requires_grad]
     if grad_outputs is None:
         rng = np.random.default_rng(seed)
         grad_outputs = tuple(
-            Tensor(rng.standard_normal(o.shape), dtype=np.float64, device=o.device,
+            Tensor(rng.uniform(-1.0, 1.0, o.shape), dtype=o.dtype, device=o.device,
                    requires_grad=True)
             for o in outputs
         )
@@ -136,11 +334,12 @@ def gradgradcheck(
     n = len(inputs)
 
     def first_derivatives(*args: Any) -> tuple:
-        outs = [o for o in _differentiable_outputs(_as_tuple(fn(*args[:n]))) if o.requires_grad]
+        outs = [o for o in _outputs(fn, args[:n]) if o.requires_grad]
         grads = grad(outs, [args[i] for i in wrt], args[n:], create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(
         first_derivatives, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
-        raise_exception=raise_exception,
+        raise_exception=raise_exception, nondet_tol=nondet_tol,
+        check_undefined_grad=check_undefined_grad, fast_mode=fast_mode,
     )

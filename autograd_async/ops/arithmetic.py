@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..dtypes import default_float
 from ..tensor import Tensor
 from .base import Op
 from .dual import (
@@ -31,7 +32,7 @@ from .dual import (
     zeros_like,
 )
 from .elementwise import reciprocal
-from .promotion import FLOAT32, promote, scalar
+from .promotion import promote, scalar
 
 
 class _ScaledSecondOperand(Op):
@@ -118,9 +119,9 @@ class DivBackward0(Op):
         if _integral(a) and _integral(b):
             # True division of integers gives the default float, as in PyTorch.
             if hasattr(a, "astype"):
-                a = a.astype(FLOAT32)
+                a = a.astype(default_float())
             else:
-                b = b.astype(FLOAT32)
+                b = b.astype(default_float())
         with quiet():  # x / 0 and 0 / 0 give inf and nan silently, as in PyTorch
             if out is not None:
                 return xp_of(out).divide(a, b, out=out)

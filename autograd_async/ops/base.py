@@ -17,10 +17,12 @@ import weakref
 from typing import Any, ClassVar
 
 from ..devices import Device, DeviceError
-from ..grad_mode import anomaly_enabled, grad_enabled
+from ..grad_mode import anomaly_enabled, grad_enabled, inference_enabled
 from ..graph import Node, grad_accumulator, next_sequence_nr
 from ..recording import forward_sink
-from ..tensor import Tensor
+from ..saved_hooks import hooks_stack
+from ..tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor, mark_inference
+from .saved import PACKED, pack_output, save_packed, unpack_slots, unpacked
 
 RELEASED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -150,6 +152,10 @@ class Op(Node):
             node.needs_input_grad = _NO_GRAD.get(len(inputs)) or (False,) * len(inputs)
             out = node.forward(*arrays, **kwargs)
         result = node._wrap_outputs(out, inputs, requires)
+        if not requires and (
+            inference_enabled.get() or (cls.is_view and type(inputs[0]) is InferenceTensor)
+        ):
+            mark_inference(result)  # made in inference mode, or a view of such a tensor
         if sink is not None:
             node._record_forward(sink, started, inputs, out, requires)
         return result
@@ -164,7 +170,9 @@ class Op(Node):
                 edges.append(_NO_EDGE)
         self.next_functions = tuple(edges)
         indices = self.saved_inputs
-        if indices:
+        if hooks_stack.get():
+            save_packed(self, inputs, indices)
+        elif indices:
             # Tensors for a differentiable backward, their arrays for the usual one, and the
             # version counters to check before either is used.
             plans = self._save_plans
@@ -177,6 +185,8 @@ class Op(Node):
             checks = []
             for t in saved:
                 if isinstance(t, Tensor):
+                    if type(t) is InferenceTensor:
+                        raise RuntimeError(INFERENCE_SAVED_MESSAGE)
                     base = t._base
                     owner = base if base is not None else t
                     checks.append((t, owner, owner._ver))
@@ -214,9 +224,12 @@ class Op(Node):
             self._out_meta = single_output_meta(out)
             t = Tensor._wrap(out, dev, self, 0, base)
             if self.saves_output:
-                self._saved_out = out
-                self._saved_data = self._saved_data + (out,)
-                self._out_ref = weakref.ref(t)
+                if self._saved_data is PACKED:
+                    pack_output(self, t)
+                else:
+                    self._saved_out = out
+                    self._saved_data = self._saved_data + (out,)
+                    self._out_ref = weakref.ref(t)
             return t
         if not requires:
             return tuple(Tensor._wrap(o, dev, None, 0, base) for o in out)
@@ -229,9 +242,12 @@ class Op(Node):
             for i, o in enumerate(out)
         )
         if self.saves_output:
-            self._saved_out = out[0]
-            self._saved_data = self._saved_data + (out[0],)
-            self._out_ref = weakref.ref(tensors[0])
+            if self._saved_data is PACKED:
+                pack_output(self, tensors[0])
+            else:
+                self._saved_out = out[0]
+                self._saved_data = self._saved_data + (out[0],)
+                self._out_ref = weakref.ref(tensors[0])
         return tensors
 
     def _record_forward(self, sink: Any, started: int, inputs: tuple, out: Any, requires: bool):
@@ -262,6 +278,8 @@ class Op(Node):
         """
         if self._released:
             raise RuntimeError(RELEASED_MESSAGE)
+        if self._saved_data is PACKED:
+            return unpacked(self, like)
         for t, owner, version in self._checks:
             if owner._ver != version:
                 self._raise_version_error(t, version)
@@ -295,6 +313,8 @@ class Op(Node):
         """Raise PyTorch's error if the graph was freed: for rules that read `saved_slots`."""
         if self._released:
             raise RuntimeError(RELEASED_MESSAGE)
+        if self._saved_data is PACKED:
+            unpack_slots(self)
 
     def _raise_version_error(self, t: Tensor, expected: int) -> None:
         origin = (

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import default_complex, default_float
+
 FLOAT32 = np.dtype("float32")
 INT64 = np.dtype("int64")
 COMPLEX64 = np.dtype("complex64")
@@ -45,14 +47,14 @@ def result_type(*operands: Any) -> np.dtype:
     if scalars:
         top = max(scalars)
         if result is None:
-            result = (np.dtype(bool), INT64, FLOAT32, COMPLEX64)[top]
+            result = (np.dtype(bool), INT64, default_float(), default_complex())[top]
         elif top > _CATEGORY[result.kind]:
             if top == 1:
                 result = INT64
             elif top == 2:
-                result = FLOAT32
+                result = default_float()
             else:
-                result = np.dtype("complex128") if result == np.float64 else COMPLEX64
+                result = np.dtype("complex128") if result == np.float64 else default_complex()
     return result
 
 
@@ -77,8 +79,8 @@ def promote(a: Any, b: Any) -> tuple[Any, Any]:
 
 
 def as_float(a: Any) -> Any:
-    """`a`, or `a` as float32 when it holds integers or bools (for exp, log, true division...)."""
-    return a.astype(FLOAT32) if a.dtype.kind in "biu" else a
+    """`a`, or `a` in the default float dtype when it holds integers or bools (exp, log, ...)."""
+    return a.astype(default_float()) if a.dtype.kind in "biu" else a
 
 
 def scalar(x: Any) -> Any:

@@ -1,5 +1,5 @@
-"""Utilities beside the core: data loading (`utils.data`)."""
+"""Utilities built on the core (PyTorch's `torch.utils`): `checkpoint` and `data` loading."""
 
-from . import data
+from . import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]

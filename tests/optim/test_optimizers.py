@@ -185,8 +185,9 @@ def test_gradient_array_is_not_modified():
 
 
 def test_gradient_on_other_device_is_refused():
-    p = Parameter(aa.zeros(2, device="sim:0"))
+    p = Parameter(aa.zeros(2))
     p.grad = aa.zeros(2)
+    p.data = aa.zeros(2, device="sim:0")  # `.grad` is checked when assigned, not after
     with pytest.raises(RuntimeError, match="gradient of a parameter on sim:0 is on cpu"):
         optim.SGD([p], lr=0.1).step()
 
@@ -194,8 +195,9 @@ def test_gradient_on_other_device_is_refused():
 @pytest.mark.parametrize("make", [lambda p: optim.SGD([p], lr=0.1),
                                   lambda p: optim.Adam([p], lr=0.1)])
 def test_gradient_of_another_shape_is_refused(make):
-    p = Parameter(aa.zeros(2, 3))
+    p = Parameter(aa.zeros(3, 2))
     p.grad = aa.zeros(3, 2)
+    p.data = aa.zeros(2, 3)  # `.grad` is checked when assigned, not after
     with pytest.raises(RuntimeError, match=r"the gradient's shape \(3, 2\) does not match the "
                                            r"parameter's \(2, 3\)"):
         make(p).step()

@@ -12,6 +12,7 @@ from typing import Any
 
 from ... import creation
 from ...devices import array_module
+from ...dtypes import default_float
 from ...ops import cat
 from ...tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
@@ -42,7 +43,7 @@ def generate_square_subsequent_mask(size: int, device: Any = None, dtype: Any = 
     """The causal mask: 0 on and below the diagonal, -inf above (PyTorch's Transformer helper)."""
     rows = creation.arange(size, device=device)
     allowed = rows.unsqueeze(1) >= rows.unsqueeze(0)
-    return as_additive_mask(~allowed, "mask", dtype or creation.DEFAULT_FLOAT)  # type: ignore[return-value]
+    return as_additive_mask(~allowed, "mask", dtype or default_float())  # type: ignore[return-value]
 
 
 class MultiheadAttention(Module):
