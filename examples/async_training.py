@@ -1,10 +1,11 @@
-"""Train a digit classifier while the next batch is prepared during each awaited backward pass.
+"""Train a digit classifier while the next batches are prepared during each awaited backward pass.
 
 An MLP learns scikit-learn's 8x8 handwritten digits (1,797 images shipped with the package). The
 training loop awaits `loss.backward_async()`: the backward pass runs on the device's worker thread,
-and the event loop is free meanwhile, so a loader task shuffles, slices and builds the next batch
-in that time instead of after it. A bounded `asyncio.Queue` keeps the loader a few batches ahead.
-Each epoch ends with an evaluation on the held-out test images, under `aa.no_grad()`.
+and the event loop is free meanwhile. Batches come from `aa.utils.data.DataLoader` through
+`async for`: its thread shuffles, slices and builds the next batches while the training coroutine
+runs and awaits, at most PREFETCH ahead. Each epoch ends with an evaluation on the held-out test
+images, under `aa.no_grad()`.
 
 Run it (about 5 s on two cores; `--check` makes the exit status fail below 95% test accuracy):
 
@@ -23,7 +24,7 @@ import asyncio
 import contextlib
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,12 +35,12 @@ from tqdm import tqdm
 import autograd_async as aa
 from autograd_async import nn
 from autograd_async.profiler import profile
+from autograd_async.utils.data import DataLoader
 
 TARGET_ACCURACY = 0.95
-# How many prepared batches may wait in the queue: enough that the training loop never waits for
-# the loader, few enough that a slow consumer does not make the loader hold the whole epoch.
+# How many prepared batches may wait: enough that the training loop never waits for the loader,
+# few enough that a slow consumer does not make the loader hold the whole epoch.
 PREFETCH = 4
-END_OF_EPOCH = None  # what the loader puts in the queue after an epoch's last batch
 
 
 @dataclass(frozen=True)
@@ -111,29 +112,20 @@ def make_batch(data: Digits, rows: np.ndarray, device: str) -> Batch:
     )
 
 
-async def load_batches(
-    queue: asyncio.Queue, data: Digits, args: argparse.Namespace, rng: np.random.Generator
-) -> None:
-    """The loader task: every epoch, a fresh shuffle cut into batches, then END_OF_EPOCH."""
-    device = args.device or default_device()
-    for _ in range(args.epochs):
-        order = rng.permutation(len(data.x_train))
-        for start in range(0, len(order), args.batch_size):
-            rows = order[start : start + args.batch_size]
-            # This runs while the training task is suspended in `await loss.backward_async()`,
-            # so the batch is ready before that await returns. Slicing takes microseconds and
-            # stays on the loop: a helper thread would only contend for the GIL with the device
-            # worker. Heavy preparation (decoding, augmentation in native code) would go through
-            # `await asyncio.to_thread(...)`.
-            batch = make_batch(data, rows, device)
-            await queue.put(batch)  # waits while PREFETCH batches are already queued
-        await queue.put(END_OF_EPOCH)
+def batch_loader(data: Digits, args: argparse.Namespace, device: str) -> DataLoader:
+    """Shuffled batches of the training set (a new order every epoch), built on a thread.
 
-
-async def epoch_batches(queue: asyncio.Queue) -> AsyncIterator[Batch]:
-    """The batches of one epoch, as the loader delivers them."""
-    while (batch := await queue.get()) is not END_OF_EPOCH:
-        yield batch
+    The dataset is the row numbers; `make_batch`, the collate function, gathers the rows of a
+    batch into tensors on the device at once, which is faster than one sample at a time.
+    """
+    return DataLoader(
+        range(len(data.x_train)),
+        batch_size=args.batch_size,
+        shuffle=True,
+        generator=aa.Generator(args.seed),
+        collate_fn=lambda rows: make_batch(data, np.asarray(rows), device),
+        prefetch=PREFETCH,
+    )
 
 
 # ------------------------------------------------------------------------------------ training
@@ -144,7 +136,8 @@ async def train_step(
     optimizer.zero_grad()
     logits = model(batch.x)
     loss = criterion(logits, batch.y)
-    # The device worker runs backward; this task is suspended, so the loader gets the loop.
+    # The device worker runs backward while this task is suspended; the loader's thread keeps
+    # building the next batches meanwhile.
     await loss.backward_async()
     optimizer.step()
     return loss.item(), accuracy(logits, batch.y)
@@ -172,7 +165,7 @@ def one_blas_thread() -> Iterator[None]:
 
 
 async def run_epoch(
-    queue: asyncio.Queue,
+    loader: DataLoader,
     model: nn.Module,
     optimizer: aa.optim.Optimizer,
     criterion: nn.Module,
@@ -180,7 +173,7 @@ async def run_epoch(
 ) -> tuple[float, float]:
     """Train on one epoch's batches from the loader; returns the mean loss and accuracy."""
     losses, accuracies = [], []
-    async for batch in epoch_batches(queue):
+    async for batch in loader:  # the loader's thread builds the next batches meanwhile
         loss, acc = await train_step(model, optimizer, criterion, batch)
         losses.append(loss)
         accuracies.append(acc)
@@ -195,7 +188,7 @@ async def train(args: argparse.Namespace) -> Result:
     device = args.device or default_device()
     data = load_digits().standardised()
     aa.manual_seed(args.seed)
-    rng = np.random.default_rng(args.seed)
+    loader = batch_loader(data, args, device)
     model = mlp(args.hidden).to(device)
     optimizer = aa.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     criterion = nn.CrossEntropyLoss()
@@ -206,16 +199,13 @@ async def train(args: argparse.Namespace) -> Result:
     tracing = profile(record_forward=True) if args.trace else contextlib.nullcontext()
     bar = tqdm(total=steps, unit="batch", disable=args.quiet, leave=False, file=sys.stderr)
     with one_blas_thread(), tracing as prof, bar:
-        async with asyncio.TaskGroup() as tasks:  # a loader failure cancels training, and back
-            queue: asyncio.Queue = asyncio.Queue(maxsize=PREFETCH)
-            tasks.create_task(load_batches(queue, data, args, rng))
-            for epoch in range(1, args.epochs + 1):
-                bar.set_description(f"epoch {epoch}/{args.epochs}")
-                loss, acc = await run_epoch(queue, model, optimizer, criterion, bar)
-                test_acc = evaluate(model, data.x_test, data.y_test, device)
-                history.append(EpochStats(epoch, loss, acc, test_acc))
-                if not args.quiet:
-                    bar.write(str(history[-1]))
+        for epoch in range(1, args.epochs + 1):
+            bar.set_description(f"epoch {epoch}/{args.epochs}")
+            loss, acc = await run_epoch(loader, model, optimizer, criterion, bar)
+            test_acc = evaluate(model, data.x_test, data.y_test, device)
+            history.append(EpochStats(epoch, loss, acc, test_acc))
+            if not args.quiet:
+                bar.write(str(history[-1]))
     seconds = time.perf_counter() - began
     if args.trace:
         prof.export_chrome_trace(args.trace)
