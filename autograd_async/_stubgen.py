@@ -186,7 +186,8 @@ def render_tensor_stub() -> str:
     for name, value in vars(module).items():
         if isinstance(value, module.np.dtype) and not name.startswith("_"):
             lines.append(f"{name}: np.dtype\n")
-    lines.append("\n")
+    if lines:  # a blank line between the constants and the functions
+        lines.append("\n")
     for name, value in vars(module).items():
         if inspect.isfunction(value) and value.__module__ == module.__name__:
             lines.append(_def(name, value, "", False))

@@ -7,7 +7,7 @@ import time
 
 import async_training
 import pytest
-from async_training import PREFETCH, TARGET_ACCURACY, main, parse_args, train
+from async_training import TARGET_ACCURACY, main, parse_args, train
 
 from autograd_async.engine.trace_events import CallerAwait
 from autograd_async.profiler import load_trace, profile
