@@ -20,7 +20,6 @@ From code: `result = asyncio.run(train(parse_args(["--epochs", "2"])))`.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import sys
 import time
@@ -28,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
+from _cli import default_device, run_and_report
 from _data import Digits, accuracy, load_digits, mlp
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
@@ -75,11 +75,6 @@ class Result:
     model: nn.Module
     history: list[EpochStats] = field(default_factory=list)
     trace: str | None = None
-
-
-def default_device() -> str:
-    """cuda:0 when a GPU is usable, else the simulated accelerator sim:0."""
-    return "cuda:0" if aa.cuda_is_available() else "sim:0"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -214,20 +209,15 @@ async def train(args: argparse.Namespace) -> Result:
 
 def main(argv: list[str] | None = None) -> int:
     """Run from the command line; the exit status is 1 when `--check` fails."""
-    args = parse_args(argv)
-    try:
-        result = asyncio.run(train(args))
-    except aa.DeviceError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"test accuracy {result.test_accuracy:.2%} after {len(result.history)} epochs "
-          f"in {result.seconds:.1f} s on {result.device}")
-    if result.trace:
-        print(f"trace written to {result.trace}")
-    if args.check and result.test_accuracy < TARGET_ACCURACY:
-        print(f"FAILED: test accuracy is below the {TARGET_ACCURACY:.0%} target", file=sys.stderr)
-        return 1
-    return 0
+    return run_and_report(
+        train,
+        parse_args(argv),
+        lambda result: f"test accuracy {result.test_accuracy:.2%} after {len(result.history)} "
+        f"epochs in {result.seconds:.1f} s on {result.device}",
+        lambda result: result.test_accuracy,
+        TARGET_ACCURACY,
+        "test accuracy",
+    )
 
 
 if __name__ == "__main__":

@@ -17,13 +17,13 @@ Run it (about half a minute on two cores; `--check` makes the exit status fail b
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import sys
 import time
 from dataclasses import dataclass
 
 import numpy as np
+from _cli import default_device, run_and_report
 from _data import accuracy, load_digits
 from threadpoolctl import threadpool_limits
 
@@ -34,11 +34,6 @@ from autograd_async.utils.data import DataLoader, TensorDataset
 
 TARGET_ACCURACY = 0.98
 TARGET_PERCENT = round(TARGET_ACCURACY * 100)
-
-
-def default_device() -> str:
-    """cuda:0 when a GPU is usable, else the simulated accelerator sim:0."""
-    return "cuda:0" if aa.cuda_is_available() else "sim:0"
 
 
 def cnn(width: int = 32) -> nn.Sequential:
@@ -148,20 +143,15 @@ async def train(args: argparse.Namespace) -> Result:
 
 def main(argv: list[str] | None = None) -> int:
     """Run from the command line; the exit status is 1 when `--check` fails."""
-    args = parse_args(argv)
-    try:
-        result = asyncio.run(train(args))
-    except aa.DeviceError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"test accuracy {result.test_accuracy:.2%} after {len(result.history)} epochs "
-          f"in {result.seconds:.1f} s on {result.device}")
-    if args.trace:
-        print(f"trace written to {args.trace}")
-    if args.check and result.test_accuracy < TARGET_ACCURACY:
-        print(f"FAILED: test accuracy is below the {TARGET_ACCURACY:.0%} target", file=sys.stderr)
-        return 1
-    return 0
+    return run_and_report(
+        train,
+        parse_args(argv),
+        lambda result: f"test accuracy {result.test_accuracy:.2%} after {len(result.history)} "
+        f"epochs in {result.seconds:.1f} s on {result.device}",
+        lambda result: result.test_accuracy,
+        TARGET_ACCURACY,
+        "test accuracy",
+    )
 
 
 if __name__ == "__main__":

@@ -18,13 +18,13 @@ Run it (about a minute on two cores; `--check` makes the exit status fail below 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import sys
 import time
 from dataclasses import dataclass
 
 import numpy as np
+from _cli import default_device, run_and_report
 from threadpoolctl import threadpool_limits
 
 import autograd_async as aa
@@ -35,11 +35,6 @@ from autograd_async.utils.data import DataLoader, IterableDataset
 TARGET_ACCURACY = 0.95
 TARGET_PERCENT = round(TARGET_ACCURACY * 100)
 VOCAB = 10
-
-
-def default_device() -> str:
-    """cuda:0 when a GPU is usable, else the simulated accelerator sim:0."""
-    return "cuda:0" if aa.cuda_is_available() else "sim:0"
 
 
 TASKS = {
@@ -182,19 +177,15 @@ async def train(args: argparse.Namespace) -> Result:
 def main(argv: list[str] | None = None) -> int:
     """Run from the command line; the exit status is 1 when `--check` fails."""
     args = parse_args(argv)
-    try:
-        result = asyncio.run(train(args))
-    except aa.DeviceError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"held-out token accuracy {result.accuracy:.2%} after {args.steps} steps "
-          f"in {result.seconds:.1f} s on {result.device}")
-    if args.trace:
-        print(f"trace written to {args.trace}")
-    if args.check and result.accuracy < TARGET_ACCURACY:
-        print(f"FAILED: accuracy is below the {TARGET_ACCURACY:.0%} target", file=sys.stderr)
-        return 1
-    return 0
+    return run_and_report(
+        train,
+        args,
+        lambda result: f"held-out token accuracy {result.accuracy:.2%} after {args.steps} steps "
+        f"in {result.seconds:.1f} s on {result.device}",
+        lambda result: result.accuracy,
+        TARGET_ACCURACY,
+        "accuracy",
+    )
 
 
 if __name__ == "__main__":
