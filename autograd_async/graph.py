@@ -38,6 +38,21 @@ def next_sequence_nr() -> int:
     return _sequence.next()
 
 
+def init_node(node: Node, device: Device, seq: int | None = None) -> Node:
+    """Give a new node its bookkeeping fields: device, sequence number, no hooks or metadata yet.
+
+    The sequence number is the calling thread's next one unless `seq` is given (AccumulateGrad
+    outranks everything with its own). PyTorch takes it when the node is constructed: for an op
+    only when the op records, for a custom Function on every `apply`.
+    """
+    node._seq = next_sequence_nr() if seq is None else seq
+    node.device = device
+    node._hooks = None
+    node._metadata = None
+    node._released = False
+    return node
+
+
 class RemovableHandle:
     """Returned by hook registration; `remove()` unregisters the hook."""
 
@@ -159,13 +174,9 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable: Tensor) -> None:
         self.variable = variable
+        init_node(self, variable.device, ACCUMULATE_GRAD_SEQUENCE_NR)
         self.next_functions = ()
-        self._seq = ACCUMULATE_GRAD_SEQUENCE_NR
-        self.device = variable.device
         self._out_meta = ((variable.shape, variable.dtype),)
-        self._hooks = None
-        self._metadata = None
-        self._released = False
         # The array we made by summing, so later gradients may be added to it in place safely.
         self._owned_grad = None
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .devices import Device, array_module
-from .graph import AccumulateGrad, Node, next_sequence_nr
+from .graph import AccumulateGrad, Node, init_node
 from .ops.dual import can_sum_to, cast, sum_to, xp_of
 from .tensor import Tensor
 
@@ -31,14 +31,10 @@ class GraphRoot(Node):
     runs_without_grad = True
 
     def __init__(self, edges: Sequence[tuple[Node, int]], grads: Sequence[Any], dev: Device):
+        init_node(self, dev)  # PyTorch's GraphRoot takes a sequence number too
         self.next_functions = tuple(edges)
         self._grads = tuple(grads)
-        self._seq = next_sequence_nr()  # PyTorch's GraphRoot takes one too
-        self.device = dev
         self._out_meta = ()
-        self._hooks = None
-        self._metadata = None
-        self._released = False
 
     def backward(self, *_: Any) -> tuple:
         """The starting gradients."""

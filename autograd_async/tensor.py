@@ -280,8 +280,7 @@ class Tensor:
 
     def detach_(self) -> Tensor:
         """Take this tensor out of the graph, in place."""
-        self.grad_fn = None
-        self._rg = False
+        history.clear_history(self)
         return self
 
     # -------------------------------------------------------------- conversions
@@ -362,4 +361,5 @@ class Tensor:
 
 # Last: the autograd API sits above tensors and imports this module (an import inside
 # `backward` would go through the import system on every call).
+from . import history  # noqa: E402
 from .autograd import api as autograd_api  # noqa: E402

@@ -8,8 +8,9 @@ from typing import Any
 from ..devices import CPU, array_module
 from ..engine import get_engine
 from ..grad_mode import anomaly_check_nan, anomaly_enabled
-from ..graph import Node, claim, grad_accumulator
+from ..graph import Node, claim
 from ..graph_task import GraphRoot, GraphTask
+from ..history import gradient_edge
 from ..tensor import Tensor
 
 
@@ -21,12 +22,6 @@ def _as_tuple(value: Any) -> tuple:
     if isinstance(value, tuple):
         return value
     return tuple(value) if hasattr(value, "__iter__") else (value,)
-
-
-def _gradient_edge(t: Tensor) -> tuple[Node, int]:
-    if t.grad_fn is not None:
-        return t.grad_fn, t._output_nr
-    return grad_accumulator(t), 0
 
 
 def _root_gradients(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> list:
@@ -133,7 +128,7 @@ def prepare(
             )
     keep_graph = create_graph if retain_graph is None else bool(retain_graph)
     grads = _root_gradients(outs, grad_outs, create_graph)
-    edges = [_gradient_edge(t) for t in outs]
+    edges = [gradient_edge(t) for t in outs]
     if len(edges) == 1:
         root: Node = edges[0][0]
         starts = [(edges[0][0], edges[0][1], grads[0])]
@@ -156,7 +151,7 @@ def prepare(
             for t in ins:
                 if t.grad_fn is not None:
                     t.retain_grad()
-        task.capture([_gradient_edge(t) for t in ins], run_targets=(mode == "backward"))
+        task.capture([gradient_edge(t) for t in ins], run_targets=(mode == "backward"))
     return PreparedTask(task, starts, ins, mode, allow_unused)
 
 

@@ -7,12 +7,19 @@ may await (sleep, I/O, another `backward_async`) while that worker keeps running
 from __future__ import annotations
 
 import inspect
-import traceback
 from typing import Any, ClassVar
 
-from ..devices import DeviceError
+from ..devices import CPU
 from ..grad_mode import anomaly_enabled, grad_enabled, no_grad
-from ..graph import Node, grad_accumulator, next_sequence_nr
+from ..graph import Node
+from ..history import (
+    NO_EDGE,
+    device_mismatch,
+    gradient_edge,
+    init_node,
+    keep_forward_trace,
+    set_history,
+)
 from ..ops.base import RELEASED_MESSAGE, describe
 from ..tensor import Tensor
 
@@ -24,9 +31,7 @@ class BackwardCFunction(Node):
     _function: ClassVar[type[Function]]
 
     def __init__(self) -> None:
-        self._hooks = None
-        self._metadata = None
-        self._released = False
+        # The graph fields (sequence number, device, hooks) come from `init_node`.
         self.needs_input_grad: tuple[bool, ...] = ()
         self._saved: tuple = ()
         self._saved_versions: tuple = ()
@@ -139,16 +144,13 @@ class Function:
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         """Run forward and, when any input requires grad, record the node."""
-        node = cls._node_class()
-        # As PyTorch, the node takes its sequence number before forward runs, needed or not.
-        node._seq = next_sequence_nr()
         tensors = [a for a in args if isinstance(a, Tensor)]
-        devices = {t.device for t in tensors}
-        if len(devices) > 1:
-            names = ", ".join(sorted(str(d) for d in devices))
-            raise DeviceError(
-                f"{cls.__name__}: expected all tensors to be on the same device, found {names}"
-            )
+        dev = tensors[0].device if tensors else CPU
+        for t in tensors:
+            if t.device is not dev:
+                raise device_mismatch(cls.__name__, dev, t.device)
+        # As PyTorch, the node takes its sequence number before forward runs, needed or not.
+        node = init_node(cls._node_class(), dev)
         node.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
         requires = grad_enabled.get() and any(node.needs_input_grad)
         with no_grad():
@@ -158,14 +160,15 @@ class Function:
         outputs = out if isinstance(out, tuple) else (out,)
         # Edges for tensor arguments only, as PyTorch's next_functions.
         node._tensor_args = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
-        node.next_functions = tuple(_edge(args[i]) for i in node._tensor_args)
+        node.next_functions = tuple(gradient_edge_or_none(args[i]) for i in node._tensor_args)
         first = next((o for o in outputs if isinstance(o, Tensor)), None)
-        node.device = first.device if first is not None else tensors[0].device
+        if first is not None:
+            node.device = first.device
         node._out_meta = tuple(
             (o.shape, o.dtype) if isinstance(o, Tensor) else ((), None) for o in outputs
         )
         if anomaly_enabled.get():
-            node.metadata["traceback_"] = traceback.format_stack()[:-1]
+            keep_forward_trace(node)
         wrapped = []
         for i, o in enumerate(outputs):
             if not isinstance(o, Tensor):
@@ -178,19 +181,14 @@ class Function:
             fresh = o.grad_fn is None and not o._rg and all(o is not t for t in tensors)
             # An input returned as-is gets a new tensor object, so the input keeps its own history.
             t = o if fresh else Tensor._wrap(o._data, o.device, None, 0, o._base)
-            t.grad_fn = node
-            t._rg = True
-            t._output_nr = i
+            set_history(t, node, i)
             wrapped.append(t)
         return tuple(wrapped) if isinstance(out, tuple) else wrapped[0]
 
 
-def _edge(arg: Tensor) -> tuple:
-    if not arg._rg:
-        return (None, 0)
-    if arg.grad_fn is not None:
-        return (arg.grad_fn, arg._output_nr)
-    return (grad_accumulator(arg), 0)
+def gradient_edge_or_none(arg: Tensor) -> tuple:
+    """The edge of a tensor argument: none when it needs no gradient."""
+    return gradient_edge(arg) if arg._rg else NO_EDGE
 
 
 class FunctionCtx(BackwardCFunction):

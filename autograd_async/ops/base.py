@@ -12,13 +12,13 @@ backward (`create_graph=True`), and uses operators and `ops.dual` helpers that w
 from __future__ import annotations
 
 import time
-import traceback
 import weakref
 from typing import Any, ClassVar
 
-from ..devices import Device, DeviceError
+from ..devices import Device
 from ..grad_mode import anomaly_enabled, grad_enabled
-from ..graph import Node, grad_accumulator, next_sequence_nr
+from ..graph import Node
+from ..history import collect_next_edges, device_mismatch, init_node, keep_forward_trace
 from ..recording import forward_sink
 from ..tensor import Tensor
 
@@ -34,8 +34,6 @@ def describe(t: Tensor) -> str:
     """A short description of a tensor for error messages: dtype, shape, device."""
     return f"[{t.dtype} tensor of shape {tuple(t.shape)} on {t.device}]"
 
-
-_NO_EDGE = (None, 0)
 
 # Canonical `((shape, dtype),)` tuples: nodes share them instead of each keeping two tuples alive,
 # since objects that outlive graph building are what the garbage collector spends its time on.
@@ -119,10 +117,7 @@ class Op(Node):
                 if dev is None:
                     dev = where
                 elif where is not dev:
-                    raise DeviceError(
-                        f"{cls.op_name}: expected all tensors to be on the same device, "
-                        f"but found at least two devices, {dev} and {where}"
-                    )
+                    raise device_mismatch(cls.op_name, dev, where)
                 arrays.append(x._data)
                 wants = x._rg
                 needs.append(wants)
@@ -133,63 +128,56 @@ class Op(Node):
                 needs.append(False)
         if dev is None:
             raise TypeError(f"{cls.op_name}: expected at least one Tensor argument")
-        node = object.__new__(cls)
-        node.device = dev
-        node._hooks = None
-        node._metadata = None
-        node._released = False
         requires = requires and grad_enabled.get()
         sink = forward_sink.get()
         started = time.perf_counter_ns() if sink is not None else 0
         if requires:
+            node = init_node(object.__new__(cls), dev)
             node.needs_input_grad = tuple(needs)
-            out = node.forward(*arrays, **kwargs)
-            node._seq = next_sequence_nr()
-            node._link(inputs, needs)
+            node.next_functions = collect_next_edges(inputs, needs)
+            node._save_inputs(inputs)
+            if anomaly_enabled.get():
+                keep_forward_trace(node)
         else:
+            # Not recorded: the instance only runs forward (which may read `device`).
+            node = object.__new__(cls)
+            node.device = dev
             node.needs_input_grad = _NO_GRAD.get(len(inputs)) or (False,) * len(inputs)
-            out = node.forward(*arrays, **kwargs)
+        out = node.forward(*arrays, **kwargs)
         result = node._wrap_outputs(out, inputs, requires)
         if sink is not None:
             node._record_forward(sink, started, inputs, out, requires)
         return result
 
-    def _link(self, inputs: tuple, needs: list) -> None:
-        edges = []
-        for x, wants in zip(inputs, needs):
-            if wants:
-                fn = x.grad_fn
-                edges.append((fn, x._output_nr) if fn is not None else (grad_accumulator(x), 0))
-            else:
-                edges.append(_NO_EDGE)
-        self.next_functions = tuple(edges)
+    def _save_inputs(self, inputs: tuple) -> None:
+        """Keep the inputs backward reads: tensors, their arrays and their versions.
+
+        Tensors serve a differentiable backward, their arrays the usual one; the version counters
+        are checked before either is used (`saved`).
+        """
         indices = self.saved_inputs
-        if indices:
-            # Tensors for a differentiable backward, their arrays for the usual one, and the
-            # version counters to check before either is used.
-            plans = self._save_plans
-            if plans is None:
-                saved = tuple([inputs[i] for i in indices])
-            else:
-                keep = plans.get(self.needs_input_grad) or self._save_plan()
-                saved = tuple([inputs[i] if k else None for i, k in zip(indices, keep)])
-            data = []
-            checks = []
-            for t in saved:
-                if isinstance(t, Tensor):
-                    base = t._base
-                    owner = base if base is not None else t
-                    checks.append((t, owner, owner._ver))
-                    data.append(t._data)
-                else:
-                    data.append(t)
-            self._saved = saved
-            self._saved_data = tuple(data)
-            self._checks = tuple(checks)
-        else:
+        if not indices:
             self._saved = self._saved_data = self._checks = ()
-        if anomaly_enabled.get():
-            self.metadata["traceback_"] = traceback.format_stack()[:-3]
+            return
+        plans = self._save_plans
+        if plans is None:
+            saved = tuple([inputs[i] for i in indices])
+        else:
+            keep = plans.get(self.needs_input_grad) or self._save_plan()
+            saved = tuple([inputs[i] if k else None for i, k in zip(indices, keep)])
+        data = []
+        checks = []
+        for t in saved:
+            if isinstance(t, Tensor):
+                base = t._base
+                owner = base if base is not None else t
+                checks.append((t, owner, owner._ver))
+                data.append(t._data)
+            else:
+                data.append(t)
+        self._saved = saved
+        self._saved_data = tuple(data)
+        self._checks = tuple(checks)
 
     def _save_plan(self) -> tuple[bool, ...]:
         """Which saved_inputs entries the gradients this node computes need (cached per class)."""

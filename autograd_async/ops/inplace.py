@@ -17,6 +17,7 @@ import numpy as np
 
 from ..devices import DeviceError
 from ..grad_mode import grad_enabled
+from ..history import rebase_history
 from ..tensor import Tensor, infer_array
 from .arithmetic import AddBackward0, SubBackward0, div, mul
 from .base import Op
@@ -216,8 +217,8 @@ def _commit(t: Tensor, result: Tensor) -> Tensor:
         region = _region(t._data, base._data)
         old = _snapshot(base)
         rebased = AsStridedScatterBackward0.apply(old, result, region=region)
-        base.grad_fn, base._output_nr, base._rg = rebased.grad_fn, 0, True
-    t.grad_fn, t._output_nr, t._rg = result.grad_fn, 0, result._rg
+        rebase_history(base, rebased.grad_fn)
+    rebase_history(t, result.grad_fn)
     t._bump_version()
     return t
 

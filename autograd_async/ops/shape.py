@@ -158,6 +158,7 @@ class SplitBackward0(Op):
 
     __slots__ = ("_dim",)
     op_name = "split"
+    is_view = True
 
     def forward(self, a: Any, bounds: tuple[tuple[int, int], ...], dim: int) -> tuple:
         self._dim = dim
@@ -387,13 +388,8 @@ def stack(tensors: Any, dim: int = 0) -> Tensor:
 
 
 def _split(input: Tensor, bounds: list, axis: int, op: type) -> tuple:
-    pieces = op.apply(input, bounds=tuple(bounds), dim=axis)
-    if not isinstance(pieces, tuple):
-        pieces = (pieces,)
-    base = input._base if input._base is not None else input
-    for piece in pieces:  # views of the input: they share its version counter
-        piece._base = base
-    return pieces
+    pieces = op.apply(input, bounds=tuple(bounds), dim=axis)  # views sharing input's version
+    return pieces if isinstance(pieces, tuple) else (pieces,)
 
 
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
