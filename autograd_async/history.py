@@ -21,6 +21,7 @@ __all__ = [
     "clear_history",
     "collect_next_edges",
     "device_mismatch",
+    "forward_name",
     "gradient_edge",
     "init_node",
     "keep_forward_trace",
@@ -77,6 +78,18 @@ def keep_forward_trace(node: Node) -> None:
     while end > 1 and frames[end - 1].filename.startswith(_RECORDING_FILES):
         end -= 1
     node.metadata["traceback_"] = traceback.format_list(frames[:end])
+
+
+def forward_name(node: Node) -> str:
+    """The name PyTorch's messages give a node's op: `Mul` (MulBackward0), `Fill2` (FillBackward2).
+
+    Nodes PyTorch writes by hand (`torch::autograd::CopySlices`) keep their names.
+    """
+    name = node.name()
+    head, sep, tail = name.rpartition("Backward")
+    if sep and tail.isdigit():
+        return head if tail == "0" else head + tail
+    return name
 
 
 def device_mismatch(name: str, first: Device, second: Device) -> DeviceError:

@@ -71,6 +71,7 @@ class Tensor:
         "_output_nr",
         "device",
         "_base",
+        "_version_source",
         "_ver",
         "_hooks",
         "_post_acc_hooks",
@@ -99,6 +100,11 @@ class Tensor:
         self._rg = grad_fn is not None
         self._output_nr = output_nr
         self._base = base
+        # The tensor whose counter counts this one's in-place changes (None: its own): a view's
+        # base, or what a `detach()` was taken from; PyTorch shares one counter among them.
+        if base is not None and base._version_source is not None:
+            base = base._version_source
+        self._version_source = base
         self._ver = 0
         self.grad = None
         self._hooks = None
@@ -182,12 +188,25 @@ class Tensor:
     @property
     def _version(self) -> int:
         """How many in-place changes the tensor's storage has seen (shared with its views)."""
-        base = self._base
-        return (base if base is not None else self)._ver
+        source = self._version_source
+        return (self if source is None else source)._ver
 
     def _bump_version(self) -> None:
-        base = self._base
-        (base if base is not None else self)._ver += 1
+        source = self._version_source
+        (self if source is None else source)._ver += 1
+
+    def _is_view(self) -> bool:
+        """True for a tensor made by a view op: it shares its `_base`'s storage."""
+        return self._base is not None
+
+    @property
+    def output_nr(self) -> int:
+        """Which output of its `grad_fn` this tensor is (0 for leaves)."""
+        return self._output_nr
+
+    def data_ptr(self) -> int:
+        """The address of the tensor's first element."""
+        return _devices.data_ptr(self._data)
 
     @property
     def data(self) -> Tensor:
@@ -275,11 +294,15 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """A tensor sharing storage (and version counter) with this one, outside the graph."""
-        base = self._base
-        return Tensor._wrap(self._data, self.device, None, 0, base if base is not None else self)
+        alias = Tensor._wrap(self._data, self.device)
+        source = self._version_source
+        alias._version_source = self if source is None else source
+        return alias
 
     def detach_(self) -> Tensor:
-        """Take this tensor out of the graph, in place."""
+        """Take this tensor out of the graph, in place (views refuse, as in PyTorch)."""
+        if self._base is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         history.clear_history(self)
         return self
 

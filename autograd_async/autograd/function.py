@@ -20,7 +20,7 @@ from ..history import (
     keep_forward_trace,
     set_history,
 )
-from ..ops.base import RELEASED_MESSAGE, describe
+from ..ops.base import DETACHED_MESSAGE, RELEASED_MESSAGE, version_error
 from ..tensor import Tensor
 
 
@@ -48,20 +48,24 @@ class BackwardCFunction(Node):
                     f"save_for_backward can only save tensors or None, got {type(t).__name__}"
                 )
         self._saved = tensors
-        self._saved_versions = tuple(None if t is None else t._version for t in tensors)
+        # The version, and whether it had a history (a saved non-leaf must not be detach_()ed).
+        self._saved_versions = tuple(
+            None if t is None else (t._version, t.grad_fn is not None) for t in tensors
+        )
 
     @property
     def saved_tensors(self) -> tuple:
         """The tensors given to `save_for_backward`."""
         if self._released:
             raise RuntimeError(RELEASED_MESSAGE)
-        for t, version in zip(self._saved, self._saved_versions, strict=True):
-            if t is not None and t._version != version:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by an "
-                    f"inplace operation: {describe(t)}, which is saved by {self.name()}, is at "
-                    f"version {t._version}; expected version {version} instead."
-                )
+        for t, saved in zip(self._saved, self._saved_versions, strict=True):
+            if t is None:
+                continue
+            version, had_history = saved
+            if t._version != version:
+                raise version_error(t, version)
+            if had_history and t.grad_fn is None:
+                raise RuntimeError(DETACHED_MESSAGE)
         return self._saved
 
     def mark_non_differentiable(self, *tensors: Tensor) -> None:
@@ -179,8 +183,9 @@ class Function:
                 wrapped.append(o)
                 continue
             fresh = o.grad_fn is None and not o._rg and all(o is not t for t in tensors)
-            # An input returned as-is gets a new tensor object, so the input keeps its own history.
-            t = o if fresh else Tensor._wrap(o._data, o.device, None, 0, o._base)
+            # An input returned as-is becomes a view of it, so the input keeps its own history.
+            base = o if o._base is None else o._base
+            t = o if fresh else Tensor._wrap(o._data, o.device, None, 0, base)
             set_history(t, node, i)
             wrapped.append(t)
         return tuple(wrapped) if isinstance(out, tuple) else wrapped[0]

@@ -10,10 +10,21 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor, bool_, float16, float32, float64, int32, int64
-from . import arithmetic, comparison, elementwise, indexing, inplace, nn_ops, reduction, shape
+from . import (
+    arithmetic,
+    comparison,
+    elementwise,
+    indexing,
+    inplace,
+    nn_ops,
+    reduction,
+    shape,
+    views,
+)
 from .transfer import to
 
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
+_FAMILIES += (views,)
 
 FUNCTIONS: dict[str, Any] = {}
 for _family in _FAMILIES:

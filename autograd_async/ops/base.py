@@ -18,7 +18,13 @@ from typing import Any, ClassVar
 from ..devices import Device
 from ..grad_mode import anomaly_enabled, grad_enabled
 from ..graph import Node
-from ..history import collect_next_edges, device_mismatch, init_node, keep_forward_trace
+from ..history import (
+    collect_next_edges,
+    device_mismatch,
+    forward_name,
+    init_node,
+    keep_forward_trace,
+)
 from ..recording import forward_sink
 from ..tensor import Tensor
 
@@ -27,6 +33,12 @@ RELEASED_MESSAGE = (
     "they have already been freed). Saved intermediate values of the graph are freed when you call "
     ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
     "graph a second time or if you need to access saved tensors after calling backward."
+)
+
+
+DETACHED_MESSAGE = (
+    "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is "
+    "not supported, please use out-of-place `.detach()` instead"
 )
 
 
@@ -54,6 +66,56 @@ def single_output_meta(out: Any) -> tuple:
 _NO_GRAD = {n: (False,) * n for n in range(1, 5)}
 
 
+_TORCH_TYPE_NAMES = {
+    "float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+    "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+    "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+}
+
+
+def torch_description(t: Tensor) -> str:
+    """A tensor as PyTorch's messages show it: `[torch.FloatTensor [2, 3]]` (device if not cpu)."""
+    kind = _TORCH_TYPE_NAMES.get(str(t.dtype), str(t.dtype)) + "Tensor"
+    where = "" if t.device.type == "cpu" else f"{t.device.type}."
+    return f"[torch.{where}{kind} {list(t.shape)}]"
+
+
+def version_error(t: Tensor, expected: int) -> RuntimeError:
+    """PyTorch's error for a saved tensor changed in place since it was saved.
+
+    It names the op that made the tensor's current value (the in-place op's, once it ran).
+    """
+    fn = t.grad_fn
+    origin = f", which is output {t._output_nr} of {forward_name(fn)}," if fn is not None else ""
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: {torch_description(t)}{origin} is at version {t._version}; expected "
+        f"version {expected} instead. Hint: enable anomaly detection to find the operation "
+        "that failed to compute its gradient, with "
+        "autograd_async.autograd.set_detect_anomaly(True)."
+    )
+
+
+def broadcast_error(op_name: str, arrays: Any) -> RuntimeError:
+    """PyTorch's error for operands whose shapes do not broadcast, naming the op in a note."""
+    shapes = [tuple(a.shape) for a in arrays if hasattr(a, "shape")]
+    for i, a in enumerate(shapes):
+        for b in shapes[i + 1 :]:
+            ndim = max(len(a), len(b))
+            for dim in range(ndim - 1, -1, -1):
+                offset = ndim - 1 - dim
+                size_a = a[len(a) - 1 - offset] if offset < len(a) else 1
+                size_b = b[len(b) - 1 - offset] if offset < len(b) else 1
+                if size_a != size_b and size_a != 1 and size_b != 1:
+                    error = RuntimeError(
+                        f"The size of tensor a ({size_a}) must match the size of tensor b "
+                        f"({size_b}) at non-singleton dimension {dim}"
+                    )
+                    error.add_note(f"in {op_name}: shapes {list(a)} and {list(b)}")
+                    return error
+    return RuntimeError(f"{op_name}: shapes {shapes} cannot be broadcast together")
+
+
 class Op(Node):
     """A differentiable op and, once applied, the backward node of its outputs."""
 
@@ -75,6 +137,9 @@ class Op(Node):
     non_differentiable_outputs: ClassVar[tuple[int, ...]] = ()
     # Whether output 0 shares storage with input 0 when the backend returns a view.
     is_view: ClassVar[bool] = False
+    # Whether the outputs are several views of input 0 (split, unbind): they refuse in-place
+    # changes, as PyTorch's do.
+    multi_output_view: ClassVar[bool] = False
     # The name of the op's function, for the profiler's forward records.
     op_name: ClassVar[str] = ""
     # Whether backward may write its result into the gradient array it gets, when the node that
@@ -143,7 +208,12 @@ class Op(Node):
             node = object.__new__(cls)
             node.device = dev
             node.needs_input_grad = _NO_GRAD.get(len(inputs)) or (False,) * len(inputs)
-        out = node.forward(*arrays, **kwargs)
+        try:
+            out = node.forward(*arrays, **kwargs)
+        except ValueError as exc:  # NumPy's words for a shape mismatch; PyTorch's type and text
+            if "could not be broadcast" not in str(exc):
+                raise
+            raise broadcast_error(cls.op_name, arrays) from None
         result = node._wrap_outputs(out, inputs, requires)
         if sink is not None:
             node._record_forward(sink, started, inputs, out, requires)
@@ -169,9 +239,10 @@ class Op(Node):
         checks = []
         for t in saved:
             if isinstance(t, Tensor):
-                base = t._base
-                owner = base if base is not None else t
-                checks.append((t, owner, owner._ver))
+                source = t._version_source
+                owner = t if source is None else source
+                # Whether it had a history: a saved non-leaf must not be `detach_()`ed since.
+                checks.append((t, owner, owner._ver, t.grad_fn is not None))
                 data.append(t._data)
             else:
                 data.append(t)
@@ -250,9 +321,11 @@ class Op(Node):
         """
         if self._released:
             raise RuntimeError(RELEASED_MESSAGE)
-        for t, owner, version in self._checks:
+        for t, owner, version, had_history in self._checks:
             if owner._ver != version:
                 self._raise_version_error(t, version)
+            if had_history and t.grad_fn is None:
+                raise RuntimeError(DETACHED_MESSAGE)
         if self.saves_output:
             out = self._out_ref()
             if out is not None and out._version != 0:
@@ -285,16 +358,7 @@ class Op(Node):
             raise RuntimeError(RELEASED_MESSAGE)
 
     def _raise_version_error(self, t: Tensor, expected: int) -> None:
-        origin = (
-            f"output {t._output_nr} of {t.grad_fn.name()}" if t.grad_fn is not None else "a leaf"
-        )
-        raise RuntimeError(
-            "one of the variables needed for gradient computation has been modified by an inplace "
-            f"operation: {describe(t)}, which is {origin}, is at version {t._version}; expected "
-            f"version {expected} instead. Hint: enable anomaly detection to find the operation "
-            "that failed to compute its gradient, with "
-            "autograd_async.autograd.set_detect_anomaly(True)."
-        )
+        raise version_error(t, expected)
 
     def release_saved(self) -> None:
         """Drop saved tensors and arrays; metadata (shapes, dims, scalars) stays.

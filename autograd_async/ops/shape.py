@@ -99,7 +99,11 @@ class ExpandBackward0(Op):
     is_view = True
 
     def forward(self, a: Any, shape: tuple[int, ...]) -> Any:
-        return xp_of(a).broadcast_to(a, shape)
+        xp = xp_of(a)
+        # Writable where `a` is, as PyTorch's: in-place ops refuse to write to the elements that
+        # share memory (`ops.inplace`), but a slice without repeats may be written through.
+        strides = xp.broadcast_to(a, shape).strides
+        return xp.lib.stride_tricks.as_strided(a, shape=shape, strides=strides)
 
     def backward(self, g: Any) -> Any:
         return g  # the engine sums a broadcast gradient back to the input's shape
@@ -159,6 +163,8 @@ class SplitBackward0(Op):
     __slots__ = ("_dim",)
     op_name = "split"
     is_view = True
+    # Outputs of a node that returns several views refuse in-place changes, as in PyTorch.
+    multi_output_view = True
 
     def forward(self, a: Any, bounds: tuple[tuple[int, int], ...], dim: int) -> tuple:
         self._dim = dim
@@ -422,12 +428,6 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     return split(input, max(1, -(-n // chunks)), dim)
 
 
-def unbind(input: Tensor, dim: int = 0) -> tuple:
-    """The slices along `dim`, each without that dimension."""
-    axis = normalize_dim(dim, input.ndim)
-    return tuple(squeeze(p, axis) for p in split(input, 1, axis))
-
-
 FUNCTIONS = {
     "reshape": reshape,
     "flatten": flatten,
@@ -444,7 +444,6 @@ FUNCTIONS = {
     "stack": stack,
     "split": split,
     "chunk": chunk,
-    "unbind": unbind,
     "broadcast_to": broadcast_to,
 }
 METHODS = {

@@ -1,0 +1,136 @@
+"""View ops with PyTorch's view semantics: shared storage and version counter, `_base`,
+`_is_view()`, `output_nr`, `data_ptr()`, and the gradients through each view."""
+
+from __future__ import annotations
+
+import pytest
+
+from .fidelity import error_of
+
+VALUES = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]
+
+
+def _view_ops(lib):
+    return {
+        "narrow": lambda x: x.narrow(1, 1, 2),
+        "narrow_negative_start": lambda x: x.narrow(0, -2, 2),
+        "select": lambda x: x.select(1, -1),
+        "view_as": lambda x: x.view_as(lib.zeros(9)),
+        "diagonal": lambda x: x.diagonal(),
+        "diagonal_offset": lambda x: x.diagonal(1),
+        "diagonal_below": lambda x: lib.diagonal(x, -1),
+        "as_strided": lambda x: x.as_strided((2, 2), (3, 1), 1),
+        "transpose": lambda x: x.t(),
+    }
+
+
+VIEW_NAMES = list(_view_ops(None))
+
+
+@pytest.mark.parametrize("name", VIEW_NAMES)
+def test_view_shares_storage_and_version_with_its_base(lib, name):
+    x = lib.tensor(VALUES)
+    v = _view_ops(lib)[name](x)
+    before = v.tolist()
+    x.mul_(2)
+    assert v._is_view() and v._base is x
+    assert v._version == x._version == 1
+    assert v.tolist() != before  # the view sees the base's change
+    assert x.data_ptr() <= v.data_ptr() < x.data_ptr() + 9 * 4
+
+
+EXPECTED_GRADS = {
+    "narrow": [[0.0, 1.0, 2.0], [0.0, 3.0, 4.0], [0.0, 5.0, 6.0]],
+    "narrow_negative_start": [[0.0, 0.0, 0.0], [1.0, 2.0, 3.0], [4.0, 5.0, 6.0]],
+    "select": [[0.0, 0.0, 1.0], [0.0, 0.0, 2.0], [0.0, 0.0, 3.0]],
+    "view_as": [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]],
+    "diagonal": [[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 3.0]],
+    "diagonal_offset": [[0.0, 1.0, 0.0], [0.0, 0.0, 2.0], [0.0, 0.0, 0.0]],
+    "diagonal_below": [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 2.0, 0.0]],
+    "as_strided": [[0.0, 1.0, 2.0], [0.0, 3.0, 4.0], [0.0, 0.0, 0.0]],
+    "transpose": [[1.0, 4.0, 7.0], [2.0, 5.0, 8.0], [3.0, 6.0, 9.0]],
+}
+
+
+@pytest.mark.parametrize("name", VIEW_NAMES)
+def test_gradient_through_a_view(lib, name):
+    x = lib.tensor(VALUES, requires_grad=True)
+    v = _view_ops(lib)[name](x)
+    weights = lib.arange(1.0, v.numel() + 1).reshape(v.shape)
+    (v * weights).sum().backward()
+    assert x.grad.tolist() == EXPECTED_GRADS[name]
+
+
+def test_view_node_names(lib):
+    x = lib.tensor(VALUES, requires_grad=True)
+    names = [
+        x.narrow(0, 0, 1).grad_fn.name(),
+        x.select(0, 1).grad_fn.name(),
+        x.view_as(x).grad_fn.name(),
+        x.diagonal().grad_fn.name(),
+        x.as_strided((2,), (1,)).grad_fn.name(),
+        [p.grad_fn.name() for p in x.unbind(1)],
+        [p.grad_fn.name() for p in x.split([1, 2])],
+        [p.grad_fn.name() for p in x.split(2)],
+    ]
+    assert names == [
+        "SliceBackward0",
+        "SelectBackward0",
+        "ViewBackward0",
+        "DiagonalBackward0",
+        "AsStridedBackward0",
+        ["UnbindBackward0"] * 3,
+        ["SplitWithSizesBackward0"] * 2,
+        ["SplitBackward0"] * 2,
+    ]
+
+
+def test_multi_output_views_and_output_nr(lib):
+    x = lib.tensor(VALUES, requires_grad=True)
+    pieces = x.unbind(0)
+    parts = x.split([2, 1], 1)
+    assert [p.output_nr for p in pieces] == [0, 1, 2]
+    assert [p.output_nr for p in parts] == [0, 1]
+    assert all(p._base is x and p._is_view() for p in (*pieces, *parts))
+    (pieces[0] * 2 + pieces[2]).sum().backward()
+    assert x.grad.tolist() == [[2.0, 2.0, 2.0], [0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]
+
+
+def test_detach_shares_the_version_counter_but_is_not_a_view(lib):
+    x = lib.tensor([1.0, 2.0])
+    d = x.detach()
+    d.add_(1)
+    assert (d._base, d._is_view(), x._version, d._version) == (None, False, 1, 1)
+    assert x.tolist() == [2.0, 3.0]
+    v = d[0:1]
+    assert v._base is d and v._version == 1
+
+
+def test_view_of_a_view_has_the_root_as_base(lib):
+    x = lib.tensor(VALUES)
+    v = x[1:][:, 1]
+    assert v._base is x and x._is_view() is False and x._base is None
+
+
+def test_leaf_and_output_nr_of_plain_tensors(lib):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    assert (x.output_nr, (x * 2).output_nr, x._is_view()) == (0, 0, False)
+
+
+def test_as_strided_with_offset_reads_the_storage(lib):
+    x = lib.arange(6.0)
+    assert x.as_strided((2, 2), (1, 2), 1).tolist() == [[1.0, 3.0], [2.0, 4.0]]
+    assert x[2:].as_strided((2,), (2,)).tolist() == [2.0, 4.0]  # from the view's own offset
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: x.narrow(0, 2, 2),
+        lambda x: x.select(0, 3),
+        lambda x: x.unbind(0)[0] if x.dim() == 0 else x.diagonal(0, 0, 0),
+    ],
+)
+def test_view_argument_errors_are_runtime_or_index_errors(lib, call):
+    kind, _ = error_of(lambda: call(lib.tensor(VALUES)))
+    assert kind in ("RuntimeError", "IndexError")
