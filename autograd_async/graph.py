@@ -159,6 +159,16 @@ class Node:
         """Drop what the node saved for backward (after backward, unless the graph is kept)."""
         self._released = True
 
+    def __call__(self, *grad_outputs: Any) -> Any:
+        """Run the node's backward on `grad_outputs` outside a backward pass, as PyTorch does.
+
+        Gradients come back as Tensors, one per edge (a single one unwrapped); with grad mode on,
+        they are recorded like any op.
+        """
+        from .graph_task import call_node  # noqa: PLC0415 - it imports this module
+
+        return call_node(self, grad_outputs)
+
     def __repr__(self) -> str:
         return f"<{self.name()} object at {hex(id(self))}>"
 
@@ -219,8 +229,17 @@ class AccumulateGrad(Node):
             self._owned_grad = summed
             variable.grad = Tensor._wrap(summed, variable.device)
         for hook in variable._post_acc_hooks or ():
-            hook(variable)
+            check_post_accumulate_result(hook(variable), variable)
         return ()
+
+
+def check_post_accumulate_result(result: Any, variable: Tensor) -> None:
+    """A post-accumulate-grad hook returns None (or its tensor): PyTorch's errors otherwise."""
+    if result is None or result is variable:
+        return
+    if isinstance(result, tensor_module.Tensor):
+        raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+    raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
 
 
 class HeldArrays:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+import warnings
 from typing import Any
 
 from ..devices import CPU, array_module
@@ -179,6 +181,20 @@ def _launch(
     return engine, prepared
 
 
+@functools.cache  # once per process, as PyTorch warns
+def warn_create_graph_cycle() -> None:
+    """PyTorch's warning for `backward(create_graph=True)`: .grad and its graph form a cycle."""
+    warnings.warn(
+        "Using backward() with create_graph=True will create a reference cycle between the "
+        "parameter and its gradient which can cause a memory leak. We recommend using "
+        "autograd.grad when creating the graph to avoid this. If you have to use this function, "
+        "make sure to reset the .grad fields of your parameters to None after use to break the "
+        "cycle and avoid the leak.",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
 def backward(
     tensors: Any,
     grad_tensors: Any = None,
@@ -187,6 +203,8 @@ def backward(
     inputs: Any = None,
 ) -> None:
     """Accumulate gradients of `tensors` into leaves' `.grad`, blocking until done."""
+    if create_graph:
+        warn_create_graph_cycle()
     engine, prepared = _launch(
         "backward", tensors, grad_tensors, retain_graph, create_graph, inputs
     )
@@ -202,6 +220,8 @@ async def backward_async(
     inputs: Any = None,
 ) -> None:
     """Like `backward`, awaited without blocking the caller's event loop."""
+    if create_graph:
+        warn_create_graph_cycle()
     engine, prepared = _launch(
         "backward", tensors, grad_tensors, retain_graph, create_graph, inputs
     )

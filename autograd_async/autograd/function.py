@@ -6,7 +6,9 @@ may await (sleep, I/O, another `backward_async`) while that worker keeps running
 
 from __future__ import annotations
 
+import functools
 import inspect
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from ..devices import CPU
@@ -18,6 +20,7 @@ from ..history import (
     gradient_edge,
     init_node,
     keep_forward_trace,
+    rebase_history,
     set_history,
 )
 from ..ops.base import DETACHED_MESSAGE, RELEASED_MESSAGE, version_error
@@ -36,6 +39,7 @@ class BackwardCFunction(Node):
         self._saved: tuple = ()
         self._saved_versions: tuple = ()
         self._non_differentiable: set[int] = set()
+        self._dirty: set[int] = set()
         self._tensor_args: tuple[int, ...] = ()
         self.materialize_grads = True
 
@@ -71,6 +75,14 @@ class BackwardCFunction(Node):
     def mark_non_differentiable(self, *tensors: Tensor) -> None:
         """Outputs that never carry a gradient."""
         self._non_differentiable.update(id(t) for t in tensors)
+
+    def mark_dirty(self, *tensors: Tensor) -> None:
+        """Inputs that forward changed in place; they must be returned as outputs.
+
+        As PyTorch: each gets one version later and this node as its history (a view's base gets
+        CopySlices).
+        """
+        self._dirty.update(id(t) for t in tensors)
 
     def set_materialize_grads(self, value: bool) -> None:
         """Whether missing output gradients reach backward as zeros (default) or None."""
@@ -126,6 +138,7 @@ class Function:
     """Base of custom functions: `forward(ctx, *args)` and `backward(ctx, *grads)` are static."""
 
     _node_class: ClassVar[type[BackwardCFunction]]
+    _setup_context_style: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -134,6 +147,7 @@ class Function:
         if is_async:
             namespace["backward"] = BackwardCFunction.backward_async
         cls._node_class = type(f"{cls.__name__}Backward", (BackwardCFunction,), namespace)
+        cls._setup_context_style = cls.setup_context is not Function.setup_context
 
     @staticmethod
     def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
@@ -158,10 +172,16 @@ class Function:
         node.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
         requires = grad_enabled.get() and any(node.needs_input_grad)
         with no_grad():
-            out = cls.forward(node, *args, **kwargs)
+            if cls._setup_context_style:  # torch 2: forward(*args), then setup_context
+                out = cls.forward(*args, **kwargs)
+                cls.setup_context(node, args, out)
+            else:
+                out = cls.forward(node, *args, **kwargs)
+        outputs = out if isinstance(out, tuple) else (out,)
+        if node._dirty:
+            _check_dirty_outputs(node, outputs, tensors, requires)
         if not requires:
             return out
-        outputs = out if isinstance(out, tuple) else (out,)
         # Edges for tensor arguments only, as PyTorch's next_functions.
         node._tensor_args = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
         node.next_functions = tuple(gradient_edge_or_none(args[i]) for i in node._tensor_args)
@@ -173,22 +193,54 @@ class Function:
         )
         if anomaly_enabled.get():
             keep_forward_trace(node)
-        wrapped = []
-        for i, o in enumerate(outputs):
-            if not isinstance(o, Tensor):
-                wrapped.append(o)
-                continue
-            if id(o) in node._non_differentiable:
-                o._rg = False
-                wrapped.append(o)
-                continue
-            fresh = o.grad_fn is None and not o._rg and all(o is not t for t in tensors)
-            # An input returned as-is becomes a view of it, so the input keeps its own history.
-            base = o if o._base is None else o._base
-            t = o if fresh else Tensor._wrap(o._data, o.device, None, 0, base)
-            set_history(t, node, i)
-            wrapped.append(t)
+        wrapped = [_output_history(node, i, o, tensors) for i, o in enumerate(outputs)]
         return tuple(wrapped) if isinstance(out, tuple) else wrapped[0]
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
+        """Torch 2 style: save what backward needs, after `forward(*args)` ran without ctx."""
+        raise NotImplementedError("setup_context is not overridden")
+
+
+def _check_dirty_outputs(node: Any, outputs: tuple, inputs: list, requires: bool) -> None:
+    """Inputs marked dirty must be outputs; under grad mode a leaf that requires grad refuses."""
+    returned = {id(o) for o in outputs}
+    if not node._dirty <= returned:
+        raise RuntimeError(
+            "Some elements marked as dirty during the forward method were not returned as "
+            "output. The inputs that are modified inplace must all be outputs of the Function."
+        )
+    for t in inputs:
+        if id(t) not in node._dirty:
+            continue
+        if requires and t.grad_fn is None and t._rg:
+            raise RuntimeError(
+                "a leaf Variable that requires grad has been used in an in-place operation."
+            )
+        t._bump_version()
+
+
+def _output_history(node: Any, i: int, o: Any, inputs: list) -> Any:
+    """Output `i` of the Function, given its place in the graph."""
+    if not isinstance(o, Tensor):
+        return o
+    if id(o) in node._non_differentiable:
+        o._rg = False
+        return o
+    if id(o) in node._dirty:  # changed in place: the input itself takes the new history
+        if o._base is not None:
+            from ..ops.inplace import rebase_view  # noqa: PLC0415 - ops sit beside autograd
+
+            rebase_view(o, node)
+        else:
+            rebase_history(o, node, i)
+        return o
+    fresh = o.grad_fn is None and not o._rg and all(o is not t for t in inputs)
+    # An input returned as-is becomes a view of it, so the input keeps its own history.
+    base = o if o._base is None else o._base
+    t = o if fresh else Tensor._wrap(o._data, o.device, None, 0, base)
+    set_history(t, node, i)
+    return t
 
 
 def gradient_edge_or_none(arg: Tensor) -> tuple:
@@ -198,3 +250,58 @@ def gradient_edge_or_none(arg: Tensor) -> tuple:
 
 class FunctionCtx(BackwardCFunction):
     """The type of `ctx` (for annotations)."""
+
+
+ONCE_DIFFERENTIABLE_MESSAGE = (
+    "trying to differentiate twice a function that was marked with @once_differentiable"
+)
+
+
+class DelayedError(Function):
+    """Outputs of a once-differentiable backward: differentiating them again raises."""
+
+    @staticmethod
+    def forward(ctx: Any, *tensors: Any) -> Any:
+        """The tensors themselves (as views), now with this node as history."""
+        return tensors if len(tensors) != 1 else tensors[0]
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        """Refuse: the backward that made these outputs cannot be differentiated."""
+        raise RuntimeError(ONCE_DIFFERENTIABLE_MESSAGE)
+
+
+def once_differentiable(fn: Callable) -> Callable:
+    """Decorate a Function's `backward` that is not itself differentiable, as PyTorch's.
+
+    It runs with grad mode off; when grad mode was on and a gradient it got requires grad
+    (`create_graph=True`), its outputs hang off a node that raises if differentiated.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(ctx: Any, *args: Any) -> Any:
+        with no_grad():
+            outputs = fn(ctx, *args)
+        if not grad_enabled.get():
+            return outputs
+        if not any(isinstance(a, Tensor) and a._rg for a in args):
+            return outputs
+        many = isinstance(outputs, tuple)
+        values = outputs if many else (outputs,)
+        fake = [_fake_requires_grad(v) for v in values]
+        errors = DelayedError.apply(*[v for v in fake if isinstance(v, Tensor)])
+        errors = errors if isinstance(errors, tuple) else (errors,)
+        out = iter(errors)
+        result = tuple(next(out) if isinstance(v, Tensor) else v for v in fake)
+        return result if many else result[0]
+
+    return wrapper
+
+
+def _fake_requires_grad(value: Any) -> Any:
+    # As PyTorch: an alias that requires grad, so the DelayedError node records.
+    if not isinstance(value, Tensor):
+        return value
+    alias = value.detach()
+    alias.requires_grad_(True)
+    return alias

@@ -191,14 +191,14 @@ def _snapshot(t: Tensor, copy: bool = False) -> Tensor:
 def _commit(t: Tensor, node: Any) -> Tensor:
     """Give `t`, whose storage holds the new values, the history `node`; bump its version."""
     if t._base is not None:
-        _rebase_view(t, node)
+        rebase_view(t, node)
     else:
         rebase_history(t, node)
     t._bump_version()
     return t
 
 
-def _rebase_view(view: Tensor, fn: Any) -> None:
+def rebase_view(view: Tensor, fn: Any) -> None:
     """The base takes `CopySlices(fn)`; the view becomes a strided view of its new history."""
     base = view._base
     storage = base._data
