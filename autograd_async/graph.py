@@ -45,7 +45,8 @@ def init_node(node: Node, device: Device, seq: int | None = None) -> Node:
     outranks everything with its own). PyTorch takes it when the node is constructed: for an op
     only when the op records, for a custom Function on every `apply`.
     """
-    node._seq = next_sequence_nr() if seq is None else seq
+    # `_sequence.next` directly: one Python call less per recorded node than next_sequence_nr().
+    node._seq = _sequence.next() if seq is None else seq
     node.device = device
     node._hooks = None
     node._metadata = None

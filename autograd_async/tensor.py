@@ -72,6 +72,7 @@ class Tensor:
         "device",
         "_base",
         "_version_source",
+        "_view_version",
         "_ver",
         "_hooks",
         "_post_acc_hooks",
@@ -102,9 +103,16 @@ class Tensor:
         self._base = base
         # The tensor whose counter counts this one's in-place changes (None: its own): a view's
         # base, or what a `detach()` was taken from; PyTorch shares one counter among them.
-        if base is not None and base._version_source is not None:
-            base = base._version_source
-        self._version_source = base
+        if base is None:
+            self._version_source = None  # `_view_version` is read only for views: left unset
+        else:
+            source = base._version_source
+            if source is None:
+                source = base
+            self._version_source = source
+            # A view's history is that of its base at this version; a later in-place change of
+            # the base (or of another view) makes it stale (`ops.views.refresh_if_stale`).
+            self._view_version = source._ver
         self._ver = 0
         self.grad = None
         self._hooks = None

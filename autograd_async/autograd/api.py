@@ -13,6 +13,7 @@ from ..grad_mode import anomaly_check_nan, anomaly_enabled
 from ..graph import Node, claim
 from ..graph_task import GraphRoot, GraphTask
 from ..history import gradient_edge
+from ..ops.views import refresh_if_stale
 from ..tensor import Tensor
 
 
@@ -128,6 +129,9 @@ def prepare(
             raise RuntimeError(
                 f"One of the differentiated Tensors (input {i}) does not require grad"
             )
+    for t in (*outs, *ins):
+        if isinstance(t, Tensor) and t._base is not None:
+            refresh_if_stale(t)  # a view whose base changed in place since: regenerate
     keep_graph = create_graph if retain_graph is None else bool(retain_graph)
     grads = _root_gradients(outs, grad_outs, create_graph)
     edges = [gradient_edge(t) for t in outs]

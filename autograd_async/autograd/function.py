@@ -24,6 +24,7 @@ from ..history import (
     set_history,
 )
 from ..ops.base import DETACHED_MESSAGE, RELEASED_MESSAGE, version_error
+from ..ops.views import refresh_if_stale
 from ..tensor import Tensor
 
 
@@ -165,6 +166,8 @@ class Function:
         tensors = [a for a in args if isinstance(a, Tensor)]
         dev = tensors[0].device if tensors else CPU
         for t in tensors:
+            if t._base is not None:
+                refresh_if_stale(t)
             if t.device is not dev:
                 raise device_mismatch(cls.__name__, dev, t.device)
         # As PyTorch, the node takes its sequence number before forward runs, needed or not.

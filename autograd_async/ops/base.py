@@ -178,6 +178,8 @@ class Op(Node):
         requires = False
         for x in inputs:
             if isinstance(x, Tensor):
+                if x._base is not None and x._view_version != x._version_source._ver:
+                    refresh_if_stale(x)  # its base changed in place since: regenerate
                 where = x.device
                 if dev is None:
                     dev = where
@@ -375,3 +377,7 @@ class Op(Node):
             self._saved_out = None
         for name in self.saved_slots:
             setattr(self, name, None)
+
+
+# Last: the views module builds on this one; only a view whose base changed in place needs it.
+from .views import refresh_if_stale  # noqa: E402

@@ -31,6 +31,8 @@ from .views import (
     AsStridedBackward0,
     element_offset,
     element_strides,
+    refresh_if_stale,
+    regenerate_view,
     region_indices,
     require_contiguous_storage,
 )
@@ -189,12 +191,15 @@ def _snapshot(t: Tensor, copy: bool = False) -> Tensor:
 
 
 def _commit(t: Tensor, node: Any) -> Tensor:
-    """Give `t`, whose storage holds the new values, the history `node`; bump its version."""
+    """Give `t`, whose storage holds the new values, the history `node`; bump its version.
+
+    The version first: the view's regenerated history is that of the changed base.
+    """
+    t._bump_version()
     if t._base is not None:
         rebase_view(t, node)
     else:
         rebase_history(t, node)
-    t._bump_version()
     return t
 
 
@@ -205,17 +210,7 @@ def rebase_view(view: Tensor, fn: Any) -> None:
     offset = element_offset(view._data, storage)
     region = region_indices(xp_of(storage), view.shape, element_strides(view._data), offset)
     rebase_history(base, CopySlices(base, fn, region))
-    _regenerate_view(view)
-
-
-def _regenerate_view(view: Tensor) -> None:
-    """Hang `view` off its base's current history, as a strided view of the base."""
-    strides = element_strides(view._data)
-    offset = element_offset(view._data, view._base._data)
-    regenerated = AsStridedBackward0.apply(
-        view._base, size=view.shape, stride=strides, storage_offset=offset
-    )
-    rebase_history(view, regenerated.grad_fn)
+    regenerate_view(view)
 
 
 def _operand(t: Tensor, other: Any, move: bool = False) -> Any:
@@ -238,6 +233,8 @@ def _recording(t: Tensor, *others: Any, overlap_ok: bool = False) -> bool:
         # A 0-d gradient can arrive as a NumPy scalar, which has no storage to write into (nor
         # views to keep in sync): give the tensor a 0-d array first.
         t._data = np.array(t._data)
+    if t._base is not None:
+        refresh_if_stale(t)
     record = _check(t, overlap_ok)
     return record and (t._rg or any(isinstance(o, Tensor) and o._rg for o in others))
 
@@ -375,7 +372,7 @@ def setitem(input: Tensor, key: Any, value: Any) -> None:
         region = index(input, key)
         copy_(region, value)
         if input._base is not None and type(region.grad_fn) is AsStridedBackward0:
-            _regenerate_view(input)  # a view itself: it hangs off its base's new history
+            regenerate_view(input)  # a view itself: it hangs off its base's new history
         return
     if _recording(input, value):
         if not isinstance(value, Tensor):

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..devices import data_ptr
+from ..grad_mode import grad_enabled
+from ..history import rebase_history
 from ..tensor import Tensor
 from .base import Op
 from .dual import xp_of
@@ -102,6 +104,38 @@ class UnbindBackward0(Op):
 
             return stack(list(grads), self._dim)
         return xp_of(grads[0]).stack(grads, axis=self._dim)
+
+
+# ------------------------------------------------------------------- history
+def regenerate_view(view: Tensor) -> None:
+    """Hang `view` off its base's current history, as a strided view of the base (as PyTorch).
+
+    Called after the base, or another view of it, was changed in place.
+    """
+    base = view._base
+    strides = element_strides(view._data)
+    offset = element_offset(view._data, base._data)
+    regenerated = AsStridedBackward0.apply(
+        base, size=view.shape, stride=strides, storage_offset=offset
+    )
+    rebase_history(view, regenerated.grad_fn)
+    view._view_version = view._version_source._ver
+
+
+def refresh_if_stale(view: Tensor) -> None:
+    """A view whose base changed in place since its history was set gets a regenerated one.
+
+    PyTorch does this when a view's grad_fn is read; here when the view is used (by an op, a
+    Function, an in-place op or backward). Without it, a gradient through a view that overlaps
+    a changed region would miss the change.
+    """
+    version = view._version_source._ver
+    if view._view_version == version:
+        return
+    view._view_version = version
+    base = view._base
+    if base._rg and grad_enabled.get() and base._data.flags.c_contiguous:
+        regenerate_view(view)
 
 
 # ------------------------------------------------------------------ functions

@@ -322,3 +322,32 @@ def test_broadcast_error_names_the_op():
     with pytest.raises(RuntimeError) as info:
         aa.ones(2, 3) - aa.ones(4)
     assert any("sub" in note and "[2, 3]" in note for note in info.value.__notes__)
+
+
+# ------------------------------------------------- views of a changed base
+def test_an_overlapping_view_taken_earlier_sees_the_inplace_op(lib):
+    x = lib.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    b = x.clone()
+    v1, v2 = b[0:2], b[1:3]
+    v1.mul_(2)
+    v2.sum().backward()
+    assert (x.grad.tolist(), v2.grad_fn.name()) == ([0.0, 2.0, 1.0, 0.0], "AsStridedBackward0")
+
+
+def test_a_view_taken_before_the_base_changed(lib):
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = x * 1
+    v = b[1:]
+    b.mul_(lib.tensor([1.0, 5.0, 7.0]))
+    (v * lib.tensor([1.0, 10.0])).sum().backward()
+    assert x.grad.tolist() == [0.0, 5.0, 70.0]
+
+
+def test_a_view_of_a_base_that_gained_history(lib):
+    w = lib.tensor([5.0, 6.0], requires_grad=True)
+    b = lib.zeros(4)
+    v = b[1:3]
+    b[0:2].copy_(w)
+    (v * lib.tensor([1.0, 10.0])).sum().backward()
+    assert w.grad.tolist() == [0.0, 1.0]
+
