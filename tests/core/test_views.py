@@ -123,14 +123,81 @@ def test_as_strided_with_offset_reads_the_storage(lib):
     assert x[2:].as_strided((2,), (2,)).tolist() == [2.0, 4.0]  # from the view's own offset
 
 
-@pytest.mark.parametrize(
-    "call",
-    [
+ARGUMENT_ERRORS = {
+    "narrow": (
         lambda x: x.narrow(0, 2, 2),
+        ("RuntimeError", "start (2) + length (2) exceeds dimension size (3)."),
+    ),
+    "select": (
         lambda x: x.select(0, 3),
-        lambda x: x.unbind(0)[0] if x.dim() == 0 else x.diagonal(0, 0, 0),
-    ],
-)
-def test_view_argument_errors_are_runtime_or_index_errors(lib, call):
-    kind, _ = error_of(lambda: call(lib.tensor(VALUES)))
-    assert kind in ("RuntimeError", "IndexError")
+        ("IndexError", "select(): index 3 out of range for tensor of size [3, 3] at dimension 0"),
+    ),
+    "diagonal": (
+        lambda x: x.diagonal(0, 0, 0),
+        ("RuntimeError", "diagonal dimensions cannot be identical 0, 0"),
+    ),
+    "unbind_0d": (
+        lambda x: x.sum().unbind(),
+        ("IndexError", "Dimension specified as 0 but tensor has no dimensions"),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(ARGUMENT_ERRORS))
+def test_view_argument_errors(lib, name):
+    call, expected = ARGUMENT_ERRORS[name]
+    assert error_of(lambda: call(lib.tensor(VALUES))) == expected
+
+
+def test_as_strided_outside_the_storage_raises(lib):
+    kind, _ = error_of(lambda: lib.ones(3, 3).as_strided((2,), (1,), 20))
+    assert kind == "RuntimeError"
+
+
+# ----------------------------------------------------------- numerically
+def _numeric_cases():
+    import autograd_async as aa
+
+    return {
+        "narrow": lambda x: x.narrow(1, 1, 2) * x.narrow(1, 0, 2),
+        "select": lambda x: x.select(0, 1) * x.select(1, 2),
+        "unbind": lambda x: x.unbind(1)[0] * x.unbind(1)[2],
+        "diagonal": lambda x: x.diagonal(1) * x.diagonal(-1),
+        "as_strided": lambda x: x.as_strided((2, 2), (1, 3), 1) ** 2,
+        "view_as": lambda x: x.view_as(aa.zeros(9)) ** 2,
+        "inplace_on_view": _inplace_on_view,
+    }
+
+
+def _inplace_on_view(x):
+    b = x * 1
+    b[1].mul_(x[0])
+    b[:, 2].add_(b[0, :])
+    return b * b
+
+
+@pytest.mark.parametrize("name", list(_numeric_cases()))
+def test_view_gradients_and_second_derivatives_check_numerically(name):
+    import numpy as np
+
+    import autograd_async as aa
+
+    x = aa.tensor(np.arange(1.0, 10.0).reshape(3, 3) / 7, requires_grad=True)
+    fn = _numeric_cases()[name]
+    assert aa.autograd.gradcheck(fn, (x,))
+    assert aa.autograd.gradgradcheck(fn, (x,))
+
+
+@pytest.mark.parametrize("name", ["narrow", "diagonal", "inplace_on_view"])
+def test_views_on_each_device(device, name):
+    import numpy as np
+
+    import autograd_async as aa
+
+    values = np.arange(1.0, 10.0).reshape(3, 3)
+    x = aa.tensor(values, requires_grad=True, device=device)
+    y = _numeric_cases()[name](x)
+    y.sum().backward()
+    x_cpu = aa.tensor(values, requires_grad=True)
+    _numeric_cases()[name](x_cpu).sum().backward()
+    np.testing.assert_allclose(np.asarray(x.grad.__array__()), x_cpu.grad.numpy())
