@@ -275,9 +275,7 @@ class Op(Node):
             self._out_meta = single_output_meta(out)
             t = Tensor._wrap(out, dev, self, 0, base)
             if self.saves_output:
-                self._saved_out = out
-                self._saved_data = self._saved_data + (out,)
-                self._out_ref = weakref.ref(t)
+                self._save_output(out, t)
             return t
         if not requires:
             return tuple(Tensor._wrap(o, dev, None, 0, base) for o in out)
@@ -290,10 +288,14 @@ class Op(Node):
             for i, o in enumerate(out)
         )
         if self.saves_output:
-            self._saved_out = out[0]
-            self._saved_data = self._saved_data + (out[0],)
-            self._out_ref = weakref.ref(tensors[0])
+            self._save_output(out[0], tensors[0])
         return tensors
+
+    def _save_output(self, array: Any, tensor: Tensor) -> None:
+        """Keep output 0 for backward: its array, and a weak reference to check its version."""
+        self._saved_out = array
+        self._saved_data = self._saved_data + (array,)
+        self._out_ref = weakref.ref(tensor)
 
     def _record_forward(self, sink: Any, started: int, inputs: tuple, out: Any, requires: bool):
         import threading  # noqa: PLC0415 - only when profiling
@@ -321,6 +323,13 @@ class Op(Node):
 
         An input that `saved_for` left unsaved is None. Raises once the graph has been freed.
         """
+        self._check_saved()
+        if not isinstance(like, Tensor):
+            return self._saved_data
+        return self._unpack_saved()
+
+    def _check_saved(self) -> None:
+        """PyTorch's errors for a freed graph, a saved tensor changed in place or detach_()ed."""
         if self._released:
             raise RuntimeError(RELEASED_MESSAGE)
         for t, owner, version, had_history in self._checks:
@@ -332,8 +341,9 @@ class Op(Node):
             out = self._out_ref()
             if out is not None and out._version != 0:
                 self._raise_version_error(out, 0)
-        if not isinstance(like, Tensor):
-            return self._saved_data
+
+    def _unpack_saved(self) -> tuple:
+        """The saved tensors for a differentiable backward (output last, if saved)."""
         values = list(self._saved)
         if self.saves_output:
             out = self._out_ref()
