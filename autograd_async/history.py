@@ -46,7 +46,10 @@ def gradient_edge(tensor: Tensor) -> tuple[Node, int]:
 
 
 def collect_next_edges(inputs: Any, needs: Any) -> tuple:
-    """One edge per input: `gradient_edge` where the input needs a gradient, else no edge."""
+    """One edge per input: `gradient_edge` where the input needs a gradient, else no edge.
+
+    `gradient_edge` is written out in the loop: this runs for every input of every recorded op.
+    """
     edges = []
     for x, wants in zip(inputs, needs):
         if wants:

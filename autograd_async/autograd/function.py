@@ -15,15 +15,15 @@ from ..devices import CPU
 from ..grad_mode import anomaly_enabled, grad_enabled, no_grad
 from ..graph import Node
 from ..history import (
-    NO_EDGE,
+    collect_next_edges,
     device_mismatch,
-    gradient_edge,
     init_node,
     keep_forward_trace,
     rebase_history,
     set_history,
 )
 from ..ops.base import DETACHED_MESSAGE, RELEASED_MESSAGE, version_error
+from ..ops.inplace import rebase_view
 from ..ops.views import refresh_if_stale
 from ..tensor import Tensor
 
@@ -187,7 +187,7 @@ class Function:
             return out
         # Edges for tensor arguments only, as PyTorch's next_functions.
         node._tensor_args = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
-        node.next_functions = tuple(gradient_edge_or_none(args[i]) for i in node._tensor_args)
+        node.next_functions = collect_next_edges(tensors, [t._rg for t in tensors])
         first = next((o for o in outputs if isinstance(o, Tensor)), None)
         if first is not None:
             node.device = first.device
@@ -232,8 +232,6 @@ def _output_history(node: Any, i: int, o: Any, inputs: list) -> Any:
         return o
     if id(o) in node._dirty:  # changed in place: the input itself takes the new history
         if o._base is not None:
-            from ..ops.inplace import rebase_view  # noqa: PLC0415 - ops sit beside autograd
-
             rebase_view(o, node)
         else:
             rebase_history(o, node, i)
@@ -244,11 +242,6 @@ def _output_history(node: Any, i: int, o: Any, inputs: list) -> Any:
     t = o if fresh else Tensor._wrap(o._data, o.device, None, 0, base)
     set_history(t, node, i)
     return t
-
-
-def gradient_edge_or_none(arg: Tensor) -> tuple:
-    """The edge of a tensor argument: none when it needs no gradient."""
-    return gradient_edge(arg) if arg._rg else NO_EDGE
 
 
 class FunctionCtx(BackwardCFunction):
