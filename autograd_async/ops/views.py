@@ -130,11 +130,11 @@ def refresh_if_stale(view: Tensor) -> None:
     a changed region would miss the change.
     """
     version = view._version_source._ver
-    if view._view_version == version:
-        return
+    if view._view_version == version or not grad_enabled.get():
+        return  # under no_grad it stays stale: a later use with grad mode on regenerates it
     view._view_version = version
     base = view._base
-    if base._rg and grad_enabled.get() and base._data.flags.c_contiguous:
+    if base._rg and base._data.flags.c_contiguous:
         regenerate_view(view)
 
 

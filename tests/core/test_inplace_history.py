@@ -351,3 +351,14 @@ def test_a_view_of_a_base_that_gained_history(lib):
     (v * lib.tensor([1.0, 10.0])).sum().backward()
     assert w.grad.tolist() == [0.0, 1.0]
 
+
+
+def test_a_stale_view_used_under_no_grad_is_regenerated_later(lib):
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = x * 1
+    v = b[1:]
+    b.mul_(lib.tensor([1.0, 5.0, 7.0]))
+    with lib.no_grad():
+        v * 2
+    (v * lib.tensor([1.0, 10.0])).sum().backward()
+    assert x.grad.tolist() == [0.0, 5.0, 70.0]
