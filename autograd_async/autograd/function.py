@@ -23,7 +23,7 @@ from ..history import (
     set_history,
 )
 from ..ops.base import DETACHED_MESSAGE, RELEASED_MESSAGE, version_error
-from ..ops.inplace import rebase_view
+from ..ops.inplace import VIEW_OF_LEAF_MESSAGE, rebase_view
 from ..ops.views import refresh_if_stale
 from ..tensor import Tensor
 
@@ -220,6 +220,9 @@ def _check_dirty_outputs(node: Any, outputs: tuple, inputs: list, requires: bool
             raise RuntimeError(
                 "a leaf Variable that requires grad has been used in an in-place operation."
             )
+        base = t._base
+        if requires and base is not None and base.grad_fn is None and base._rg:
+            raise RuntimeError(VIEW_OF_LEAF_MESSAGE)
         t._bump_version()
 
 

@@ -53,6 +53,14 @@ def test_mark_dirty_on_a_leaf_that_requires_grad_raises(lib):
     )
 
 
+def test_mark_dirty_on_a_view_of_a_leaf_that_requires_grad_raises(lib):
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    assert error_of(lambda: _double_in_place(lib).apply(x[0:2])) == (
+        "RuntimeError",
+        "a view of a leaf Variable that requires grad is being used in an in-place operation.",
+    )
+
+
 def test_mark_dirty_without_grad_only_bumps_the_version(lib):
     a = lib.tensor([1.0, 2.0])
     out = _double_in_place(lib).apply(a)
