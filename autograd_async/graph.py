@@ -38,12 +38,20 @@ def next_sequence_nr() -> int:
     return _sequence.next()
 
 
-def init_node(node: Node, device: Device, seq: int | None = None) -> Node:
-    """Give a new node its bookkeeping fields: device, sequence number, no hooks or metadata yet.
+NO_EDGE = (None, 0)
 
-    The sequence number is the calling thread's next one unless `seq` is given (AccumulateGrad
-    outranks everything with its own). PyTorch takes it when the node is constructed: for an op
-    only when the op records, for a custom Function on every `apply`.
+
+def init_node(
+    node: Node, device: Device, inputs: Any = (), needs: Any = (), seq: int | None = None
+) -> Node:
+    """Give a new node its fields: device, sequence number, edges, no hooks or metadata yet.
+
+    One edge per input: where `needs` marks it, the input's grad_fn output or its leaf
+    accumulator (`gradient_edge` of `history`, written out here because this runs for every
+    input of every recorded op); else no edge. The sequence number is the calling thread's next
+    one unless `seq` is given (AccumulateGrad outranks everything with its own). PyTorch takes it
+    when the node is constructed: for an op only when the op records, for a custom Function on
+    every `apply`; both collect their edges then too, before forward runs.
     """
     # `_sequence.next` directly: one Python call less per recorded node than next_sequence_nr().
     node._seq = _sequence.next() if seq is None else seq
@@ -51,6 +59,14 @@ def init_node(node: Node, device: Device, seq: int | None = None) -> Node:
     node._hooks = None
     node._metadata = None
     node._released = False
+    edges = []
+    for x, wants in zip(inputs, needs):
+        if wants:
+            fn = x._grad_fn
+            edges.append((fn, x._output_nr) if fn is not None else (grad_accumulator(x), 0))
+        else:
+            edges.append(NO_EDGE)
+    node.next_functions = tuple(edges)
     return node
 
 
@@ -185,8 +201,7 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable: Tensor) -> None:
         self.variable = variable
-        init_node(self, variable.device, ACCUMULATE_GRAD_SEQUENCE_NR)
-        self.next_functions = ()
+        init_node(self, variable.device, seq=ACCUMULATE_GRAD_SEQUENCE_NR)
         self._out_meta = ((variable.shape, variable.dtype),)
         # The array we made by summing, so later gradients may be added to it in place safely.
         self._owned_grad = None

@@ -1,25 +1,25 @@
 """Where a node enters the graph, and where a tensor's place in the graph is written.
 
 Every node, whether an op (`Op.apply`), a custom Function (`Function.apply`), the root of a pass or
-a leaf's accumulator, gets its bookkeeping fields from `init_node` (in `graph`), its edges from
-`collect_next_edges` and, in anomaly mode, its forward traceback from `keep_forward_trace`. A
-tensor's `grad_fn` and `_output_nr` change only through `set_history` (a new output of a node),
-`rebase_history` (a tensor changed in place takes the in-place op's node) and `clear_history`
-(`detach_`), as in PyTorch's `set_history`/`rebase_history` pair.
+a leaf's accumulator, gets its fields and edges from `init_node` (in `graph`) and, in anomaly mode,
+its forward traceback from `keep_forward_trace`. A tensor's `grad_fn` and `_output_nr` change
+only through `set_history` (a new output of a node), `rebase_history` (a tensor changed in place
+takes the in-place op's node) and `clear_history` (`detach_`), as in PyTorch's
+`set_history`/`rebase_history` pair.
 """
 
 from __future__ import annotations
 
 import os
 import traceback
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .devices import DeviceError
-from .graph import Node, grad_accumulator, init_node
+from .graph import NO_EDGE, Node, grad_accumulator, init_node
 
 __all__ = [
+    "NO_EDGE",
     "clear_history",
-    "collect_next_edges",
     "device_mismatch",
     "forward_name",
     "gradient_edge",
@@ -33,31 +33,13 @@ if TYPE_CHECKING:
     from .devices import Device
     from .tensor import Tensor
 
-NO_EDGE = (None, 0)
-
-
 # ------------------------------------------------------------------------- nodes
 def gradient_edge(tensor: Tensor) -> tuple[Node, int]:
     """The edge a gradient for `tensor` travels: its grad_fn's output, or its leaf accumulator."""
-    fn = tensor.grad_fn
+    fn = tensor._grad_fn
     if fn is not None:
         return fn, tensor._output_nr
     return grad_accumulator(tensor), 0
-
-
-def collect_next_edges(inputs: Any, needs: Any) -> tuple:
-    """One edge per input: `gradient_edge` where the input needs a gradient, else no edge.
-
-    `gradient_edge` is written out in the loop: this runs for every input of every recorded op.
-    """
-    edges = []
-    for x, wants in zip(inputs, needs):
-        if wants:
-            fn = x.grad_fn
-            edges.append((fn, x._output_nr) if fn is not None else (grad_accumulator(x), 0))
-        else:
-            edges.append(NO_EDGE)
-    return tuple(edges)
 
 
 # Frames of these files are how an op got recorded, not where the user called it.
@@ -106,7 +88,7 @@ def device_mismatch(name: str, first: Device, second: Device) -> DeviceError:
 # ----------------------------------------------------------------------- tensors
 def set_history(tensor: Tensor, node: Node, output_nr: int) -> None:
     """Make `tensor` output `output_nr` of `node` (it then requires grad)."""
-    tensor.grad_fn = node
+    tensor._grad_fn = node
     tensor._output_nr = output_nr
     tensor._rg = True
 
@@ -118,7 +100,7 @@ def rebase_history(tensor: Tensor, node: Node, output_nr: int = 0) -> None:
     holds the tensor's current value), while hooks registered with `register_hook` stay where
     they were.
     """
-    old = tensor.grad_fn
+    old = tensor._grad_fn
     if old is not None and old is not node and old._hooks is not None:
         retained = old._hooks.retains_grad
         ref = retained.get(tensor._output_nr)
@@ -132,6 +114,6 @@ def rebase_history(tensor: Tensor, node: Node, output_nr: int = 0) -> None:
 
 def clear_history(tensor: Tensor) -> None:
     """Take `tensor` out of the graph (`detach_`): a leaf that does not require grad."""
-    tensor.grad_fn = None
+    tensor._grad_fn = None
     tensor._output_nr = 0
     tensor._rg = False

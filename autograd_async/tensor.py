@@ -67,7 +67,7 @@ class Tensor:
         "_data",
         "_rg",
         "grad",
-        "grad_fn",
+        "_grad_fn",
         "_output_nr",
         "device",
         "_base",
@@ -81,7 +81,6 @@ class Tensor:
     )
 
     grad: Tensor | None
-    grad_fn: Node | None
 
     def __init__(
         self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
@@ -97,7 +96,7 @@ class Tensor:
     ) -> None:
         self._data = data
         self.device = dev
-        self.grad_fn = grad_fn
+        self._grad_fn = grad_fn
         self._rg = grad_fn is not None
         self._output_nr = output_nr
         self._base = base
@@ -162,6 +161,21 @@ class Tensor:
         return int(self._data.size)
 
     @property
+    def grad_fn(self) -> Node | None:
+        """The node that made this tensor (None for leaves); set only by `history`."""
+        if self._base is not None:
+            self._refresh_view()
+        return self._grad_fn
+
+    def _refresh_view(self) -> None:
+        # A view whose base changed in place since its history was set gets a regenerated one
+        # when read, as in PyTorch.
+        if self._view_version != self._version_source._ver:
+            from .ops.views import refresh_if_stale  # noqa: PLC0415 - ops build on this module
+
+            refresh_if_stale(self)
+
+    @property
     def is_leaf(self) -> bool:
         """True for tensors not made by a recorded op."""
         return self.grad_fn is None
@@ -169,6 +183,8 @@ class Tensor:
     @property
     def requires_grad(self) -> bool:
         """Whether gradients flow to this tensor."""
+        if self._base is not None:
+            self._refresh_view()
         return self._rg
 
     @requires_grad.setter

@@ -15,7 +15,6 @@ from ..devices import CPU
 from ..grad_mode import anomaly_enabled, grad_enabled, no_grad
 from ..graph import Node
 from ..history import (
-    collect_next_edges,
     device_mismatch,
     init_node,
     keep_forward_trace,
@@ -170,10 +169,13 @@ class Function:
                 refresh_if_stale(t)
             if t.device is not dev:
                 raise device_mismatch(cls.__name__, dev, t.device)
-        # As PyTorch, the node takes its sequence number before forward runs, needed or not.
-        node = init_node(cls._node_class(), dev)
-        node.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
-        requires = grad_enabled.get() and any(node.needs_input_grad)
+        needs = tuple(isinstance(a, Tensor) and a._rg for a in args)
+        requires = grad_enabled.get() and any(needs)
+        # As PyTorch: the node takes its sequence number before forward runs, needed or not, and
+        # its edges (tensor arguments only, as PyTorch's next_functions) when it records.
+        wants = [t._rg for t in tensors] if requires else ()
+        node = init_node(cls._node_class(), dev, tensors if requires else (), wants)
+        node.needs_input_grad = needs
         with no_grad():
             if cls._setup_context_style:  # torch 2: forward(*args), then setup_context
                 out = cls.forward(*args, **kwargs)
@@ -185,9 +187,7 @@ class Function:
             _check_dirty_outputs(node, outputs, tensors, requires)
         if not requires:
             return out
-        # Edges for tensor arguments only, as PyTorch's next_functions.
         node._tensor_args = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
-        node.next_functions = collect_next_edges(tensors, [t._rg for t in tensors])
         first = next((o for o in outputs if isinstance(o, Tensor)), None)
         if first is not None:
             node.device = first.device

@@ -19,7 +19,6 @@ from ..devices import Device
 from ..grad_mode import anomaly_enabled, grad_enabled
 from ..graph import Node
 from ..history import (
-    collect_next_edges,
     device_mismatch,
     forward_name,
     init_node,
@@ -199,9 +198,8 @@ class Op(Node):
         sink = forward_sink.get()
         started = time.perf_counter_ns() if sink is not None else 0
         if requires:
-            node = init_node(object.__new__(cls), dev)
+            node = init_node(object.__new__(cls), dev, inputs, needs)
             node.needs_input_grad = tuple(needs)
-            node.next_functions = collect_next_edges(inputs, needs)
             node._save_inputs(inputs)
             if anomaly_enabled.get():
                 keep_forward_trace(node)
@@ -244,7 +242,7 @@ class Op(Node):
                 source = t._version_source
                 owner = t if source is None else source
                 # Whether it had a history: a saved non-leaf must not be `detach_()`ed since.
-                checks.append((t, owner, owner._ver, t.grad_fn is not None))
+                checks.append((t, owner, owner._ver, t._grad_fn is not None))
                 data.append(t._data)
             else:
                 data.append(t)
@@ -335,7 +333,7 @@ class Op(Node):
         for t, owner, version, had_history in self._checks:
             if owner._ver != version:
                 self._raise_version_error(t, version)
-            if had_history and t.grad_fn is None:
+            if had_history and t._grad_fn is None:
                 raise RuntimeError(DETACHED_MESSAGE)
         if self.saves_output:
             out = self._out_ref()

@@ -362,3 +362,21 @@ def test_a_stale_view_used_under_no_grad_is_regenerated_later(lib):
         v * 2
     (v * lib.tensor([1.0, 10.0])).sum().backward()
     assert x.grad.tolist() == [0.0, 5.0, 70.0]
+
+
+def test_reading_a_stale_views_grad_fn_regenerates_it(lib):
+    x = lib.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    b = x.clone()
+    v1, v2 = b[0:2], b[1:3]
+    v1.mul_(2)
+    fn = v2.grad_fn
+    assert (fn.name(), fn.next_functions[0][0] is b.grad_fn) == ("AsStridedBackward0", True)
+
+
+def test_a_view_of_a_base_that_gained_history_requires_grad(lib):
+    w = lib.tensor([5.0, 6.0], requires_grad=True)
+    b = lib.zeros(4)
+    v = b[2:4]
+    assert not v.requires_grad
+    b[0:2].copy_(w)
+    assert (v.requires_grad, v.grad_fn.name(), v.is_leaf) == (True, "AsStridedBackward0", False)
