@@ -7,6 +7,7 @@ regenerated as an `AsStridedBackward0` of its base, as PyTorch regenerates it.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..devices import data_ptr
@@ -79,9 +80,49 @@ class AsStridedBackward0(Op):
         return flat.reshape(self._shape)
 
 
-class DiagonalBackward0(AsStridedBackward0):
-    __slots__ = ()
+class DiagonalBackward0(Op):
+    """The diagonal of two dimensions as a view, whatever the input's strides."""
+
+    __slots__ = ("_args", "_shape")
     op_name = "diagonal"
+    is_view = True
+
+    def forward(self, a: Any, offset: int, dim1: int, dim2: int) -> Any:
+        self._args = (offset, dim1, dim2)
+        self._shape = a.shape
+        return diagonal_view(a, offset, dim1, dim2)
+
+    def backward(self, g: Any) -> Any:
+        shape = self._shape
+        if isinstance(g, Tensor):
+            from .indexing import IndexAccumulateBackward0  # noqa: PLC0415
+
+            # The diagonal's places in a C-contiguous array of the input's shape.
+            numbered = xp_of(g._data).arange(math.prod(shape)).reshape(shape)
+            key = (diagonal_view(numbered, *self._args).reshape(-1),)
+            flat = IndexAccumulateBackward0.apply(
+                g.reshape(-1), key=key, shape=(math.prod(shape),)
+            )
+            return flat.reshape(shape)
+        out = xp_of(g).zeros(shape, g.dtype)
+        diagonal_view(out, *self._args)[...] = g
+        return out
+
+
+def diagonal_view(a: Any, offset: int, dim1: int, dim2: int) -> Any:
+    """A writable view of the diagonal of `a` (NumPy's `diagonal` returns a read-only one)."""
+    shape, strides = a.shape, a.strides
+    start = [slice(None)] * a.ndim
+    if offset >= 0:
+        length = max(0, min(shape[dim1], shape[dim2] - offset))
+        start[dim2] = slice(min(offset, shape[dim2]), None)
+    else:
+        length = max(0, min(shape[dim1] + offset, shape[dim2]))
+        start[dim1] = slice(min(-offset, shape[dim1]), None)
+    keep = [i for i in range(a.ndim) if i not in (dim1, dim2)]
+    size = tuple(shape[i] for i in keep) + (length,)
+    stride = tuple(strides[i] for i in keep) + (strides[dim1] + strides[dim2],)
+    return xp_of(a).lib.stride_tricks.as_strided(a[tuple(start)], shape=size, strides=stride)
 
 
 class UnbindBackward0(Op):
@@ -214,20 +255,7 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
     d1, d2 = normalize_dim(dim1, input.ndim), normalize_dim(dim2, input.ndim)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    data = input._data if input._data.flags.c_contiguous else None
-    if data is None:
-        raise RuntimeError("diagonal of a non-contiguous tensor is not supported; clone() first")
-    shape, strides = input.shape, element_strides(data)
-    if offset >= 0:
-        length = max(0, min(shape[d1], shape[d2] - offset))
-        start = offset * strides[d2]
-    else:
-        length = max(0, min(shape[d1] + offset, shape[d2]))
-        start = -offset * strides[d1]
-    keep = [i for i in range(input.ndim) if i not in (d1, d2)]
-    size = tuple(shape[i] for i in keep) + (length,)
-    stride = tuple(strides[i] for i in keep) + (strides[d1] + strides[d2],)
-    return DiagonalBackward0.apply(input, size=size, stride=stride, storage_offset=start)
+    return DiagonalBackward0.apply(input, offset=int(offset), dim1=d1, dim2=d2)
 
 
 FUNCTIONS = {

@@ -106,6 +106,34 @@ def test_detach_shares_the_version_counter_but_is_not_a_view(lib):
     assert v._base is d and v._version == 1
 
 
+@pytest.mark.parametrize(
+    "args", [(0, 0, 1), (1, 0, 1), (-1, 1, 0), (0, 0, 2), (2, 2, 1), (-5, 0, 1)]
+)
+def test_diagonal_of_a_non_contiguous_tensor(lib, args):
+    x = lib.arange(24.0).reshape(2, 3, 4).permute(2, 0, 1).clone().requires_grad_()
+    base = x * 1
+    t = base.transpose(0, 2)  # strides that are not C-contiguous
+    d = t.diagonal(*args)
+    weights = lib.arange(1.0, d.numel() + 1).reshape(d.shape)
+    (d * weights).sum().backward()
+    assert (d.tolist(), d._base is base) == (t.diagonal(*args).tolist(), True)
+    assert x.grad.tolist() == _grad_of_diagonal(lib, args)
+
+
+def _grad_of_diagonal(lib, args):
+    x = lib.arange(24.0).reshape(2, 3, 4).permute(2, 0, 1).clone().requires_grad_()
+    d = x.transpose(0, 2).contiguous().diagonal(*args)
+    (d * lib.arange(1.0, d.numel() + 1).reshape(d.shape)).sum().backward()
+    return x.grad.tolist()
+
+
+def test_writing_through_a_diagonal(lib):
+    x = lib.zeros(3, 3)
+    x.t().diagonal(1).fill_(5.0)
+    x.diagonal().add_(1)
+    assert x.tolist() == [[1.0, 0.0, 0.0], [5.0, 1.0, 0.0], [0.0, 5.0, 1.0]]
+
+
 def test_view_of_a_view_has_the_root_as_base(lib):
     x = lib.tensor(VALUES)
     v = x[1:][:, 1]
@@ -162,7 +190,7 @@ def _numeric_cases():
         "narrow": lambda x: x.narrow(1, 1, 2) * x.narrow(1, 0, 2),
         "select": lambda x: x.select(0, 1) * x.select(1, 2),
         "unbind": lambda x: x.unbind(1)[0] * x.unbind(1)[2],
-        "diagonal": lambda x: x.diagonal(1) * x.diagonal(-1),
+        "diagonal": lambda x: x.diagonal(1) * x.t().diagonal(-1),
         "as_strided": lambda x: x.as_strided((2, 2), (1, 3), 1) ** 2,
         "view_as": lambda x: x.view_as(aa.zeros(9)) ** 2,
         "inplace_on_view": _inplace_on_view,
