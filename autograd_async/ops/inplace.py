@@ -45,6 +45,13 @@ OVERLAP_MESSAGE = (
     "unsupported operation: more than one element of the written-to tensor refers to a single "
     "memory location. Please clone() the tensor before performing the operation."
 )
+NO_GRAD_VIEW_MESSAGE = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
+    "code by moving both the view and the inplace either both inside the no_grad block (if you "
+    "don't want the inplace to be tracked) or both outside (if you want the inplace to be "
+    "tracked)."
+)
 MULTI_VIEW_MESSAGE = (
     "Output {nr} of {name} is a view and is being modified inplace. This view is the output of a "
     "function that returns multiple views. Such functions do not allow the output views to be "
@@ -147,6 +154,8 @@ def _check(t: Tensor, overlap_ok: bool = False) -> bool:
         if base.grad_fn is None and base._rg:
             raise RuntimeError(VIEW_OF_LEAF_MESSAGE)
         fn = t.grad_fn
+        if fn is None and base._rg:  # not stale (refreshed above): made under no_grad
+            raise RuntimeError(NO_GRAD_VIEW_MESSAGE)
         if fn is not None and getattr(fn, "multi_output_view", False):
             raise RuntimeError(
                 MULTI_VIEW_MESSAGE.format(nr=t._output_nr, name=forward_name(fn))

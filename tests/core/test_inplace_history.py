@@ -380,3 +380,21 @@ def test_a_view_of_a_base_that_gained_history_requires_grad(lib):
     assert not v.requires_grad
     b[0:2].copy_(w)
     assert (v.requires_grad, v.grad_fn.name(), v.is_leaf) == (True, "AsStridedBackward0", False)
+
+
+def test_a_view_made_under_no_grad_refuses_an_inplace_change_with_grad(lib):
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = x * 2
+    with lib.no_grad():
+        v = b[0:2]
+    assert error_of(lambda: v.mul_(2)) == (
+        "RuntimeError",
+        "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+        "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
+        "your code by moving both the view and the inplace either both inside the no_grad block "
+        "(if you don't want the inplace to be tracked) or both outside (if you want the inplace "
+        "to be tracked).",
+    )
+    with lib.no_grad():
+        v.mul_(2)
+    assert b.tolist() == [4.0, 8.0, 6.0]
