@@ -290,3 +290,10 @@ def move_array(array: Any, src: Device, dst: Device) -> Any:
     if src.type == "cuda":
         return array.get()
     return array.copy()
+
+
+def data_ptr(array: Any) -> int:
+    """The address of an array's first element (NumPy or CuPy)."""
+    if is_cupy_array(array):
+        return int(array.data.ptr)
+    return int(array.__array_interface__["data"][0])

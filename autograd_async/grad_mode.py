@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -220,6 +221,12 @@ class set_grad_enabled(_ModeContext):  # noqa: N801
         return super().__call__(fn)
 
 
+ANOMALY_ENABLED_WARNING = (
+    "Anomaly Detection has been enabled. This mode will increase the runtime and should only be "
+    "enabled for debugging."
+)
+
+
 class set_detect_anomaly:  # noqa: N801
     """Turn anomaly mode on or off: forward tracebacks on backward errors, NaN checks in backward.
 
@@ -246,6 +253,7 @@ class detect_anomaly(_ModeContext):  # noqa: N801
 
     def __init__(self, check_nan: bool = True) -> None:
         super().__init__(True)
+        warnings.warn(ANOMALY_ENABLED_WARNING, UserWarning, stacklevel=2)
         self._check_nan = bool(check_nan)
         self._nan_tokens: list[contextvars.Token] = []
 

@@ -38,6 +38,38 @@ def next_sequence_nr() -> int:
     return _sequence.next()
 
 
+NO_EDGE = (None, 0)
+
+
+def init_node(
+    node: Node, device: Device, inputs: Any = (), needs: Any = (), seq: int | None = None
+) -> Node:
+    """Give a new node its fields: device, sequence number, edges, no hooks or metadata yet.
+
+    One edge per input: where `needs` marks it, the input's grad_fn output or its leaf
+    accumulator (`gradient_edge` of `history`, written out here because this runs for every
+    input of every recorded op); else no edge. The sequence number is the calling thread's next
+    one unless `seq` is given (AccumulateGrad outranks everything with its own). PyTorch takes it
+    when the node is constructed: for an op only when the op records, for a custom Function on
+    every `apply`; both collect their edges then too, before forward runs.
+    """
+    # `_sequence.next` directly: one Python call less per recorded node than next_sequence_nr().
+    node._seq = _sequence.next() if seq is None else seq
+    node.device = device
+    node._hooks = None
+    node._metadata = None
+    node._released = False
+    edges = []
+    for x, wants in zip(inputs, needs):
+        if wants:
+            fn = x._grad_fn
+            edges.append((fn, x._output_nr) if fn is not None else (grad_accumulator(x), 0))
+        else:
+            edges.append(NO_EDGE)
+    node.next_functions = tuple(edges)
+    return node
+
+
 class RemovableHandle:
     """Returned by hook registration; `remove()` unregisters the hook."""
 
@@ -144,6 +176,16 @@ class Node:
         """Drop what the node saved for backward (after backward, unless the graph is kept)."""
         self._released = True
 
+    def __call__(self, *grad_outputs: Any) -> Any:
+        """Run the node's backward on `grad_outputs` outside a backward pass, as PyTorch does.
+
+        Gradients come back as Tensors, one per edge (a single one unwrapped); with grad mode on,
+        they are recorded like any op.
+        """
+        from .graph_task import call_node  # noqa: PLC0415 - it imports this module
+
+        return call_node(self, grad_outputs)
+
     def __repr__(self) -> str:
         return f"<{self.name()} object at {hex(id(self))}>"
 
@@ -159,13 +201,8 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable: Tensor) -> None:
         self.variable = variable
-        self.next_functions = ()
-        self._seq = ACCUMULATE_GRAD_SEQUENCE_NR
-        self.device = variable.device
+        init_node(self, variable.device, seq=ACCUMULATE_GRAD_SEQUENCE_NR)
         self._out_meta = ((variable.shape, variable.dtype),)
-        self._hooks = None
-        self._metadata = None
-        self._released = False
         # The array we made by summing, so later gradients may be added to it in place safely.
         self._owned_grad = None
 
@@ -210,7 +247,7 @@ class AccumulateGrad(Node):
             self._owned_grad = summed
             variable._grad = Tensor._wrap(summed, variable.device)
         for hook in variable._post_acc_hooks or ():
-            hook(variable)
+            check_post_accumulate_result(hook(variable), variable)
         return ()
 
 
@@ -220,6 +257,15 @@ def _is_dense_and_writeable(array: Any) -> bool:
     if not getattr(flags, "writeable", True):  # NumPy's broadcast_to views are read-only
         return False
     return array.size <= 1 or 0 not in array.strides
+
+
+def check_post_accumulate_result(result: Any, variable: Tensor) -> None:
+    """A post-accumulate-grad hook returns None (or its tensor): PyTorch's errors otherwise."""
+    if result is None or result is variable:
+        return
+    if isinstance(result, tensor_module.Tensor):
+        raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+    raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
 
 
 class HeldArrays:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .devices import Device, array_module
-from .graph import AccumulateGrad, Node, next_sequence_nr
+from .graph import Node, init_node
 from .ops.dual import can_sum_to, cast, sum_to, xp_of
 from .tensor import Tensor
 
@@ -31,14 +31,10 @@ class GraphRoot(Node):
     runs_without_grad = True
 
     def __init__(self, edges: Sequence[tuple[Node, int]], grads: Sequence[Any], dev: Device):
+        init_node(self, dev)  # PyTorch's GraphRoot takes a sequence number too
         self.next_functions = tuple(edges)
         self._grads = tuple(grads)
-        self._seq = next_sequence_nr()  # PyTorch's GraphRoot takes one too
-        self.device = dev
         self._out_meta = ()
-        self._hooks = None
-        self._metadata = None
-        self._released = False
 
     def backward(self, *_: Any) -> tuple:
         """The starting gradients."""
@@ -293,7 +289,7 @@ def compute_exec_info(
 
     Nodes are put in topological order by counting down `dependencies` (computed when not given),
     then marked from the leaves up: a node is needed when an edge leads to a target or to a needed
-    node. `run_targets` also runs leaf targets (`backward(inputs=...)` accumulates into them).
+    node. `run_targets` also runs the targets (`backward(inputs=...)` accumulates into leaves).
     """
     remaining = dict(compute_dependencies(root) if dependencies is None else dependencies)
     order = [root]
@@ -312,7 +308,9 @@ def compute_exec_info(
             if nxt is not None and (nxt in captures or needed[nxt]):
                 flag = True
                 break
-        if not flag and run_targets and type(node) is AccumulateGrad and node in captures:
+        if not flag and run_targets and node in captures:
+            # backward(inputs=...) runs its targets as PyTorch does: a leaf's accumulator, and a
+            # non-leaf's grad_fn with its hooks (what that one passes on goes no further).
             flag = True
         needed[node] = flag
     return needed
@@ -325,6 +323,11 @@ def validate_outputs(node: Node, outputs: tuple, create_graph: bool) -> tuple:
     for i, ((nxt, nr), g) in enumerate(zip(node.next_functions, outputs, strict=True)):
         if g is None or nxt is None:
             continue
+        if isinstance(g, Tensor) and g.device is not nxt.device:
+            raise RuntimeError(
+                f"Function {node.name()} returned an invalid gradient at index {i} - expected "
+                f"device {nxt.device} but got {g.device}"
+            )
         if create_graph and not isinstance(g, Tensor):
             g = Tensor._wrap(g, nxt.device)
         elif not create_graph and isinstance(g, Tensor):
@@ -347,6 +350,28 @@ def validate_outputs(node: Node, outputs: tuple, create_graph: bool) -> tuple:
                 checked = list(outputs)
             checked[i] = fixed
     return outputs if checked is None else tuple(checked)
+
+
+def call_node(node: Node, grad_outputs: tuple) -> Any:
+    """`node(*grad_outputs)`: its backward on Tensors.
+
+    As PyTorch's, the results are what the node returns: not yet summed to its inputs' shapes
+    (the engine does that between nodes).
+    """
+    grads = [g if g is None or isinstance(g, Tensor) else Tensor._wrap(g, node.device)
+             for g in grad_outputs]
+    if any(g is None for g in grads) and not all(g is None for g in grads):
+        grads = materialize(node, grads, True)
+    outputs = node.backward(*grads)
+    if type(outputs) is not tuple:
+        outputs = (outputs,)
+    outputs = tuple(_to_tensor(_as_array(g), node) for g in outputs)
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
+def _as_array(g: Any) -> Any:
+    # A full reduction's gradient can be a NumPy scalar; a Tensor wraps arrays.
+    return np.asarray(g) if isinstance(g, np.generic) else g
 
 
 def materialize(node: Node, inputs: list, create_graph: bool) -> list:
@@ -387,14 +412,18 @@ def _like(result: Any, original: Any) -> Any:
 
 
 def run_tensor_pre_hooks(node: Node, hooks: Any, inputs: list) -> list:
-    """Tensor hooks (`register_hook`, a leaf's included), then retain_grad, in PyTorch's order."""
+    """Tensor hooks (`register_hook`, a leaf's included), then retain_grad, in PyTorch's order.
+
+    As PyTorch, a hook whose tensor got no gradient (a sibling output of split, say, carried
+    it) is called with None, and may not replace it.
+    """
     inputs = list(inputs)
     for nr, bucket in hooks.tensor_pre.items():
         for hook in list(bucket):
-            if inputs[nr] is None:
-                continue
             result = hook(_to_tensor(inputs[nr], node))
             if result is not None:
+                if inputs[nr] is None:
+                    raise RuntimeError("can't replace a None gradient with a non-None value")
                 check_hook_result(hook, result, inputs[nr], node)
                 inputs[nr] = _like(result, inputs[nr])
     for nr, ref in hooks.retains_grad.items():

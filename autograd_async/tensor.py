@@ -82,10 +82,12 @@ class Tensor:
         "_data",
         "_rg",
         "_grad",
-        "grad_fn",
+        "_grad_fn",
         "_output_nr",
         "device",
         "_base",
+        "_version_source",
+        "_view_version",
         "_ver",
         "_hooks",
         "_post_acc_hooks",
@@ -93,7 +95,6 @@ class Tensor:
         "__weakref__",
     )
 
-    grad_fn: Node | None
 
     def __init__(
         self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
@@ -111,10 +112,22 @@ class Tensor:
         self.device = dev
         if dev.type == "sim":  # the sim device count may not drop below it while it lives
             _devices.note_sim_user(dev, self)
-        self.grad_fn = grad_fn
+        self._grad_fn = grad_fn
         self._rg = grad_fn is not None
         self._output_nr = output_nr
         self._base = base
+        # The tensor whose counter counts this one's in-place changes (None: its own): a view's
+        # base, or what a `detach()` was taken from; PyTorch shares one counter among them.
+        if base is None:
+            self._version_source = None  # `_view_version` is read only for views: left unset
+        else:
+            source = base._version_source
+            if source is None:
+                source = base
+            self._version_source = source
+            # A view's history is that of its base at this version; a later in-place change of
+            # the base (or of another view) makes it stale (`ops.views.refresh_if_stale`).
+            self._view_version = source._ver
         self._ver = 0
         self._grad = None
         self._hooks = None
@@ -172,6 +185,21 @@ class Tensor:
         return int(self._data.size)
 
     @property
+    def grad_fn(self) -> Node | None:
+        """The node that made this tensor (None for leaves); set only by `history`."""
+        if self._base is not None:
+            self._refresh_view()
+        return self._grad_fn
+
+    def _refresh_view(self) -> None:
+        # A view whose base changed in place since its history was set gets a regenerated one
+        # when read, as in PyTorch.
+        if self._view_version != self._version_source._ver:
+            from .ops.views import refresh_if_stale  # noqa: PLC0415 - ops build on this module
+
+            refresh_if_stale(self)
+
+    @property
     def is_leaf(self) -> bool:
         """True for tensors not made by a recorded op."""
         return self.grad_fn is None
@@ -179,6 +207,8 @@ class Tensor:
     @property
     def requires_grad(self) -> bool:
         """Whether gradients flow to this tensor."""
+        if self._base is not None:
+            self._refresh_view()
         return self._rg
 
     @requires_grad.setter
@@ -206,12 +236,25 @@ class Tensor:
     @property
     def _version(self) -> int:
         """How many in-place changes the tensor's storage has seen (shared with its views)."""
-        base = self._base
-        return (base if base is not None else self)._ver
+        source = self._version_source
+        return (self if source is None else source)._ver
 
     def _bump_version(self) -> None:
-        base = self._base
-        (base if base is not None else self)._ver += 1
+        source = self._version_source
+        (self if source is None else source)._ver += 1
+
+    def _is_view(self) -> bool:
+        """True for a tensor made by a view op: it shares its `_base`'s storage."""
+        return self._base is not None
+
+    @property
+    def output_nr(self) -> int:
+        """Which output of its `grad_fn` this tensor is (0 for leaves)."""
+        return self._output_nr
+
+    def data_ptr(self) -> int:
+        """The address of the tensor's first element."""
+        return _devices.data_ptr(self._data)
 
     @property
     def grad(self) -> Tensor | None:
@@ -326,20 +369,22 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """A tensor sharing storage (and version counter) with this one, outside the graph."""
-        base = self._base
-        t = Tensor._wrap(self._data, self.device, None, 0, base if base is not None else self)
+        alias = Tensor._wrap(self._data, self.device)
+        source = self._version_source
+        alias._version_source = self if source is None else source
         if type(self) is InferenceTensor:
-            t.__class__ = InferenceTensor
-        return t
+            alias.__class__ = InferenceTensor
+        return alias
 
     def is_inference(self) -> bool:
         """True for a tensor made in inference mode (see `inference_mode`)."""
         return type(self) is InferenceTensor
 
     def detach_(self) -> Tensor:
-        """Take this tensor out of the graph, in place."""
-        self.grad_fn = None
-        self._rg = False
+        """Take this tensor out of the graph, in place (views refuse, as in PyTorch)."""
+        if self._base is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        history.clear_history(self)
         return self
 
     def __deepcopy__(self, memo: dict) -> Tensor:
@@ -520,4 +565,5 @@ def _check_assigned_grad(tensor: Tensor, grad: Any) -> None:
 
 # Last: the autograd API sits above tensors and imports this module (an import inside
 # `backward` would go through the import system on every call).
+from . import history  # noqa: E402
 from .autograd import api as autograd_api  # noqa: E402

@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+import functools
+import warnings
 from typing import Any
 
 from ..devices import CPU, array_module
 from ..engine import get_engine
 from ..grad_mode import anomaly_check_nan, anomaly_enabled
-from ..graph import Node, claim, grad_accumulator
+from ..graph import Node, claim
 from ..graph_task import GraphRoot, GraphTask
+from ..history import gradient_edge
+from ..ops.views import refresh_if_stale
 from ..tensor import Tensor
 
 
@@ -21,12 +25,6 @@ def _as_tuple(value: Any) -> tuple:
     if isinstance(value, tuple):
         return value
     return tuple(value) if hasattr(value, "__iter__") else (value,)
-
-
-def _gradient_edge(t: Tensor) -> tuple[Node, int]:
-    if t.grad_fn is not None:
-        return t.grad_fn, t._output_nr
-    return grad_accumulator(t), 0
 
 
 def _root_gradients(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> list:
@@ -131,9 +129,12 @@ def prepare(
             raise RuntimeError(
                 f"One of the differentiated Tensors (input {i}) does not require grad"
             )
+    for t in (*outs, *ins):
+        if isinstance(t, Tensor) and t._base is not None:
+            refresh_if_stale(t)  # a view whose base changed in place since: regenerate
     keep_graph = create_graph if retain_graph is None else bool(retain_graph)
     grads = _root_gradients(outs, grad_outs, create_graph)
-    edges = [_gradient_edge(t) for t in outs]
+    edges = [gradient_edge(t) for t in outs]
     if len(edges) == 1:
         root: Node = edges[0][0]
         starts = [(edges[0][0], edges[0][1], grads[0])]
@@ -156,7 +157,7 @@ def prepare(
             for t in ins:
                 if t.grad_fn is not None:
                     t.retain_grad()
-        task.capture([_gradient_edge(t) for t in ins], run_targets=(mode == "backward"))
+        task.capture([gradient_edge(t) for t in ins], run_targets=(mode == "backward"))
     return PreparedTask(task, starts, ins, mode, allow_unused)
 
 
@@ -184,6 +185,20 @@ def _launch(
     return engine, prepared
 
 
+@functools.cache  # once per process, as PyTorch warns
+def warn_create_graph_cycle() -> None:
+    """PyTorch's warning for `backward(create_graph=True)`: .grad and its graph form a cycle."""
+    warnings.warn(
+        "Using backward() with create_graph=True will create a reference cycle between the "
+        "parameter and its gradient which can cause a memory leak. We recommend using "
+        "autograd.grad when creating the graph to avoid this. If you have to use this function, "
+        "make sure to reset the .grad fields of your parameters to None after use to break the "
+        "cycle and avoid the leak.",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
 def backward(
     tensors: Any,
     grad_tensors: Any = None,
@@ -192,6 +207,8 @@ def backward(
     inputs: Any = None,
 ) -> None:
     """Accumulate gradients of `tensors` into leaves' `.grad`, blocking until done."""
+    if create_graph:
+        warn_create_graph_cycle()
     engine, prepared = _launch(
         "backward", tensors, grad_tensors, retain_graph, create_graph, inputs
     )
@@ -207,6 +224,8 @@ async def backward_async(
     inputs: Any = None,
 ) -> None:
     """Like `backward`, awaited without blocking the caller's event loop."""
+    if create_graph:
+        warn_create_graph_cycle()
     engine, prepared = _launch(
         "backward", tensors, grad_tensors, retain_graph, create_graph, inputs
     )

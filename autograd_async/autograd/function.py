@@ -6,14 +6,24 @@ may await (sleep, I/O, another `backward_async`) while that worker keeps running
 
 from __future__ import annotations
 
+import functools
 import inspect
-import traceback
+from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..devices import DeviceError
+from ..devices import CPU
 from ..grad_mode import anomaly_enabled, grad_enabled, no_grad
-from ..graph import Node, grad_accumulator, next_sequence_nr
-from ..ops.base import RELEASED_MESSAGE, describe
+from ..graph import Node
+from ..history import (
+    device_mismatch,
+    init_node,
+    keep_forward_trace,
+    rebase_history,
+    set_history,
+)
+from ..ops.base import DETACHED_MESSAGE, RELEASED_MESSAGE, version_error
+from ..ops.inplace import VIEW_OF_LEAF_MESSAGE, rebase_view
+from ..ops.views import refresh_if_stale
 from ..saved_hooks import active as active_saved_hooks
 from ..saved_hooks import pack, unpack
 from ..tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor
@@ -26,13 +36,12 @@ class BackwardCFunction(Node):
     _function: ClassVar[type[Function]]
 
     def __init__(self) -> None:
-        self._hooks = None
-        self._metadata = None
-        self._released = False
+        # The graph fields (sequence number, device, hooks) come from `init_node`.
         self.needs_input_grad: tuple[bool, ...] = ()
         self._saved: tuple = ()
         self._saved_versions: tuple = ()
         self._non_differentiable: set[int] = set()
+        self._dirty: set[int] = set()
         self._tensor_args: tuple[int, ...] = ()
         self._save_hooks = None
         self.materialize_grads = True
@@ -46,7 +55,10 @@ class BackwardCFunction(Node):
                     f"save_for_backward can only save tensors or None, got {type(t).__name__}"
                 )
         self._saved = tensors
-        self._saved_versions = tuple(None if t is None else t._version for t in tensors)
+        # The version, and whether it had a history (a saved non-leaf must not be detach_()ed).
+        self._saved_versions = tuple(
+            None if t is None else (t._version, t.grad_fn is not None) for t in tensors
+        )
         # Packed once the outputs have their place in the graph (see `_pack_saved`).
         self._save_hooks = active_saved_hooks()
 
@@ -57,13 +69,14 @@ class BackwardCFunction(Node):
             raise RuntimeError(RELEASED_MESSAGE)
         if self._saved_versions is None:  # saved through hooks: no version check, as PyTorch
             return tuple(None if p is None else unpack(p) for p in self._saved)
-        for t, version in zip(self._saved, self._saved_versions, strict=True):
-            if t is not None and t._version != version:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by an "
-                    f"inplace operation: {describe(t)}, which is saved by {self.name()}, is at "
-                    f"version {t._version}; expected version {version} instead."
-                )
+        for t, saved in zip(self._saved, self._saved_versions, strict=True):
+            if t is None:
+                continue
+            version, had_history = saved
+            if t._version != version:
+                raise version_error(t, version)
+            if had_history and t.grad_fn is None:
+                raise RuntimeError(DETACHED_MESSAGE)
         return self._saved
 
     def _pack_saved(self) -> None:
@@ -76,6 +89,14 @@ class BackwardCFunction(Node):
     def mark_non_differentiable(self, *tensors: Tensor) -> None:
         """Outputs that never carry a gradient."""
         self._non_differentiable.update(id(t) for t in tensors)
+
+    def mark_dirty(self, *tensors: Tensor) -> None:
+        """Inputs that forward changed in place; they must be returned as outputs.
+
+        As PyTorch: each gets one version later and this node as its history (a view's base gets
+        CopySlices).
+        """
+        self._dirty.update(id(t) for t in tensors)
 
     def set_materialize_grads(self, value: bool) -> None:
         """Whether missing output gradients reach backward as zeros (default) or None."""
@@ -131,6 +152,7 @@ class Function:
     """Base of custom functions: `forward(ctx, *args)` and `backward(ctx, *grads)` are static."""
 
     _node_class: ClassVar[type[BackwardCFunction]]
+    _setup_context_style: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -139,6 +161,7 @@ class Function:
         if is_async:
             namespace["backward"] = BackwardCFunction.backward_async
         cls._node_class = type(f"{cls.__name__}Backward", (BackwardCFunction,), namespace)
+        cls._setup_context_style = cls.setup_context is not Function.setup_context
 
     @staticmethod
     def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
@@ -153,63 +176,149 @@ class Function:
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         """Run forward and, when any input requires grad, record the node."""
-        node = cls._node_class()
-        # As PyTorch, the node takes its sequence number before forward runs, needed or not.
-        node._seq = next_sequence_nr()
         tensors = [a for a in args if isinstance(a, Tensor)]
-        devices = {t.device for t in tensors}
-        if len(devices) > 1:
-            names = ", ".join(sorted(str(d) for d in devices))
-            raise DeviceError(
-                f"{cls.__name__}: expected all tensors to be on the same device, found {names}"
-            )
-        node.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
-        requires = grad_enabled.get() and any(node.needs_input_grad)
+        dev = tensors[0].device if tensors else CPU
+        for t in tensors:
+            if t._base is not None:
+                refresh_if_stale(t)
+            if t.device is not dev:
+                raise device_mismatch(cls.__name__, dev, t.device)
+        needs = tuple(isinstance(a, Tensor) and a._rg for a in args)
+        requires = grad_enabled.get() and any(needs)
+        # As PyTorch: the node takes its sequence number before forward runs, needed or not, and
+        # its edges (tensor arguments only, as PyTorch's next_functions) when it records.
+        wants = [t._rg for t in tensors] if requires else ()
+        node = init_node(cls._node_class(), dev, tensors if requires else (), wants)
+        node.needs_input_grad = needs
         with no_grad():
-            out = cls.forward(node, *args, **kwargs)
+            if cls._setup_context_style:  # torch 2: forward(*args), then setup_context
+                out = cls.forward(*args, **kwargs)
+                cls.setup_context(node, args, out)
+            else:
+                out = cls.forward(node, *args, **kwargs)
+        outputs = out if isinstance(out, tuple) else (out,)
+        if node._dirty:
+            _check_dirty_outputs(node, outputs, tensors, requires)
         if not requires:
             return out
-        outputs = out if isinstance(out, tuple) else (out,)
-        # Edges for tensor arguments only, as PyTorch's next_functions.
         node._tensor_args = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
-        node.next_functions = tuple(_edge(args[i]) for i in node._tensor_args)
         first = next((o for o in outputs if isinstance(o, Tensor)), None)
-        node.device = first.device if first is not None else tensors[0].device
+        if first is not None:
+            node.device = first.device
         node._out_meta = tuple(
             (o.shape, o.dtype) if isinstance(o, Tensor) else ((), None) for o in outputs
         )
         if anomaly_enabled.get():
-            node.metadata["traceback_"] = traceback.format_stack()[:-1]
-        wrapped = []
-        for i, o in enumerate(outputs):
-            if not isinstance(o, Tensor):
-                wrapped.append(o)
-                continue
-            if id(o) in node._non_differentiable:
-                o._rg = False
-                wrapped.append(o)
-                continue
-            fresh = o.grad_fn is None and not o._rg and all(o is not t for t in tensors)
-            # An input returned as-is gets a new tensor object, so the input keeps its own history.
-            t = o if fresh else Tensor._wrap(o._data, o.device, None, 0, o._base)
-            t.grad_fn = node
-            t._rg = True
-            t._output_nr = i
-            wrapped.append(t)
+            keep_forward_trace(node)
+        wrapped = [_output_history(node, i, o, tensors) for i, o in enumerate(outputs)]
         if any(type(t) is InferenceTensor for t in node._saved):
             raise RuntimeError(INFERENCE_SAVED_MESSAGE)
         if node._save_hooks is not None:
             node._pack_saved()
         return tuple(wrapped) if isinstance(out, tuple) else wrapped[0]
 
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
+        """Torch 2 style: save what backward needs, after `forward(*args)` ran without ctx."""
+        raise NotImplementedError("setup_context is not overridden")
 
-def _edge(arg: Tensor) -> tuple:
-    if not arg._rg:
-        return (None, 0)
-    if arg.grad_fn is not None:
-        return (arg.grad_fn, arg._output_nr)
-    return (grad_accumulator(arg), 0)
+
+def _check_dirty_outputs(node: Any, outputs: tuple, inputs: list, requires: bool) -> None:
+    """Inputs marked dirty must be outputs; under grad mode a leaf that requires grad refuses."""
+    returned = {id(o) for o in outputs}
+    if not node._dirty <= returned:
+        raise RuntimeError(
+            "Some elements marked as dirty during the forward method were not returned as "
+            "output. The inputs that are modified inplace must all be outputs of the Function."
+        )
+    for t in inputs:
+        if id(t) not in node._dirty:
+            continue
+        if requires and t.grad_fn is None and t._rg:
+            raise RuntimeError(
+                "a leaf Variable that requires grad has been used in an in-place operation."
+            )
+        base = t._base
+        if requires and base is not None and base.grad_fn is None and base._rg:
+            raise RuntimeError(VIEW_OF_LEAF_MESSAGE)
+        t._bump_version()
+
+
+def _output_history(node: Any, i: int, o: Any, inputs: list) -> Any:
+    """Output `i` of the Function, given its place in the graph."""
+    if not isinstance(o, Tensor):
+        return o
+    if id(o) in node._non_differentiable:
+        o._rg = False
+        return o
+    if id(o) in node._dirty:  # changed in place: the input itself takes the new history
+        if o._base is not None:
+            rebase_view(o, node)
+        else:
+            rebase_history(o, node, i)
+        return o
+    fresh = o.grad_fn is None and not o._rg and all(o is not t for t in inputs)
+    # An input returned as-is becomes a view of it, so the input keeps its own history.
+    base = o if o._base is None else o._base
+    t = o if fresh else Tensor._wrap(o._data, o.device, None, 0, base)
+    set_history(t, node, i)
+    return t
 
 
 class FunctionCtx(BackwardCFunction):
     """The type of `ctx` (for annotations)."""
+
+
+ONCE_DIFFERENTIABLE_MESSAGE = (
+    "trying to differentiate twice a function that was marked with @once_differentiable"
+)
+
+
+class DelayedError(Function):
+    """Outputs of a once-differentiable backward: differentiating them again raises."""
+
+    @staticmethod
+    def forward(ctx: Any, *tensors: Any) -> Any:
+        """The tensors themselves (as views), now with this node as history."""
+        return tensors if len(tensors) != 1 else tensors[0]
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        """Refuse: the backward that made these outputs cannot be differentiated."""
+        raise RuntimeError(ONCE_DIFFERENTIABLE_MESSAGE)
+
+
+def once_differentiable(fn: Callable) -> Callable:
+    """Decorate a Function's `backward` that is not itself differentiable, as PyTorch's.
+
+    It runs with grad mode off; when grad mode was on and a gradient it got requires grad
+    (`create_graph=True`), its outputs hang off a node that raises if differentiated.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(ctx: Any, *args: Any) -> Any:
+        with no_grad():
+            outputs = fn(ctx, *args)
+        if not grad_enabled.get():
+            return outputs
+        if not any(isinstance(a, Tensor) and a._rg for a in args):
+            return outputs
+        many = isinstance(outputs, tuple)
+        values = outputs if many else (outputs,)
+        fake = [_fake_requires_grad(v) for v in values]
+        errors = DelayedError.apply(*[v for v in fake if isinstance(v, Tensor)])
+        errors = errors if isinstance(errors, tuple) else (errors,)
+        out = iter(errors)
+        result = tuple(next(out) if isinstance(v, Tensor) else v for v in fake)
+        return result if many else result[0]
+
+    return wrapper
+
+
+def _fake_requires_grad(value: Any) -> Any:
+    # As PyTorch: an alias that requires grad, so the DelayedError node records.
+    if not isinstance(value, Tensor):
+        return value
+    alias = value.detach()
+    alias.requires_grad_(True)
+    return alias

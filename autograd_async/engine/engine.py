@@ -11,6 +11,7 @@ import asyncio
 import contextvars
 import threading
 import time
+import warnings
 from typing import Any, NamedTuple
 
 from ..devices import Device, DeviceError, check_available
@@ -323,11 +324,24 @@ def _annotate(error: BaseException, node: Node, worker: DeviceWorker, task: Grap
         error.device = str(node.device)  # type: ignore[attr-defined]
     except (AttributeError, TypeError):
         return
-    if task.anomaly and node._metadata and "traceback_" in node._metadata:
+    if not task.anomaly:
+        return
+    if node._metadata and "traceback_" in node._metadata:
         trace = "".join(node._metadata["traceback_"])
         error.add_note(
             f"Traceback of forward call that caused the error (anomaly mode):\n{trace}"
         )
+        # PyTorch's warning too, for code and logs that look for it.
+        message = (
+            f"Error detected in {node.name()}. Traceback of forward call that caused the "
+            f"error:\n{trace}"
+        )
+    else:
+        message = (
+            f"Error detected in {node.name()}. No forward pass information available. Enable "
+            "detect anomaly during forward pass for more information."
+        )
+    warnings.warn(message, UserWarning, stacklevel=1)
 
 
 current_engine: contextvars.ContextVar[Engine | None] = contextvars.ContextVar(

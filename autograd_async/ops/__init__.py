@@ -32,6 +32,7 @@ from . import (
     shape,
     sorting,
     triangular,
+    views,
 )
 from .transfer import to
 
@@ -42,6 +43,7 @@ _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, in
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
 _FAMILIES += (conv, pooling, sampling, normalization, embedding, distance, attention)
 _FAMILIES += (special, pointwise, scan, linalg, activations, losses)
+_FAMILIES += (views,)
 
 FUNCTIONS: dict[str, Any] = {}
 for _family in _FAMILIES:

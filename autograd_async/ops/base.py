@@ -12,17 +12,22 @@ backward (`create_graph=True`), and uses operators and `ops.dual` helpers that w
 from __future__ import annotations
 
 import time
-import traceback
 import weakref
 from typing import Any, ClassVar
 
-from ..devices import Device, DeviceError
+from ..devices import Device
 from ..grad_mode import anomaly_enabled, grad_enabled, inference_enabled
-from ..graph import Node, grad_accumulator, next_sequence_nr
+from ..graph import Node
+from ..history import (
+    device_mismatch,
+    forward_name,
+    init_node,
+    keep_forward_trace,
+)
 from ..recording import forward_sink
 from ..saved_hooks import hooks_stack
 from ..tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor, mark_inference
-from .saved import PACKED, pack_output, save_packed, unpack_slots, unpacked
+from .saved import PACKED, pack_output, pack_slots, save_packed, unpack_slots, unpacked
 
 RELEASED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -32,12 +37,16 @@ RELEASED_MESSAGE = (
 )
 
 
+DETACHED_MESSAGE = (
+    "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().This is "
+    "not supported, please use out-of-place `.detach()` instead"
+)
+
+
 def describe(t: Tensor) -> str:
     """A short description of a tensor for error messages: dtype, shape, device."""
     return f"[{t.dtype} tensor of shape {tuple(t.shape)} on {t.device}]"
 
-
-_NO_EDGE = (None, 0)
 
 # Canonical `((shape, dtype),)` tuples: nodes share them instead of each keeping two tuples alive,
 # since objects that outlive graph building are what the garbage collector spends its time on.
@@ -56,6 +65,56 @@ def single_output_meta(out: Any) -> tuple:
         meta = _META_MEMO[key] = (key,)
     return meta
 _NO_GRAD = {n: (False,) * n for n in range(1, 5)}
+
+
+_TORCH_TYPE_NAMES = {
+    "float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+    "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+    "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+}
+
+
+def torch_description(t: Tensor) -> str:
+    """A tensor as PyTorch's messages show it: `[torch.FloatTensor [2, 3]]` (device if not cpu)."""
+    kind = _TORCH_TYPE_NAMES.get(str(t.dtype), str(t.dtype)) + "Tensor"
+    where = "" if t.device.type == "cpu" else f"{t.device.type}."
+    return f"[torch.{where}{kind} {list(t.shape)}]"
+
+
+def version_error(t: Tensor, expected: int) -> RuntimeError:
+    """PyTorch's error for a saved tensor changed in place since it was saved.
+
+    It names the op that made the tensor's current value (the in-place op's, once it ran).
+    """
+    fn = t.grad_fn
+    origin = f", which is output {t._output_nr} of {forward_name(fn)}," if fn is not None else ""
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: {torch_description(t)}{origin} is at version {t._version}; expected "
+        f"version {expected} instead. Hint: enable anomaly detection to find the operation "
+        "that failed to compute its gradient, with "
+        "autograd_async.autograd.set_detect_anomaly(True)."
+    )
+
+
+def broadcast_error(op_name: str, arrays: Any) -> RuntimeError:
+    """PyTorch's error for operands whose shapes do not broadcast, naming the op in a note."""
+    shapes = [tuple(a.shape) for a in arrays if hasattr(a, "shape")]
+    for i, a in enumerate(shapes):
+        for b in shapes[i + 1 :]:
+            ndim = max(len(a), len(b))
+            for dim in range(ndim - 1, -1, -1):
+                offset = ndim - 1 - dim
+                size_a = a[len(a) - 1 - offset] if offset < len(a) else 1
+                size_b = b[len(b) - 1 - offset] if offset < len(b) else 1
+                if size_a != size_b and size_a != 1 and size_b != 1:
+                    error = RuntimeError(
+                        f"The size of tensor a ({size_a}) must match the size of tensor b "
+                        f"({size_b}) at non-singleton dimension {dim}"
+                    )
+                    error.add_note(f"in {op_name}: shapes {list(a)} and {list(b)}")
+                    return error
+    return RuntimeError(f"{op_name}: shapes {shapes} cannot be broadcast together")
 
 
 class Op(Node):
@@ -79,6 +138,9 @@ class Op(Node):
     non_differentiable_outputs: ClassVar[tuple[int, ...]] = ()
     # Whether output 0 shares storage with input 0 when the backend returns a view.
     is_view: ClassVar[bool] = False
+    # Whether the outputs are several views of input 0 (split, unbind): they refuse in-place
+    # changes, as PyTorch's do.
+    multi_output_view: ClassVar[bool] = False
     # The name of the op's function, for the profiler's forward records.
     op_name: ClassVar[str] = ""
     # Whether backward may write its result into the gradient array it gets, when the node that
@@ -117,14 +179,13 @@ class Op(Node):
         requires = False
         for x in inputs:
             if isinstance(x, Tensor):
+                if x._base is not None and x._view_version != x._version_source._ver:
+                    refresh_if_stale(x)  # its base changed in place since: regenerate
                 where = x.device
                 if dev is None:
                     dev = where
                 elif where is not dev:
-                    raise DeviceError(
-                        f"{cls.op_name}: expected all tensors to be on the same device, "
-                        f"but found at least two devices, {dev} and {where}"
-                    )
+                    raise device_mismatch(cls.op_name, dev, where)
                 arrays.append(x._data)
                 wants = x._rg
                 needs.append(wants)
@@ -135,22 +196,28 @@ class Op(Node):
                 needs.append(False)
         if dev is None:
             raise TypeError(f"{cls.op_name}: expected at least one Tensor argument")
-        node = object.__new__(cls)
-        node.device = dev
-        node._hooks = None
-        node._metadata = None
-        node._released = False
         requires = requires and grad_enabled.get()
         sink = forward_sink.get()
         started = time.perf_counter_ns() if sink is not None else 0
         if requires:
+            node = init_node(object.__new__(cls), dev, inputs, needs)
             node.needs_input_grad = tuple(needs)
-            out = node.forward(*arrays, **kwargs)
-            node._seq = next_sequence_nr()
-            node._link(inputs, needs)
+            node._save_inputs(inputs)
+            if anomaly_enabled.get():
+                keep_forward_trace(node)
         else:
+            # Not recorded: the instance only runs forward (which may read `device`).
+            node = object.__new__(cls)
+            node.device = dev
             node.needs_input_grad = _NO_GRAD.get(len(inputs)) or (False,) * len(inputs)
+        try:
             out = node.forward(*arrays, **kwargs)
+        except ValueError as exc:  # NumPy's words for a shape mismatch; PyTorch's type and text
+            if "could not be broadcast" not in str(exc):
+                raise
+            raise broadcast_error(cls.op_name, arrays) from None
+        if requires and node._saved_data is PACKED:
+            pack_slots(node)  # arrays forward kept for backward (a dropout mask) go through too
         result = node._wrap_outputs(out, inputs, requires)
         if not requires and (
             inference_enabled.get() or (cls.is_view and type(inputs[0]) is InferenceTensor)
@@ -160,46 +227,41 @@ class Op(Node):
             node._record_forward(sink, started, inputs, out, requires)
         return result
 
-    def _link(self, inputs: tuple, needs: list) -> None:
-        edges = []
-        for x, wants in zip(inputs, needs):
-            if wants:
-                fn = x.grad_fn
-                edges.append((fn, x._output_nr) if fn is not None else (grad_accumulator(x), 0))
-            else:
-                edges.append(_NO_EDGE)
-        self.next_functions = tuple(edges)
+    def _save_inputs(self, inputs: tuple) -> None:
+        """Keep the inputs backward reads: tensors, their arrays and their versions.
+
+        Tensors serve a differentiable backward, their arrays the usual one; the version counters
+        are checked before either is used (`saved`).
+        """
         indices = self.saved_inputs
         if hooks_stack.get():
             save_packed(self, inputs, indices)
-        elif indices:
-            # Tensors for a differentiable backward, their arrays for the usual one, and the
-            # version counters to check before either is used.
-            plans = self._save_plans
-            if plans is None:
-                saved = tuple([inputs[i] for i in indices])
-            else:
-                keep = plans.get(self.needs_input_grad) or self._save_plan()
-                saved = tuple([inputs[i] if k else None for i, k in zip(indices, keep)])
-            data = []
-            checks = []
-            for t in saved:
-                if isinstance(t, Tensor):
-                    if type(t) is InferenceTensor:
-                        raise RuntimeError(INFERENCE_SAVED_MESSAGE)
-                    base = t._base
-                    owner = base if base is not None else t
-                    checks.append((t, owner, owner._ver))
-                    data.append(t._data)
-                else:
-                    data.append(t)
-            self._saved = saved
-            self._saved_data = tuple(data)
-            self._checks = tuple(checks)
-        else:
+            return
+        if not indices:
             self._saved = self._saved_data = self._checks = ()
-        if anomaly_enabled.get():
-            self.metadata["traceback_"] = traceback.format_stack()[:-3]
+            return
+        plans = self._save_plans
+        if plans is None:
+            saved = tuple([inputs[i] for i in indices])
+        else:
+            keep = plans.get(self.needs_input_grad) or self._save_plan()
+            saved = tuple([inputs[i] if k else None for i, k in zip(indices, keep)])
+        data = []
+        checks = []
+        for t in saved:
+            if isinstance(t, Tensor):
+                if type(t) is InferenceTensor:
+                    raise RuntimeError(INFERENCE_SAVED_MESSAGE)
+                source = t._version_source
+                owner = t if source is None else source
+                # Whether it had a history: a saved non-leaf must not be `detach_()`ed since.
+                checks.append((t, owner, owner._ver, t._grad_fn is not None))
+                data.append(t._data)
+            else:
+                data.append(t)
+        self._saved = saved
+        self._saved_data = tuple(data)
+        self._checks = tuple(checks)
 
     def _save_plan(self) -> tuple[bool, ...]:
         """Which saved_inputs entries the gradients this node computes need (cached per class)."""
@@ -224,12 +286,7 @@ class Op(Node):
             self._out_meta = single_output_meta(out)
             t = Tensor._wrap(out, dev, self, 0, base)
             if self.saves_output:
-                if self._saved_data is PACKED:
-                    pack_output(self, t)
-                else:
-                    self._saved_out = out
-                    self._saved_data = self._saved_data + (out,)
-                    self._out_ref = weakref.ref(t)
+                self._save_output(out, t)
             return t
         if not requires:
             return tuple(Tensor._wrap(o, dev, None, 0, base) for o in out)
@@ -242,13 +299,17 @@ class Op(Node):
             for i, o in enumerate(out)
         )
         if self.saves_output:
-            if self._saved_data is PACKED:
-                pack_output(self, tensors[0])
-            else:
-                self._saved_out = out[0]
-                self._saved_data = self._saved_data + (out[0],)
-                self._out_ref = weakref.ref(tensors[0])
+            self._save_output(out[0], tensors[0])
         return tensors
+
+    def _save_output(self, array: Any, tensor: Tensor) -> None:
+        """Keep output 0 for backward: its array, and a weak reference to check its version."""
+        if self._saved_data is PACKED:
+            pack_output(self, tensor)
+            return
+        self._saved_out = array
+        self._saved_data = self._saved_data + (array,)
+        self._out_ref = weakref.ref(tensor)
 
     def _record_forward(self, sink: Any, started: int, inputs: tuple, out: Any, requires: bool):
         import threading  # noqa: PLC0415 - only when profiling
@@ -276,19 +337,31 @@ class Op(Node):
 
         An input that `saved_for` left unsaved is None. Raises once the graph has been freed.
         """
+        if self._saved_data is PACKED:
+            if self._released:
+                raise RuntimeError(RELEASED_MESSAGE)
+            return unpacked(self, like)
+        self._check_saved()
+        if not isinstance(like, Tensor):
+            return self._saved_data
+        return self._unpack_saved()
+
+    def _check_saved(self) -> None:
+        """PyTorch's errors for a freed graph, a saved tensor changed in place or detach_()ed."""
         if self._released:
             raise RuntimeError(RELEASED_MESSAGE)
-        if self._saved_data is PACKED:
-            return unpacked(self, like)
-        for t, owner, version in self._checks:
+        for t, owner, version, had_history in self._checks:
             if owner._ver != version:
                 self._raise_version_error(t, version)
+            if had_history and t._grad_fn is None:
+                raise RuntimeError(DETACHED_MESSAGE)
         if self.saves_output:
             out = self._out_ref()
             if out is not None and out._version != 0:
                 self._raise_version_error(out, 0)
-        if not isinstance(like, Tensor):
-            return self._saved_data
+
+    def _unpack_saved(self) -> tuple:
+        """The saved tensors for a differentiable backward (output last, if saved)."""
         values = list(self._saved)
         if self.saves_output:
             out = self._out_ref()
@@ -317,16 +390,7 @@ class Op(Node):
             unpack_slots(self)
 
     def _raise_version_error(self, t: Tensor, expected: int) -> None:
-        origin = (
-            f"output {t._output_nr} of {t.grad_fn.name()}" if t.grad_fn is not None else "a leaf"
-        )
-        raise RuntimeError(
-            "one of the variables needed for gradient computation has been modified by an inplace "
-            f"operation: {describe(t)}, which is {origin}, is at version {t._version}; expected "
-            f"version {expected} instead. Hint: enable anomaly detection to find the operation "
-            "that failed to compute its gradient, with "
-            "autograd_async.autograd.set_detect_anomaly(True)."
-        )
+        raise version_error(t, expected)
 
     def release_saved(self) -> None:
         """Drop saved tensors and arrays; metadata (shapes, dims, scalars) stays.
@@ -343,3 +407,7 @@ class Op(Node):
             self._saved_out = None
         for name in self.saved_slots:
             setattr(self, name, None)
+
+
+# Last: the views module builds on this one; only a view whose base changed in place needs it.
+from .views import refresh_if_stale  # noqa: E402

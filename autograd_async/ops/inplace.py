@@ -1,11 +1,12 @@
 """In-place ops: add_ sub_ mul_ div_ zero_ fill_ copy_ relu_ clamp_, `x[key] = v` and `x += y`.
 
 Each bumps the version counter of the tensor's storage, which the saved-tensor check of `Op.saved`
-reads. Under grad mode a non-leaf gets a new history: its `grad_fn` becomes the in-place op's node,
-whose first edge points at the old `grad_fn`. The node's input 0 is a snapshot of the old tensor
-(its history, and its data when backward needs the old values). When the tensor is a view, its base
-gets an `AsStridedScatterBackward0` node that routes the gradient of the changed region to the
-view's new history and the rest to the base's old one.
+reads. Under grad mode a tensor gets a new history (`rebase_history`): its `grad_fn` becomes the
+node of the op PyTorch names (`MulBackward0` for `mul_`), whose first edge points at the old
+`grad_fn`. The node's input 0 is a snapshot of the old tensor (its history, and its data when
+backward needs the old values). When the tensor is a view, its base gets a `CopySlices` node
+wrapping that node, and the view's history is regenerated from the base (`AsStridedBackward0`),
+as PyTorch does.
 """
 
 from __future__ import annotations
@@ -17,17 +18,44 @@ import numpy as np
 
 from ..devices import DeviceError
 from ..grad_mode import grad_enabled
+from ..history import forward_name, rebase_history
 from ..tensor import Tensor, infer_array
 from .arithmetic import AddBackward0, SubBackward0, div, mul
-from .base import Op
+from .base import Op, broadcast_error
+from .copy_slices import CopySlices
 from .dual import data_of, getitem, mul_const, xp_of, zeros_like
 from .elementwise import clamp, relu
-from .indexing import is_basic, normalize_key
+from .indexing import index, is_basic, normalize_key
 from .promotion import _CATEGORY, result_type, scalar
+from .views import (
+    AsStridedBackward0,
+    element_offset,
+    element_strides,
+    refresh_if_stale,
+    regenerate_view,
+    region_indices,
+    require_contiguous_storage,
+)
 
 LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF_MESSAGE = (
     "a view of a leaf Variable that requires grad is being used in an in-place operation."
+)
+OVERLAP_MESSAGE = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single "
+    "memory location. Please clone() the tensor before performing the operation."
+)
+NO_GRAD_VIEW_MESSAGE = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
+    "code by moving both the view and the inplace either both inside the no_grad block (if you "
+    "don't want the inplace to be tracked) or both outside (if you want the inplace to be "
+    "tracked)."
+)
+MULTI_VIEW_MESSAGE = (
+    "Output {nr} of {name} is a view and is being modified inplace. This view is the output of a "
+    "function that returns multiple views. Such functions do not allow the output views to be "
+    "modified inplace. You should replace the inplace operation by an out-of-place one."
 )
 _TORCH_NAMES = {"b": "Bool", "i": "Long", "u": "Byte", "f": "Float", "c": "ComplexFloat"}
 
@@ -44,7 +72,7 @@ class ZeroBackward0(Op):
         return zeros_like(g)
 
 
-class FillBackward0(Op):
+class FillBackward2(Op):
     __slots__ = ()
     op_name = "fill_"
 
@@ -59,6 +87,10 @@ class FillBackward0(Op):
 class CopyBackwards(Op):
     __slots__ = ()
     op_name = "copy_"
+
+    def name(self) -> str:
+        """PyTorch's name for this node, which it writes in C++."""
+        return "torch::autograd::CopyBackwards"
 
     def forward(self, a: Any, src: Any) -> Any:
         a[...] = src
@@ -99,58 +131,36 @@ class _IndexPut(Op):
         return ga, gv
 
 
-class CopySlices(_IndexPut):
-    __slots__ = ()
-
-
 class IndexPutBackward0(_IndexPut):
     __slots__ = ()
 
 
-class AsStridedScatterBackward0(Op):
-    """A base whose view was changed in place: the region's gradient goes to the view's history."""
-
-    __slots__ = ("_region",)
-    saved_slots = ("_region",)  # PyTorch's CopySlices fails a second backward too
-    op_name = "as_strided_scatter"
-
-    def forward(self, base: Any, view: Any, region: Any) -> Any:
-        self._region = region  # flat indices of the view's elements in the base
-        return base  # the data is already in place: the view shares the base's storage
-
-    def backward(self, g: Any) -> tuple:
-        self.check_released()
-        region = self._region
-        need = self.needs_input_grad
-        ga = gv = None
-        if isinstance(g, Tensor):
-            flat = g.reshape(-1)
-            if need[0]:
-                keep = xp_of(g._data).ones(g.shape, g.dtype)
-                keep.reshape(-1)[region] = 0
-                ga = mul_const(g, keep)
-            if need[1]:
-                gv = getitem(flat, (region,))
-            return ga, gv
-        flat = g.reshape(-1)
-        if need[0]:
-            ga = xp_of(g).array(g, copy=True)
-            ga.reshape(-1)[region] = 0
-        if need[1]:
-            gv = flat[region]
-        return ga, gv
-
-
 # ------------------------------------------------------------------ helpers
-def _check(t: Tensor) -> bool:
-    """Refuse in-place changes of leaves that require grad; True when the change is recorded."""
+def _check(t: Tensor, overlap_ok: bool = False) -> bool:
+    """Refuse in-place changes PyTorch refuses; True when the change is to be recorded.
+
+    Only `fill_` and `zero_` may write to elements that share memory (an expanded tensor).
+    """
+    data = t._data
+    if not overlap_ok and any(s == 0 and n > 1 for n, s in zip(data.shape, data.strides)):
+        raise RuntimeError(OVERLAP_MESSAGE)
     if not grad_enabled.get():
         return False
     if t.grad_fn is None and t._rg:
         raise RuntimeError(LEAF_MESSAGE)
     base = t._base
-    if base is not None and t.grad_fn is not None and base.grad_fn is None and base._rg:
-        raise RuntimeError(VIEW_OF_LEAF_MESSAGE)
+    if base is not None:
+        # Whether or not the view was taken before the base required grad.
+        if base.grad_fn is None and base._rg:
+            raise RuntimeError(VIEW_OF_LEAF_MESSAGE)
+        fn = t.grad_fn
+        if fn is None and base._rg:  # not stale (refreshed above): made under no_grad
+            raise RuntimeError(NO_GRAD_VIEW_MESSAGE)
+        if fn is not None and getattr(fn, "multi_output_view", False):
+            raise RuntimeError(
+                MULTI_VIEW_MESSAGE.format(nr=t._output_nr, name=forward_name(fn))
+            )
+        require_contiguous_storage(base._data, "an in-place change of a view")
     return True
 
 
@@ -164,14 +174,14 @@ def _check_result_dtype(t: Tensor, *others: Any) -> None:
         )
 
 
-def _check_shape(t: Tensor, other: Any) -> None:
+def _check_shape(t: Tensor, other: Any, op_name: str) -> None:
     shape = getattr(other, "shape", ())
     try:
         full = np.broadcast_shapes(t.shape, shape)
     except ValueError:
-        full = None
+        raise broadcast_error(op_name, (t._data, other)) from None
     if full != t.shape:
-        shown = list(full) if full is not None else list(shape)
+        shown = list(full)
         raise RuntimeError(
             f"output with shape {list(t.shape)} doesn't match the broadcast shape {shown}"
         )
@@ -180,46 +190,36 @@ def _check_shape(t: Tensor, other: Any) -> None:
 def _snapshot(t: Tensor, copy: bool = False) -> Tensor:
     """The tensor before the change: its history, and its data copied when backward reads it."""
     data = t._data.copy() if copy else t._data
-    return Tensor._wrap(data, t.device, t.grad_fn, t._output_nr)
-
-
-def _is_rebased_view(t: Tensor) -> bool:
+    old = Tensor._wrap(data, t.device, t.grad_fn, t._output_nr)
     base = t._base
-    # A differentiable view, or a view of a tensor that needs no grad (it gains a history now);
-    # a detached alias of a tensor that requires grad changes only itself.
-    return base is not None and (t.grad_fn is not None or not base._rg)
+    if base is not None and base._rg and not old._rg:
+        # A view without history of a base with one: the region's old values come from the
+        # base, so the op must compute their gradient (CopySlices routes it there).
+        old._rg = True
+    return old
 
 
-def _region(view: Any, base: Any) -> Any:
-    """Flat indices of `view`'s elements within the C-contiguous `base`."""
-    xp = xp_of(base)
-    if not base.flags.c_contiguous:
-        raise RuntimeError(
-            "in-place change of a view whose base is not contiguous is not supported; clone() first"
-        )
-    if xp is np:
-        start = view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
-    else:
-        start = view.data.ptr - base.data.ptr
-    size = base.itemsize
-    index = xp.asarray(start // size)
-    for k, (n, stride) in enumerate(zip(view.shape, view.strides, strict=True)):
-        steps = xp.arange(n) * (stride // size)
-        index = index + steps.reshape((n,) + (1,) * (view.ndim - k - 1))
-    return xp.broadcast_to(index, view.shape).copy()
+def _commit(t: Tensor, node: Any) -> Tensor:
+    """Give `t`, whose storage holds the new values, the history `node`; bump its version.
 
-
-def _commit(t: Tensor, result: Tensor) -> Tensor:
-    """Give `t` the history of `result` (whose data is already in `t`'s storage), bump versions."""
-    if _is_rebased_view(t):
-        base = t._base
-        region = _region(t._data, base._data)
-        old = _snapshot(base)
-        rebased = AsStridedScatterBackward0.apply(old, result, region=region)
-        base.grad_fn, base._output_nr, base._rg = rebased.grad_fn, 0, True
-    t.grad_fn, t._output_nr, t._rg = result.grad_fn, 0, result._rg
+    The version first: the view's regenerated history is that of the changed base.
+    """
     t._bump_version()
+    if t._base is not None:
+        rebase_view(t, node)
+    else:
+        rebase_history(t, node)
     return t
+
+
+def rebase_view(view: Tensor, fn: Any) -> None:
+    """The base takes `CopySlices(fn)`; the view becomes a strided view of its new history."""
+    base = view._base
+    storage = base._data
+    offset = element_offset(view._data, storage)
+    region = region_indices(xp_of(storage), view.shape, element_strides(view._data), offset)
+    rebase_history(base, CopySlices(base, fn, region))
+    regenerate_view(view)
 
 
 def _operand(t: Tensor, other: Any, move: bool = False) -> Any:
@@ -237,12 +237,14 @@ def _operand(t: Tensor, other: Any, move: bool = False) -> Any:
     return Tensor._wrap(infer_array(other, None, t.device), t.device)
 
 
-def _recording(t: Tensor, *others: Any) -> bool:
+def _recording(t: Tensor, *others: Any, overlap_ok: bool = False) -> bool:
     if isinstance(t._data, np.generic):
         # A 0-d gradient can arrive as a NumPy scalar, which has no storage to write into (nor
         # views to keep in sync): give the tensor a 0-d array first.
         t._data = np.array(t._data)
-    record = _check(t)
+    if t._base is not None:
+        refresh_if_stale(t)
+    record = _check(t, overlap_ok)
     return record and (t._rg or any(isinstance(o, Tensor) and o._rg for o in others))
 
 
@@ -250,10 +252,10 @@ def _recording(t: Tensor, *others: Any) -> bool:
 def _additive(op: type, t: Tensor, other: Any, alpha: Any) -> Tensor:
     other = _operand(t, other)
     _check_result_dtype(t, other)
-    _check_shape(t, other)
+    _check_shape(t, other, op.op_name + "_")
     if _recording(t, other):
         result = op.apply(_snapshot(t), other, alpha=alpha, out=t._data)
-        return _commit(t, result)
+        return _commit(t, result.grad_fn)
     data, value = t._data, data_of(other)
     if alpha != 1:
         value = value * alpha
@@ -274,9 +276,15 @@ def sub_(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
 
 
 def _through_copy(t: Tensor, fn: Any, *others: Any) -> Tensor:
-    """In place by computing out of place from a snapshot, then `copy_` (rules that save self)."""
+    """In place by computing out of place from a copy of the old values, then writing back.
+
+    The tensor's new history is the out-of-place op's node (`MulBackward0` for `mul_`), as in
+    PyTorch; its rules may read the old values, which the copy keeps.
+    """
     if _recording(t, *others):
-        return copy_(t, fn(_snapshot(t, copy=True), *others))
+        result = fn(_snapshot(t, copy=True), *others)
+        t._data[...] = result._data
+        return _commit(t, result.grad_fn)
     with _no_grad():
         out = fn(t, *others)
     t._data[...] = out._data
@@ -294,7 +302,7 @@ def mul_(input: Tensor, other: Any) -> Tensor:
     """input *= other, in place."""
     other = _operand(input, other)
     _check_result_dtype(input, other)
-    _check_shape(input, other)
+    _check_shape(input, other, "mul_")
     if not _recording(input, other):
         xp_of(input._data).multiply(input._data, data_of(other), out=input._data)
         input._bump_version()
@@ -310,7 +318,7 @@ def div_(input: Tensor, other: Any) -> Tensor:
             f"result type Float can't be cast to the desired output type "
             f"{_TORCH_NAMES[input.dtype.kind]}"
         )
-    _check_shape(input, other)
+    _check_shape(input, other, "div_")
     if not _recording(input, other):
         xp_of(input._data).divide(input._data, data_of(other), out=input._data)
         input._bump_version()
@@ -330,8 +338,8 @@ def clamp_(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: 
 
 def zero_(input: Tensor) -> Tensor:
     """Set every element to zero, in place."""
-    if _recording(input):
-        return _commit(input, ZeroBackward0.apply(_snapshot(input)))
+    if _recording(input, overlap_ok=True):
+        return _commit(input, ZeroBackward0.apply(_snapshot(input)).grad_fn)
     input._data[...] = 0
     input._bump_version()
     return input
@@ -341,8 +349,8 @@ def fill_(input: Tensor, value: Any) -> Tensor:
     """Set every element to `value`, in place."""
     value = scalar(value.item() if isinstance(value, Tensor) else value)
     _check_result_dtype(input, value)
-    if _recording(input):
-        return _commit(input, FillBackward0.apply(_snapshot(input), value))
+    if _recording(input, overlap_ok=True):
+        return _commit(input, FillBackward2.apply(_snapshot(input), value).grad_fn)
     input._data[...] = value
     input._bump_version()
     return input
@@ -351,25 +359,34 @@ def fill_(input: Tensor, value: Any) -> Tensor:
 def copy_(input: Tensor, src: Any) -> Tensor:
     """Copy `src`'s values (broadcast, cast, from any device) into `input`."""
     src = _operand(input, src, move=True)
-    _check_shape(input, src)
+    _check_shape(input, src, "copy_")
     if _recording(input, src):
-        return _commit(input, CopyBackwards.apply(_snapshot(input), src))
+        return _commit(input, CopyBackwards.apply(_snapshot(input), src).grad_fn)
     input._data[...] = data_of(src)
     input._bump_version()
     return input
 
 
 def setitem(input: Tensor, key: Any, value: Any) -> None:
-    """`input[key] = value`, recorded as CopySlices (basic keys) or IndexPutBackward0."""
+    """`input[key] = value`: basic keys copy into a view of the region (the base's history
+    becomes CopySlices, as PyTorch's), other keys are recorded as IndexPutBackward0."""
+    if isinstance(input._data, np.generic):
+        input._data = np.array(input._data)  # a 0-d gradient as a NumPy scalar: give it storage
     key = normalize_key(key, input._data)
     value = _operand(input, value, move=True)
     if isinstance(value, Tensor) and value.dtype != input.dtype:
         value = value.to(dtype=input.dtype)
+    if is_basic(key):
+        # The region is checked and written like any in-place change of a view.
+        region = index(input, key)
+        copy_(region, value)
+        if input._base is not None and type(region.grad_fn) is AsStridedBackward0:
+            regenerate_view(input)  # a view itself: it hangs off its base's new history
+        return
     if _recording(input, value):
-        op = CopySlices if is_basic(key) else IndexPutBackward0
         if not isinstance(value, Tensor):
             value = Tensor._wrap(infer_array(value, input.dtype, input.device), input.device)
-        _commit(input, op.apply(_snapshot(input), value, key=key))
+        _commit(input, IndexPutBackward0.apply(_snapshot(input), value, key=key).grad_fn)
         return
     input._data[key] = data_of(value)
     input._bump_version()

@@ -25,7 +25,7 @@ PACKED = ("packed",)
 
 
 def save_packed(node: Op, inputs: tuple, indices: tuple[int, ...]) -> None:
-    """Save the node's inputs (and the arrays of its `saved_slots`) through the active hooks."""
+    """Save the node's inputs through the active hooks (its `saved_slots` follow, `pack_slots`)."""
     plans = node._save_plans
     keep = (True,) * len(indices) if plans is None else (
         plans.get(node.needs_input_grad) or node._save_plan()
@@ -38,8 +38,12 @@ def save_packed(node: Op, inputs: tuple, indices: tuple[int, ...]) -> None:
     ])
     node._saved_data = PACKED
     node._checks = ()
+
+
+def pack_slots(node: Op) -> None:
+    """Save the arrays the op keeps itself (a dropout mask) through the hooks, after forward."""
     dev = node.device
-    for name in node.saved_slots:  # arrays the op keeps itself (a dropout mask) too
+    for name in node.saved_slots:
         value = getattr(node, name, None)
         if isinstance(value, np.ndarray) or is_cupy_array(value):
             setattr(node, name, pack(Tensor._wrap(value, dev)))

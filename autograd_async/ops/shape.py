@@ -114,7 +114,11 @@ class ExpandBackward0(Op):
     is_view = True
 
     def forward(self, a: Any, shape: tuple[int, ...]) -> Any:
-        return xp_of(a).broadcast_to(a, shape)
+        xp = xp_of(a)
+        # Writable where `a` is, as PyTorch's: in-place ops refuse to write to the elements that
+        # share memory (`ops.inplace`), but a slice without repeats may be written through.
+        strides = xp.broadcast_to(a, shape).strides
+        return xp.lib.stride_tricks.as_strided(a, shape=shape, strides=strides)
 
     def backward(self, g: Any) -> Any:
         return g  # the engine sums a broadcast gradient back to the input's shape
@@ -173,6 +177,9 @@ class SplitBackward0(Op):
 
     __slots__ = ("_dim",)
     op_name = "split"
+    is_view = True
+    # Outputs of a node that returns several views refuse in-place changes, as in PyTorch.
+    multi_output_view = True
 
     def forward(self, a: Any, bounds: tuple[tuple[int, int], ...], dim: int) -> tuple:
         self._dim = dim
@@ -408,13 +415,8 @@ def stack(tensors: Any, dim: int = 0) -> Tensor:
 
 
 def _split(input: Tensor, bounds: list, axis: int, op: type) -> tuple:
-    pieces = op.apply(input, bounds=tuple(bounds), dim=axis)
-    if not isinstance(pieces, tuple):
-        pieces = (pieces,)
-    base = input._base if input._base is not None else input
-    for piece in pieces:  # views of the input: they share its version counter
-        piece._base = base
-    return pieces
+    pieces = op.apply(input, bounds=tuple(bounds), dim=axis)  # views sharing input's version
+    return pieces if isinstance(pieces, tuple) else (pieces,)
 
 
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
@@ -447,12 +449,6 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     return split(input, max(1, -(-n // chunks)), dim)
 
 
-def unbind(input: Tensor, dim: int = 0) -> tuple:
-    """The slices along `dim`, each without that dimension."""
-    axis = normalize_dim(dim, input.ndim)
-    return tuple(squeeze(p, axis) for p in split(input, 1, axis))
-
-
 FUNCTIONS = {
     "reshape": reshape,
     "flatten": flatten,
@@ -469,7 +465,6 @@ FUNCTIONS = {
     "stack": stack,
     "split": split,
     "chunk": chunk,
-    "unbind": unbind,
     "broadcast_to": broadcast_to,
 }
 METHODS = {
