@@ -406,7 +406,7 @@ def _in_place(name: str, out_of_place: Any) -> Any:
 
         def compute(x: Tensor, *_: Any) -> Tensor:
             out = out_of_place(x, *args, **kwargs)
-            _check_shape(input, out)  # in place, the input cannot grow by broadcasting
+            _check_shape(input, out, name)  # in place, the input cannot grow by broadcasting
             return out
 
         tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor) and a._rg]
