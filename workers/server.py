@@ -31,6 +31,7 @@ from autograd_async import nn
 from autograd_async.autograd import grad_async
 from autograd_async.devices import Device, check_available
 from autograd_async.distributed import Client
+from autograd_async.distributed.channel import Transport
 from autograd_async.distributed.codec import check_simple, host_array, to_device
 from autograd_async.distributed.connection import (
     DEFAULT_FRAME_IDLE_TIMEOUT,
@@ -125,6 +126,7 @@ class WorkerServer:
         max_contexts_per_peer: int = DEFAULT_MAX_CONTEXTS_PER_PEER,
         frame_idle_timeout: float = DEFAULT_FRAME_IDLE_TIMEOUT,
         compute_threads: int | None = None,
+        peer_transport: Transport | None = None,
     ) -> None:
         self.name = name
         self.devices = [Device(d) for d in devices]
@@ -142,8 +144,12 @@ class WorkerServer:
             max_workers=compute_threads or max(2, len(self.devices)),
             thread_name_prefix=f"worker-{name}-compute",
         )
-        self.peers = Client(peers or {}, token=token, timeout=peer_timeout, name=name,
-                            ssl=peer_ssl)
+        # Peers can be added, moved or removed at any time: set_address / remove_address, or
+        # remotely through `peers.update`. Without a transport they are reached over TCP.
+        self.peers = Client(token=token, timeout=peer_timeout, name=name, ssl=peer_ssl,
+                            transport=peer_transport)
+        for peer, address in (peers or {}).items():
+            self.peers.set_address(peer, address)
         self.modules: dict[int, ModuleEntry] = {}
         self.optimizers: dict[int, OptimizerEntry] = {}
         self.requests = 0
@@ -187,15 +193,24 @@ class WorkerServer:
             raise RuntimeError(f"worker {self.name!r} is not started")
         return self._server.address
 
-    async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        """Listen on host:port and start expiring idle contexts."""
+    async def start(self, host: str = "127.0.0.1", port: int = 0, *,
+                    listen: bool = True) -> None:
+        """Listen on host:port (with `listen=False`: serve only connections handed to `accept`,
+        e.g. by a `MemoryTransport`) and start expiring idle contexts."""
         await self.peers.start()
         extra = {} if self._max_frame_bytes is None else {"max_frame_bytes": self._max_frame_bytes}
         self._server = await serve(self.handle, host, port, token=self._token, name=self.name,
                                    ssl=self._ssl, insecure=self._insecure,
                                    max_handshakes=self._max_handshakes, budget=self.budget,
-                                   frame_idle_timeout=self._frame_idle_timeout, **extra)
+                                   frame_idle_timeout=self._frame_idle_timeout, listen=listen,
+                                   **extra)
         self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
+
+    def accept(self) -> asyncio.BufferedProtocol:
+        """The protocol for one new connection from a transport other than the listener's."""
+        if self._server is None:
+            raise ConnectionRefusedError(f"worker {self.name!r} is not started")
+        return self._server.accept()
 
     async def stop(self, grace: float = 10.0) -> None:
         """Finish in-flight requests (up to `grace` s), release every context, close."""
