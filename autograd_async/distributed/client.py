@@ -33,6 +33,7 @@ import numpy as np
 from ..devices import DeviceError
 from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor
+from . import methods
 from .auth import check_token
 from .channel import Channel, TcpTransport, Transport, parse_tcp_address
 from .codec import check_simple, output_device, pack_args, to_device
@@ -62,6 +63,13 @@ T = TypeVar("T")
 def parse_address(address: str | tuple[str, int]) -> tuple[str, int]:
     """`"host:port"` or `(host, port)` as a (host, port) pair (a TCP address)."""
     return parse_tcp_address(address)
+
+
+def _address_text(address: Any) -> str:
+    """A (host, port) pair as the `host:port` text that travels in `peers.update`."""
+    if isinstance(address, tuple) and len(address) == 2:
+        return f"{address[0]}:{address[1]}"
+    return str(address)
 
 
 class Client:
@@ -384,14 +392,25 @@ class Client:
 
     async def stats(self, worker: str) -> dict[str, Any]:
         """The worker's counters: contexts, modules, optimizers, requests, registered names."""
-        result, _ = await self.request(worker, "stats")
+        result, _ = await self.request(worker, methods.STATS)
         return result
+
+    async def update_peers(self, worker: str, addresses: Mapping[str, Any] | None = None,
+                           remove: Sequence[str] = ()) -> list[str]:
+        """Tell `worker` where its peers are now: add or move `addresses` (name -> address,
+        as its transport reads them), forget `remove`; return the peers it knows after."""
+        fields: dict[str, Any] = {
+            "addresses": {str(k): _address_text(v) for k, v in (addresses or {}).items()}}
+        if remove:
+            fields["remove"] = [str(w) for w in remove]
+        result, _ = await self.request(worker, methods.PEERS_UPDATE, fields)
+        return list(result["peers"])
 
     # ------------------------------------------------------------------- calls
     async def call(self, worker: str, function: str, /, *args: Any, **kwargs: Any) -> Any:
         """Call a function registered on `worker` with tensors (positional) and simple values;
         return its outputs as local tensors (a receive node links them to the graph)."""
-        return await self.forward(worker, "call", {"function": function}, args, kwargs)
+        return await self.forward(worker, methods.CALL, {"function": function}, args, kwargs)
 
     async def forward(self, worker: str, method: str, target: Mapping[str, Any],
                       args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
