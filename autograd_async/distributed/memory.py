@@ -139,10 +139,7 @@ class _MemoryEnd(asyncio.Transport):
         peer = self.peer
         if self._lost or peer is None:
             return
-        if peer._lost:
-            self._outgoing.clear()
-            self._outgoing_bytes = 0
-        while self._outgoing and peer._reading and not peer._lost:
+        while self._outgoing and peer._reading and not peer.is_closing():
             chunk = self._outgoing[0]
             buffer = peer._protocol.get_buffer(len(chunk))
             n = min(len(buffer), len(chunk))
@@ -153,12 +150,15 @@ class _MemoryEnd(asyncio.Transport):
                 self._outgoing[0] = chunk[n:]
             self._outgoing_bytes -= n
             peer._protocol.buffer_updated(n)
+        if peer.is_closing():  # it reads no more (as a closed socket): what it was sent is lost
+            self._outgoing.clear()
+            self._outgoing_bytes = 0
         if self._write_paused and self._outgoing_bytes <= _LOW_WATER and not self._lost:
             self._write_paused = False
             self._protocol.resume_writing()
         if self._closing and not self._outgoing and not self._lost:
             self._connection_lost(None)
-            if not peer._lost:
+            if not peer.is_closing():
                 keep_open = peer._protocol.eof_received()
                 if not keep_open:
                     peer.close()

@@ -155,3 +155,26 @@ async def test_large_frames_and_many_requests_in_memory():
         assert server.connection_count == 0  # closing the client closed the server's side
     finally:
         await server.aclose()
+
+
+async def test_a_closed_server_is_a_lost_worker_in_memory():
+    """Requests in flight fail as WorkerLostError, and the next call finds nobody there."""
+    started = asyncio.Event()
+
+    async def slow(info, method, kwargs, arrays):
+        started.set()
+        await asyncio.sleep(30)
+        return {}, []
+
+    server = await serve(slow, token=TOKEN, name="slow", listen=False)
+    memory = MemoryTransport()
+    memory.add("slow", server)
+    async with Client({"slow": "slow"}, token=TOKEN, transport=memory, timeout=20.0) as c:
+        call = asyncio.create_task(c.request("slow", "sleep"))
+        await started.wait()
+        await server.aclose()
+        with pytest.raises(WorkerLostError, match="slow"):
+            await call
+        assert c.is_lost("slow")
+        with pytest.raises(WorkerLostError, match="cannot connect to slow.*not accepting"):
+            await c.request("slow", "sleep")
