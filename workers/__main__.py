@@ -130,7 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="comma-separated devices it computes on; the first is the default")
     parser.add_argument("--token-file", required=True, help="file holding the shared token")
     parser.add_argument("--peer", type=_peer, action="append", default=[],
-                        metavar="NAME=HOST:PORT", help="a worker this one may call (repeatable)")
+                        metavar="NAME=HOST:PORT",
+                        help="a worker this one may call (repeatable); peers started later "
+                             "are added while it runs with the peers.update method")
     parser.add_argument("--load", action="append", default=[], metavar="MODULE",
                         help="import MODULE at start-up to register functions (repeatable)")
     parser.add_argument("--context-ttl", type=_positive, default=DEFAULT_CONTEXT_TTL,

@@ -30,7 +30,8 @@ import numpy as np
 from autograd_async import nn
 from autograd_async.autograd import grad_async
 from autograd_async.devices import Device, check_available
-from autograd_async.distributed import Client
+from autograd_async.distributed import Client, methods
+from autograd_async.distributed.channel import Transport
 from autograd_async.distributed.codec import check_simple, host_array, to_device
 from autograd_async.distributed.connection import (
     DEFAULT_FRAME_IDLE_TIMEOUT,
@@ -39,7 +40,12 @@ from autograd_async.distributed.connection import (
 )
 from autograd_async.distributed.context import current_context
 from autograd_async.distributed.errors import ProtocolError, ResourceExhausted
-from autograd_async.distributed.methods import check_arg_specs, check_call
+from autograd_async.distributed.methods import (
+    bind_handlers,
+    check_arg_specs,
+    check_call,
+    handles,
+)
 from autograd_async.distributed.quota import (
     DEFAULT_MAX_PEER_BYTES,
     DEFAULT_MAX_TOTAL_BYTES,
@@ -125,6 +131,7 @@ class WorkerServer:
         max_contexts_per_peer: int = DEFAULT_MAX_CONTEXTS_PER_PEER,
         frame_idle_timeout: float = DEFAULT_FRAME_IDLE_TIMEOUT,
         compute_threads: int | None = None,
+        peer_transport: Transport | None = None,
     ) -> None:
         self.name = name
         self.devices = [Device(d) for d in devices]
@@ -142,8 +149,12 @@ class WorkerServer:
             max_workers=compute_threads or max(2, len(self.devices)),
             thread_name_prefix=f"worker-{name}-compute",
         )
-        self.peers = Client(peers or {}, token=token, timeout=peer_timeout, name=name,
-                            ssl=peer_ssl)
+        # Peers can be added, moved or removed at any time: set_address / remove_address, or
+        # remotely through `peers.update`. Without a transport they are reached over TCP.
+        self.peers = Client(token=token, timeout=peer_timeout, name=name, ssl=peer_ssl,
+                            transport=peer_transport)
+        for peer, address in (peers or {}).items():
+            self.peers.set_address(peer, address)
         self.modules: dict[int, ModuleEntry] = {}
         self.optimizers: dict[int, OptimizerEntry] = {}
         self.requests = 0
@@ -157,22 +168,7 @@ class WorkerServer:
         self._server: Server | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
-        self._handlers = {
-            "call": self._call,
-            "module.forward": self._module_forward,
-            "backward": self._backward,
-            "context.release": self._context_release,
-            "context.gradients": self._context_gradients,
-            "module.create": self._module_create,
-            "module.delete": self._module_delete,
-            "module.train": self._module_train,
-            "module.state_dict": self._module_state_dict,
-            "module.load_state_dict": self._module_load_state_dict,
-            "optim.create": self._optim_create,
-            "optim.step": self._optim_step,
-            "optim.delete": self._optim_delete,
-            "stats": self._stats,
-        }
+        self._handlers = bind_handlers(self)  # @handles(...) below, one per method
 
     # ---------------------------------------------------------------- lifecycle
     @property
@@ -187,15 +183,24 @@ class WorkerServer:
             raise RuntimeError(f"worker {self.name!r} is not started")
         return self._server.address
 
-    async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        """Listen on host:port and start expiring idle contexts."""
+    async def start(self, host: str = "127.0.0.1", port: int = 0, *,
+                    listen: bool = True) -> None:
+        """Listen on host:port (with `listen=False`: serve only connections handed to `accept`,
+        e.g. by a `MemoryTransport`) and start expiring idle contexts."""
         await self.peers.start()
         extra = {} if self._max_frame_bytes is None else {"max_frame_bytes": self._max_frame_bytes}
         self._server = await serve(self.handle, host, port, token=self._token, name=self.name,
                                    ssl=self._ssl, insecure=self._insecure,
                                    max_handshakes=self._max_handshakes, budget=self.budget,
-                                   frame_idle_timeout=self._frame_idle_timeout, **extra)
+                                   frame_idle_timeout=self._frame_idle_timeout, listen=listen,
+                                   **extra)
         self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
+
+    def accept(self) -> asyncio.BufferedProtocol:
+        """The protocol for one new connection from a transport other than the listener's."""
+        if self._server is None:
+            raise ConnectionRefusedError(f"worker {self.name!r} is not started")
+        return self._server.accept()
 
     async def stop(self, grace: float = 10.0) -> None:
         """Finish in-flight requests (up to `grace` s), release every context, close."""
@@ -283,10 +288,12 @@ class WorkerServer:
         return dev
 
     # --------------------------------------------------------------- forward
+    @handles(methods.CALL)
     async def _call(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         fn = self.registry.function(kw["function"], self.name)
         return await self._forward(fn, kw, arrays, self.default_device, [])
 
+    @handles(methods.MODULE_FORWARD)
     async def _module_forward(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         module_id = kw["module_id"]
         entry = self._module(module_id)
@@ -345,6 +352,7 @@ class WorkerServer:
         return result, sent
 
     # -------------------------------------------------------------- backward
+    @handles(methods.BACKWARD)
     async def _backward(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         context_id, call_id = kw["context_id"], kw["call_id"]
         ctx = self.contexts.get(context_id)
@@ -396,6 +404,7 @@ class WorkerServer:
         return {"inputs": send_slots}, sent
 
     # --------------------------------------------------------------- contexts
+    @handles(methods.CONTEXT_RELEASE)
     async def _context_release(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         ctx = self.contexts.release(kw["context_id"])
         if ctx is not None:
@@ -403,6 +412,7 @@ class WorkerServer:
             await ctx.release_touched(min(self.peers.timeout, 10.0))
         return {"released": ctx is not None}, []
 
+    @handles(methods.CONTEXT_GRADIENTS)
     async def _context_gradients(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         ctx = self.contexts.get(kw["context_id"])
         wanted = kw.get("module_id")
@@ -438,6 +448,7 @@ class WorkerServer:
             raise TypeError(f"{class_name} built a {type(module).__name__}, not an nn.Module")
         return module, dev
 
+    @handles(methods.MODULE_CREATE)
     async def _module_create(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         owner = caller_var.get()
         self.budget.ensure_room(owner, f"module {kw['class_name']}")  # before building it
@@ -453,6 +464,7 @@ class WorkerServer:
                    "device": str(p.device)} for n, p in module.named_parameters()]
         return {"module_id": module_id, "parameters": params, "repr": repr(module)}, []
 
+    @handles(methods.MODULE_DELETE)
     async def _module_delete(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         module_id = kw["module_id"]
         entry = self._module(module_id)
@@ -462,16 +474,19 @@ class WorkerServer:
             ctx.forget_module(module_id)
         return {"deleted": True}, []
 
+    @handles(methods.MODULE_TRAIN)
     async def _module_train(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         self._module(kw["module_id"]).module.train(kw["mode"])
         return {}, []
 
+    @handles(methods.MODULE_STATE_DICT)
     async def _module_state_dict(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         state = self._module(kw["module_id"]).module.state_dict()
         copies = await self.run_compute(
             lambda: [np.array(host_array(t), copy=True) for t in state.values()])
         return {"names": list(state)}, copies
 
+    @handles(methods.MODULE_LOAD_STATE_DICT)
     async def _module_load_state_dict(self, kw: dict[str, Any],
                                       arrays: list[np.ndarray]) -> Reply:
         entry = self._module(kw["module_id"])
@@ -484,6 +499,7 @@ class WorkerServer:
         return {"missing": list(missing), "unexpected": list(unexpected)}, []
 
     # ------------------------------------------------------------- optimizers
+    @handles(methods.OPTIM_CREATE)
     async def _optim_create(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         factory = self.registry.optimizer_class(kw["class_name"], self.name)
         params: list[tuple[ParamKey, Tensor]] = []
@@ -501,6 +517,7 @@ class WorkerServer:
         self.optimizers[optimizer_id] = OptimizerEntry(optimizer, params)
         return {"optimizer_id": optimizer_id}, []
 
+    @handles(methods.OPTIM_STEP)
     async def _optim_step(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         entry = self.optimizers.get(kw["optimizer_id"])
         if entry is None:
@@ -520,10 +537,33 @@ class WorkerServer:
                 param.grad = None
         return {"stepped": stepped}, []
 
+    @handles(methods.OPTIM_DELETE)
     async def _optim_delete(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         return {"deleted": self.optimizers.pop(kw["optimizer_id"], None) is not None}, []
 
+    # ------------------------------------------------------------------ peers
+    @handles(methods.PEERS_UPDATE)
+    async def _peers_update(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
+        """Add or move peers (name -> address) and forget others, while serving: how a worker
+        learns of peers started after it (only an authenticated peer gets this far)."""
+        addresses = kw.get("addresses", {})
+        for peer, address in addresses.items():
+            if not peer or not isinstance(address, str):
+                raise ProtocolError(f"peers.update: peer {peer!r} needs a non-empty name and a "
+                                    f"str address, got {address!r}")
+        # Parse every address before changing any: a bad one leaves the peers as they were.
+        for address in addresses.values():
+            self.peers.transport.parse_address(address)
+        for peer in kw.get("remove", []):
+            self.peers.remove_address(peer)
+        for peer, address in addresses.items():
+            self.peers.set_address(peer, address)
+        logger.info("worker %r: peers now %s (updated by %r)", self.name,
+                    sorted(self.peers.workers), caller_var.get())
+        return {"peers": sorted(self.peers.workers)}, []
+
     # ------------------------------------------------------------------ stats
+    @handles(methods.STATS)
     async def _stats(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         return {
             "name": self.name,

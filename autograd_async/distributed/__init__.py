@@ -7,6 +7,7 @@ autograd core; the modules above them (`client`, `context`, `recv`, `remote_modu
 """
 
 from .auth import load_token
+from .channel import Channel, TcpTransport, Transport
 from .client import Client
 from .connection import Connection, ConnectionInfo, ConnectionState, connect
 from .context import (
@@ -26,6 +27,7 @@ from .errors import (
     UnknownWorkerError,
     WorkerLostError,
 )
+from .memory import MemoryTransport
 from .optimizer import DistributedOptimizer
 from .recv import Recv, RemoteCall
 from .remote_module import ParameterRef, RemoteModule
@@ -34,6 +36,7 @@ from .server import Server, serve
 
 __all__ = [
     "AuthenticationError",
+    "Channel",
     "Client",
     "Connection",
     "ConnectionClosedError",
@@ -43,6 +46,7 @@ __all__ = [
     "DistributedContext",
     "DistributedError",
     "DistributedOptimizer",
+    "MemoryTransport",
     "MessageRegistry",
     "ParameterRef",
     "ProtocolError",
@@ -52,6 +56,8 @@ __all__ = [
     "RemoteModule",
     "ResourceExhausted",
     "Server",
+    "TcpTransport",
+    "Transport",
     "UnknownWorkerError",
     "WorkerLostError",
     "backward",

@@ -1,7 +1,11 @@
-"""`Client`: one multiplexed connection per worker, remote calls, and their receive nodes.
+"""`Client`: one multiplexed channel per worker, remote calls, and their receive nodes.
 
     async with Client({"w1": "127.0.0.1:7001"}, token=token) as client:
         y = await client.call("w1", "tanh", x)
+
+Channels come from the client's `transport` (channel.py): TCP, with TLS when configured, unless
+another one is given, e.g. `MemoryTransport` (memory.py) for workers in the same process.
+Workers can be added, moved or removed at any time (`set_address`, `remove_address`).
 
 Connections are opened lazily, on a worker's first use (`await client.connect()` opens them all
 up front), and reopened on the next use after one was lost, so a restarted worker is picked up
@@ -29,9 +33,11 @@ import numpy as np
 from ..devices import DeviceError
 from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor
+from . import methods
 from .auth import check_token
+from .channel import Channel, TcpTransport, Transport, parse_tcp_address
 from .codec import check_simple, output_device, pack_args, to_device
-from .connection import Connection, ConnectionState, connect
+from .connection import ConnectionState
 from .context import COUNTER_BITS, ContextBase, current_context
 from .errors import (
     AuthenticationError,
@@ -55,17 +61,15 @@ T = TypeVar("T")
 
 
 def parse_address(address: str | tuple[str, int]) -> tuple[str, int]:
-    """`"host:port"` or `(host, port)` as a (host, port) pair."""
-    if isinstance(address, tuple):
-        host, port = address
-    else:
-        host, sep, port_text = str(address).rpartition(":")
-        if not sep or not port_text.isdigit():
-            raise ValueError(f"worker address must be 'host:port', got {address!r}")
-        port = int(port_text)
-    if not 0 <= int(port) < 65536:
-        raise ValueError(f"port out of range in worker address {address!r}")
-    return str(host).strip("[]"), int(port)
+    """`"host:port"` or `(host, port)` as a (host, port) pair (a TCP address)."""
+    return parse_tcp_address(address)
+
+
+def _address_text(address: Any) -> str:
+    """A (host, port) pair as the `host:port` text that travels in `peers.update`."""
+    if isinstance(address, tuple) and len(address) == 2:
+        return f"{address[0]}:{address[1]}"
+    return str(address)
 
 
 class Client:
@@ -73,7 +77,7 @@ class Client:
 
     def __init__(
         self,
-        workers: Mapping[str, str | tuple[str, int]] | None = None,
+        workers: Mapping[str, Any] | None = None,
         *,
         token: bytes | str,
         timeout: float = DEFAULT_TIMEOUT,
@@ -85,9 +89,9 @@ class Client:
         tls_ca: str | os.PathLike[str] | None = None,
         tls_cert: str | os.PathLike[str] | None = None,
         tls_key: str | os.PathLike[str] | None = None,
+        transport: Transport | None = None,
     ) -> None:
         self._token = check_token(token.encode() if isinstance(token, str) else bytes(token))
-        self._addresses = {str(w): parse_address(a) for w, a in (workers or {}).items()}
         self.timeout = float(timeout)
         self.connect_timeout = float(min(timeout, 10.0) if connect_timeout is None
                                      else connect_timeout)
@@ -97,11 +101,18 @@ class Client:
                 raise ValueError("give either ssl= or the tls_* files, not both")
             # Servers are verified against tls_ca; tls_cert/tls_key answer mutual TLS.
             ssl = client_context(tls_ca, tls_cert, tls_key)
-        self._ssl = ssl
-        self._server_hostname = server_hostname
-        self._max_frame_bytes = max_frame_bytes
-        self._conns: dict[str, Connection] = {}
-        self._connecting: dict[str, asyncio.Task[Connection]] = {}
+        if transport is None:
+            transport = TcpTransport(ssl=ssl, server_hostname=server_hostname,
+                                     max_frame_bytes=max_frame_bytes)
+        elif ssl is not None or server_hostname is not None:
+            raise ValueError("TLS settings belong to the transport: give either transport= or "
+                             "ssl=/server_hostname=/tls_*, not both")
+        self.transport = transport
+        self._addresses: dict[str, Any] = {}
+        for worker, address in (workers or {}).items():
+            self._addresses[str(worker)] = transport.parse_address(address)
+        self._conns: dict[str, Channel] = {}
+        self._connecting: dict[str, asyncio.Task[Channel]] = {}
         self._state = ConnectionState.UNOPENED
         self._loop: asyncio.AbstractEventLoop | None = None
         # High bits of this client's context ids: see context.py.
@@ -176,16 +187,38 @@ class Client:
         return f"<Client {self.name!r} {self._state.value}, workers {self.workers}>"
 
     # -------------------------------------------------------------- addresses
-    def address(self, worker: str) -> tuple[str, int]:
-        """The (host, port) of `worker`; UnknownWorkerError names the known ones otherwise."""
+    def address(self, worker: str) -> Any:
+        """The address of `worker` (for TCP a (host, port) pair); UnknownWorkerError names the
+        known ones otherwise."""
         found = self._addresses.get(worker)
         if found is None:
             raise UnknownWorkerError(worker, list(self._addresses))
         return found
 
-    def set_address(self, worker: str, address: str | tuple[str, int]) -> None:
-        """Add a worker, or point a known one at a new address (its connection is dropped)."""
-        self._addresses[worker] = parse_address(address)
+    def set_address(self, worker: str, address: Any) -> None:
+        """Add a worker, or point a known one at a new address (its channel is dropped, so
+        the next call connects there); the same address again changes nothing."""
+        if not isinstance(worker, str) or not worker:
+            raise ValueError(f"a worker name must be a non-empty str, got {worker!r}")
+        parsed = self.transport.parse_address(address)
+        if self._addresses.get(worker) == parsed:
+            return
+        self._addresses[worker] = parsed
+        self._forget_channel(worker)
+        logger.debug("client %r: worker %r is at %s", self.name, worker, parsed)
+
+    def remove_address(self, worker: str) -> bool:
+        """Forget `worker` and close its channel; False when it was not known."""
+        if self._addresses.pop(worker, None) is None:
+            return False
+        self._forget_channel(worker)
+        self._lost.discard(worker)
+        return True
+
+    def _forget_channel(self, worker: str) -> None:
+        # An attempt still reaching the old address finds it changed and gives up (_open);
+        # callers from now on start a new one.
+        self._connecting.pop(worker, None)
         conn = self._conns.pop(worker, None)
         if conn is not None:
             conn.close()
@@ -213,7 +246,7 @@ class Client:
             )
         return loop
 
-    async def _connection(self, worker: str) -> Connection:
+    async def _connection(self, worker: str) -> Channel:
         loop = self._check_usable()
         address = self.address(worker)
         conn = self._conns.get(worker)
@@ -227,25 +260,23 @@ class Client:
                                    if self._connecting.get(w) is t else None)
         return await asyncio.shield(task)
 
-    async def _open(self, worker: str, address: tuple[str, int]) -> Connection:
-        host, port = address
+    async def _open(self, worker: str, address: Any) -> Channel:
         try:
-            conn = await connect(
-                host, port, token=self._token, name=self.name, ssl=self._ssl,
-                server_hostname=self._server_hostname, timeout=self.connect_timeout,
-                request_timeout=self.timeout, max_frame_bytes=self._max_frame_bytes,
+            conn = await self.transport.open(
+                address, token=self._token, name=self.name, timeout=self.connect_timeout,
+                request_timeout=self.timeout,
             )
         except AuthenticationError:
             raise
         except (OSError, TimeoutError, WorkerLostError) as exc:
             self._lost.add(worker)
             raise WorkerLostError(
-                worker, reason=f"cannot connect to {host}:{port}: {exc}"
+                worker, reason=f"cannot connect to {address}: {exc}"
             ) from exc
         if conn.peer_name != worker:
             conn.close()
             raise DistributedError(
-                f"the worker at {host}:{port} is named {conn.peer_name!r}, expected {worker!r}"
+                f"the worker at {address} is named {conn.peer_name!r}, expected {worker!r}"
             )
         old = self._conns.get(worker)
         if old is not None:
@@ -253,12 +284,16 @@ class Client:
         if self._state is not ConnectionState.OPEN:  # closed while we were connecting
             conn.close()
             raise ConnectionClosedError(f"client {self.name!r} is closed")
+        if self._addresses.get(worker) != address:  # moved or removed while we connected
+            conn.close()
+            raise WorkerLostError(worker, reason=f"its address changed while connecting to "
+                                  f"{address}")
         self._conns[worker] = conn
         self._lost.discard(worker)
-        logger.debug("client %r connected to %r at %s:%d", self.name, worker, host, port)
+        logger.debug("client %r connected to %r at %s", self.name, worker, address)
         return conn
 
-    def _drop(self, worker: str, conn: Connection) -> None:
+    def _drop(self, worker: str, conn: Channel) -> None:
         """Forget a connection whose worker stopped answering or went away."""
         if self._conns.get(worker) is conn:
             del self._conns[worker]
@@ -357,14 +392,25 @@ class Client:
 
     async def stats(self, worker: str) -> dict[str, Any]:
         """The worker's counters: contexts, modules, optimizers, requests, registered names."""
-        result, _ = await self.request(worker, "stats")
+        result, _ = await self.request(worker, methods.STATS)
         return result
+
+    async def update_peers(self, worker: str, addresses: Mapping[str, Any] | None = None,
+                           remove: Sequence[str] = ()) -> list[str]:
+        """Tell `worker` where its peers are now: add or move `addresses` (name -> address,
+        as its transport reads them), forget `remove`; return the peers it knows after."""
+        fields: dict[str, Any] = {
+            "addresses": {str(k): _address_text(v) for k, v in (addresses or {}).items()}}
+        if remove:
+            fields["remove"] = [str(w) for w in remove]
+        result, _ = await self.request(worker, methods.PEERS_UPDATE, fields)
+        return list(result["peers"])
 
     # ------------------------------------------------------------------- calls
     async def call(self, worker: str, function: str, /, *args: Any, **kwargs: Any) -> Any:
         """Call a function registered on `worker` with tensors (positional) and simple values;
         return its outputs as local tensors (a receive node links them to the graph)."""
-        return await self.forward(worker, "call", {"function": function}, args, kwargs)
+        return await self.forward(worker, methods.CALL, {"function": function}, args, kwargs)
 
     async def forward(self, worker: str, method: str, target: Mapping[str, Any],
                       args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:

@@ -23,6 +23,7 @@ from ..autograd.api import backward_async
 from ..creation import as_tensor, zeros
 from ..devices import Device
 from ..tensor import Tensor
+from . import methods
 from .errors import DistributedError
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ class ContextBase:
 
         async def release_one(worker: str, client: Client) -> None:
             try:
-                await client.request(worker, "context.release", {"context_id": self.id},
+                await client.request(worker, methods.CONTEXT_RELEASE, {"context_id": self.id},
                                      timeout=timeout)
             except Exception as exc:  # noqa: BLE001 - a dead worker's contexts died with it
                 logger.info("releasing context %d on worker %r failed: %s", self.id, worker, exc)
@@ -149,7 +150,7 @@ class DistributedContext(ContextBase):
             raise TypeError(
                 f"get_gradients takes a RemoteModule or a worker name, got {type(target).__name__}"
             )
-        result, arrays = await client.request(worker, "context.gradients", kwargs,
+        result, arrays = await client.request(worker, methods.CONTEXT_GRADIENTS, kwargs,
                                               context_id=self.id)
         tensors = [as_tensor(a) for a in arrays]
         pairs = zip(result["modules"], result["names"], tensors, strict=True)

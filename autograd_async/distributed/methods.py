@@ -10,44 +10,111 @@ Tensors travel as the frame's arrays. Positional arguments are a list of maps, o
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from .errors import ProtocolError
 from .schema import MessageRegistry, NonNegativeInt
 
-__all__ = ["METHODS", "check_arg_specs", "check_call", "method_names"]
+__all__ = [
+    "BACKWARD",
+    "CALL",
+    "CONTEXT_GRADIENTS",
+    "CONTEXT_RELEASE",
+    "METHODS",
+    "MODULE_CREATE",
+    "MODULE_DELETE",
+    "MODULE_FORWARD",
+    "MODULE_LOAD_STATE_DICT",
+    "MODULE_STATE_DICT",
+    "MODULE_TRAIN",
+    "OPTIM_CREATE",
+    "OPTIM_DELETE",
+    "OPTIM_STEP",
+    "PEERS_UPDATE",
+    "STATS",
+    "bind_handlers",
+    "check_arg_specs",
+    "check_call",
+    "handles",
+    "method_names",
+]
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+# The one table of remote methods: each is declared here, once, with the spec of its kwargs.
+# Callers name a method by its constant; a server binds its handlers with `@handles(CONSTANT)`.
 METHODS = MessageRegistry()
+
+
+def _declare(name: str, *, required: Mapping[str, Any] | None = None,
+             optional: Mapping[str, Any] | None = None, arrays: bool = False) -> str:
+    METHODS.register(name, required=required, optional=optional, arrays=arrays)
+    return name
+
 
 _FORWARD = {"args": list[dict], "kwargs": dict, "requires_grad": list[bool]}
 _IN_CONTEXT = {"context_id": NonNegativeInt, "record": bool}
 
 # Forward calls: a registered function, or the forward of a module created on the worker.
-METHODS.register("call", required={"function": str, **_FORWARD}, optional=_IN_CONTEXT,
-                 arrays=True)
-METHODS.register("module.forward", required={"module_id": NonNegativeInt, **_FORWARD},
-                 optional=_IN_CONTEXT, arrays=True)
+CALL = _declare("call", required={"function": str, **_FORWARD}, optional=_IN_CONTEXT,
+                arrays=True)
+MODULE_FORWARD = _declare("module.forward",
+                          required={"module_id": NonNegativeInt, **_FORWARD},
+                          optional=_IN_CONTEXT, arrays=True)
 # Backward of one recorded call: gradients for some of its tensor outputs (by position).
-METHODS.register("backward", required={"context_id": NonNegativeInt, "call_id": NonNegativeInt,
-                                       "outputs": list[NonNegativeInt], "retain_graph": bool},
-                 arrays=True)
-METHODS.register("context.release", required={"context_id": NonNegativeInt})
-METHODS.register("context.gradients", required={"context_id": NonNegativeInt},
-                 optional={"module_id": NonNegativeInt})
-METHODS.register("module.create", required={"class_name": str, "kwargs": dict})
-METHODS.register("module.delete", required={"module_id": NonNegativeInt})
-METHODS.register("module.train", required={"module_id": NonNegativeInt, "mode": bool})
-METHODS.register("module.state_dict", required={"module_id": NonNegativeInt})
-METHODS.register("module.load_state_dict",
-                 required={"module_id": NonNegativeInt, "names": list[str], "strict": bool},
-                 arrays=True)
-METHODS.register("optim.create",
-                 required={"class_name": str, "kwargs": dict, "params": list[dict]})
-METHODS.register("optim.step",
-                 required={"optimizer_id": NonNegativeInt, "context_id": NonNegativeInt})
-METHODS.register("optim.delete", required={"optimizer_id": NonNegativeInt})
-METHODS.register("stats")
+BACKWARD = _declare("backward", required={"context_id": NonNegativeInt,
+                                          "call_id": NonNegativeInt,
+                                          "outputs": list[NonNegativeInt],
+                                          "retain_graph": bool},
+                    arrays=True)
+CONTEXT_RELEASE = _declare("context.release", required={"context_id": NonNegativeInt})
+CONTEXT_GRADIENTS = _declare("context.gradients", required={"context_id": NonNegativeInt},
+                             optional={"module_id": NonNegativeInt})
+MODULE_CREATE = _declare("module.create", required={"class_name": str, "kwargs": dict})
+MODULE_DELETE = _declare("module.delete", required={"module_id": NonNegativeInt})
+MODULE_TRAIN = _declare("module.train", required={"module_id": NonNegativeInt, "mode": bool})
+MODULE_STATE_DICT = _declare("module.state_dict", required={"module_id": NonNegativeInt})
+MODULE_LOAD_STATE_DICT = _declare(
+    "module.load_state_dict",
+    required={"module_id": NonNegativeInt, "names": list[str], "strict": bool}, arrays=True)
+OPTIM_CREATE = _declare("optim.create",
+                        required={"class_name": str, "kwargs": dict, "params": list[dict]})
+OPTIM_STEP = _declare("optim.step",
+                      required={"optimizer_id": NonNegativeInt, "context_id": NonNegativeInt})
+OPTIM_DELETE = _declare("optim.delete", required={"optimizer_id": NonNegativeInt})
+STATS = _declare("stats")
+# Where the worker's peers are: add or move some (name -> address), forget others.
+PEERS_UPDATE = _declare("peers.update",
+                        optional={"addresses": dict, "remove": list[str]})
+
+
+def handles(method: str) -> Callable[[F], F]:
+    """Mark a server method as the handler of remote `method` (one of the constants above)."""
+    if method not in METHODS:
+        raise ValueError(f"{method!r} is not a declared remote method (methods.py)")
+
+    def mark(fn: F) -> F:
+        fn.__remote_method__ = method  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+def bind_handlers(server: object) -> dict[str, Callable[..., Any]]:
+    """The bound handlers of `server`, by method; every declared method must have exactly one."""
+    found: dict[str, Callable[..., Any]] = {}
+    for attr in dir(type(server)):
+        method = getattr(getattr(type(server), attr, None), "__remote_method__", None)
+        if method is None:
+            continue
+        if method in found:
+            raise TypeError(f"{type(server).__name__} handles {method!r} twice")
+        found[method] = getattr(server, attr)
+    missing = [m for m in METHODS.names() if m not in found]
+    if missing:
+        raise TypeError(f"{type(server).__name__} has no handler for {', '.join(missing)}")
+    return found
 
 
 def method_names() -> list[str]:

@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any
 
+from . import methods
 from .client import Client
 from .codec import check_simple
 from .context import ContextBase
@@ -52,7 +53,7 @@ class DistributedOptimizer:
     async def _create(self) -> None:
         async def create(key: tuple[int, str], client: Client, refs: list[ParameterRef]) -> None:
             params = [{"module_id": r.module_id, "name": r.name} for r in refs]
-            result, _ = await client.request(key[1], "optim.create", {
+            result, _ = await client.request(key[1], methods.OPTIM_CREATE, {
                 "class_name": self.class_name, "kwargs": self.defaults, "params": params})
             self._remote_ids[key] = result["optimizer_id"]
 
@@ -66,7 +67,7 @@ class DistributedOptimizer:
         await self._create()
 
         async def step_one(key: tuple[int, str], client: Client) -> None:
-            await client.request(key[1], "optim.step", {
+            await client.request(key[1], methods.OPTIM_STEP, {
                 "optimizer_id": self._remote_ids[key], "context_id": ctx.id},
                 context_id=ctx.id)
 
@@ -76,7 +77,7 @@ class DistributedOptimizer:
         """Delete the optimizers on their workers."""
         ids, self._remote_ids = self._remote_ids, {}
         await asyncio.gather(*(
-            self._owners[key][0].request(key[1], "optim.delete", {"optimizer_id": oid})
+            self._owners[key][0].request(key[1], methods.OPTIM_DELETE, {"optimizer_id": oid})
             for key, oid in ids.items()
         ))
 

@@ -16,6 +16,7 @@ import numpy as np
 from ..autograd.function import Function
 from ..devices import Device
 from ..tensor import Tensor
+from . import methods
 from .codec import host_array, to_device
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ class RemoteCall:
         kwargs = {"context_id": ctx.id, "call_id": self.call_id, "outputs": slots,
                   "retain_graph": ctx.retain_graph}
         arrays = [host_array(grads[i]) for i in slots]
-        result, received = await self.client.request(self.worker, "backward", kwargs, arrays,
+        result, received = await self.client.request(self.worker, methods.BACKWARD, kwargs, arrays,
                                                       context_id=ctx.id)
         out: list[Tensor | None] = [None] * n_inputs
         for slot, array in zip(result["inputs"], received, strict=True):

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..creation import as_tensor
 from ..tensor import Tensor
+from . import methods
 from .client import Client
 from .codec import check_simple, host_array
 
@@ -51,7 +52,7 @@ class RemoteModule:
                      **kwargs: Any) -> RemoteModule:
         """Build `class_name(**kwargs)` from the worker's allow-list; return a handle on it."""
         check_simple(kwargs, f"arguments of {class_name}")
-        result, _ = await client.request(worker, "module.create",
+        result, _ = await client.request(worker, methods.MODULE_CREATE,
                                          {"class_name": class_name, "kwargs": kwargs})
         return cls(client, worker, result["module_id"], class_name, result["parameters"],
                    result["repr"])
@@ -63,7 +64,7 @@ class RemoteModule:
     async def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Send the inputs, run forward on the worker, return local tensors."""
         self._check_open()
-        return await self.client.forward(self.worker, "module.forward",
+        return await self.client.forward(self.worker, methods.MODULE_FORWARD,
                                          {"module_id": self.module_id}, args, kwargs)
 
     def parameter_refs(self) -> list[ParameterRef]:
@@ -78,7 +79,7 @@ class RemoteModule:
     async def state_dict(self) -> dict[str, Tensor]:
         """Copies of the module's parameters and buffers, as local cpu tensors."""
         self._check_open()
-        result, arrays = await self.client.request(self.worker, "module.state_dict",
+        result, arrays = await self.client.request(self.worker, methods.MODULE_STATE_DICT,
                                                    {"module_id": self.module_id})
         return {name: as_tensor(a) for name, a in zip(result["names"], arrays, strict=True)}
 
@@ -89,14 +90,14 @@ class RemoteModule:
         names = list(state_dict)
         arrays = [host_array(v.detach() if isinstance(v, Tensor) else v)
                   for v in state_dict.values()]
-        await self.client.request(self.worker, "module.load_state_dict",
+        await self.client.request(self.worker, methods.MODULE_LOAD_STATE_DICT,
                                   {"module_id": self.module_id, "names": names,
                                    "strict": strict}, arrays)
 
     async def train(self, mode: bool = True) -> RemoteModule:
         """Set training mode on the worker (dropout and the like); returns self."""
         self._check_open()
-        await self.client.request(self.worker, "module.train",
+        await self.client.request(self.worker, methods.MODULE_TRAIN,
                                   {"module_id": self.module_id, "mode": bool(mode)})
         return self
 
@@ -109,7 +110,7 @@ class RemoteModule:
         if self.closed:
             return
         self.closed = True
-        await self.client.request(self.worker, "module.delete", {"module_id": self.module_id})
+        await self.client.request(self.worker, methods.MODULE_DELETE, {"module_id": self.module_id})
 
     def _check_open(self) -> None:
         if self.closed:

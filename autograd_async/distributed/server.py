@@ -310,14 +310,31 @@ class Server:
     @property
     def address(self) -> tuple[str, int]:
         """(host, port) the server listens on."""
-        if self._server is None or self._state is not ConnectionState.OPEN:
+        if self._state is not ConnectionState.OPEN:
             raise ConnectionClosedError(f"server {self.name!r} is {self._state.value}")
+        if self._server is None:
+            raise ConnectionClosedError(f"server {self.name!r} does not listen (open(): "
+                                        "in-memory connections only)")
         return self._server.sockets[0].getsockname()[:2]
 
     @property
     def connection_count(self) -> int:
         """Number of live client connections (authenticated or not)."""
         return len(self._connections)
+
+    def accept(self) -> _ServerProtocol:
+        """The protocol for one new connection from any transport: the TCP listener's, or an
+        in-memory pipe's (memory.py). It authenticates the peer before serving it."""
+        if self._state is not ConnectionState.OPEN or self.draining:
+            raise ConnectionRefusedError(f"server {self.name!r} is not accepting connections "
+                                         f"({'draining' if self.draining else self._state.value})")
+        return _ServerProtocol(self, next(self._ids))
+
+    async def open(self) -> None:
+        """Start serving without listening: connections come only through `accept`."""
+        if self._state is not ConnectionState.UNOPENED:
+            raise ConnectionClosedError(f"server {self.name!r} is {self._state.value}")
+        self._state = ConnectionState.OPEN
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
         """Bind and start accepting connections."""
@@ -332,10 +349,12 @@ class Server:
                     "without TLS; give a certificate (ssl=, --tls-cert/--tls-key) or accept "
                     "plaintext beyond loopback explicitly (insecure=True, --insecure)"
                 )
-        self._server = await loop.create_server(
-            lambda: _ServerProtocol(self, next(self._ids)), host, port, ssl=self.ssl,
-        )
         self._state = ConnectionState.OPEN
+        try:
+            self._server = await loop.create_server(self.accept, host, port, ssl=self.ssl)
+        except BaseException:
+            self._state = ConnectionState.UNOPENED
+            raise
 
     def close(self) -> None:
         """Stop listening, cancel running handlers and close every connection."""
@@ -427,14 +446,19 @@ async def serve(
     insecure: bool = False,
     budget: ByteBudget | None = None,
     frame_idle_timeout: float = DEFAULT_FRAME_IDLE_TIMEOUT,
+    listen: bool = True,
 ) -> Server:
     """Start a server that runs `handler` for each authenticated request; return it open.
     Without `ssl` it listens only on loopback addresses, unless `insecure` is true. With a
-    `budget`, request frames and replies count against its byte quotas."""
+    `budget`, request frames and replies count against its byte quotas. With `listen=False` it
+    binds no socket and serves only connections handed to it by `accept` (in memory)."""
     server = Server(handler, token=token, name=name, ssl=ssl, max_frame_bytes=max_frame_bytes,
                     max_header_bytes=max_header_bytes, max_pending=max_pending,
                     handshake_timeout=handshake_timeout, registry=registry,
                     max_handshakes=max_handshakes, insecure=insecure, budget=budget,
                     frame_idle_timeout=frame_idle_timeout)
-    await server.start(host, port)
+    if listen:
+        await server.start(host, port)
+    else:
+        await server.open()
     return server
