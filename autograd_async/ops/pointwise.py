@@ -12,6 +12,7 @@ from typing import Any
 
 from ..tensor import Tensor
 from .base import Op
+from .comparison import _binary_method
 from .dual import as_array, data_of, log, mul_const, quiet, where, xp_of
 from .promotion import as_float, promote, result_type, scalar
 
@@ -216,15 +217,6 @@ def xlogy(input: Any, other: Any) -> Tensor:
     """Elementwise input * log(other), 0 where input is 0 (unless other is nan)."""
     _no_complex("xlogy", input, other)
     return XlogyBackward0.apply(*_operands("xlogy", input, other))
-
-
-def _binary_method(fn: Any) -> Any:
-    def method(self: Tensor, other: Any) -> Any:
-        if not isinstance(other, (Tensor, Number)):
-            return NotImplemented
-        return fn(self, other)
-
-    return method
 
 
 def _reflected(fn: Any) -> Any:
