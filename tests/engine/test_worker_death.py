@@ -91,7 +91,6 @@ def _run_bounded(awaiting: bool) -> tuple[list[float] | None, BaseException | No
 def test_workers_killed_at_random_moments_never_hang_a_backward(loop):
     rng = random.Random(20261201)
     devices = [aa.device("sim:1"), aa.device("cpu")]
-    failures = 0
     with Engine(loop=loop) as engine:
         backward_seconds = 0.001
         for trial in range(TRIALS):
@@ -107,7 +106,6 @@ def test_workers_killed_at_random_moments_never_hang_a_backward(loop):
             if error is None:
                 assert grads == EXPECTED
             else:
-                failures += 1
                 assert isinstance(error, EngineClosedError), repr(error)
                 assert f"the {victim.device} worker" in str(error)
             # The dead worker is replaced on next use: the same graph runs cleanly again.
@@ -118,7 +116,8 @@ def test_workers_killed_at_random_moments_never_hang_a_backward(loop):
             assert error is None, repr(error)
             assert grads == EXPECTED
             assert engine.worker(victim.device) is not victim
-    assert failures > 0  # the kills did land while work was queued
+    # How many kills land mid-task depends on the machine's load (on a starved one, possibly
+    # none), so it is not asserted: the next test makes that case happen deterministically.
 
 
 def test_a_loop_that_dies_with_a_wake_up_pending_fails_its_work_and_is_replaced():
