@@ -6,36 +6,11 @@ from typing import Any
 
 from ... import creation
 from ...tensor import Tensor
+from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
 from ..parameter import Parameter
 from .input_checks import expect_tensor
 from .module import Module
-
-
-def layer_norm(
-    input: Tensor,
-    normalized_shape: tuple[int, ...],
-    weight: Tensor | None = None,
-    bias: Tensor | None = None,
-    eps: float = 1e-5,
-) -> Tensor:
-    """(x - mean) / sqrt(var + eps) * weight + bias over the trailing dims (biased variance)."""
-    n = len(normalized_shape)
-    if tuple(input.shape[input.ndim - n :]) != tuple(normalized_shape) or input.ndim < n:
-        raise RuntimeError(
-            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
-            f"[*, {', '.join(str(s) for s in normalized_shape)}], but got input of size "
-            f"{list(input.shape)}"
-        )
-    dims = tuple(range(input.ndim - n, input.ndim))
-    centred = input - input.mean(dim=dims, keepdim=True)
-    var = (centred * centred).mean(dim=dims, keepdim=True)
-    out = centred / (var + eps).sqrt()
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
 
 
 class LayerNorm(Module):
@@ -81,7 +56,7 @@ class LayerNorm(Module):
     def forward(self, input: Tensor) -> Tensor:
         """Normalised input."""
         expect_tensor(self, input)
-        return layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         """Shape, eps, whether affine and whether there is a bias."""

@@ -7,25 +7,11 @@ from typing import Any
 from ... import creation
 from ...grad_mode import no_grad
 from ...tensor import Tensor
+from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
 from ..parameter import Parameter
 from .input_checks import expect_tensor
 from .module import Module
-
-
-def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:
-    """Rows of `weight` picked by the integer tensor `input`; padding_idx rows get no gradient."""
-    if input.dtype.kind not in "iu":
-        raise TypeError(
-            f"Expected tensor for argument #1 'indices' to have an integer dtype; got {input.dtype}"
-        )
-    out = weight[input]
-    if padding_idx is not None and out.requires_grad:
-        keep = Tensor._wrap(
-            (input._data != padding_idx)[..., None].astype(weight.dtype), input.device
-        )
-        out.register_hook(lambda grad: grad * keep)
-    return out
 
 
 class Embedding(Module):
@@ -81,7 +67,7 @@ class Embedding(Module):
     def forward(self, input: Tensor) -> Tensor:
         """The rows of the table at `input`'s indices."""
         expect_tensor(self, input)
-        return embedding(input, self.weight, self.padding_idx)
+        return F.embedding(input, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
         """Table size and padding index."""
