@@ -46,9 +46,11 @@ class GatherBackward0(Op):
     __slots__ = ("_index", "_size")
     op_name = "gather"
 
-    def forward(self, x: Any, index: Any) -> Any:
+    def forward(self, x: Any, index: Any, values: Any = None) -> Any:
+        # `values`: the gathered elements when the caller already has them (max pooling's
+        # winner pass finds them), so they are not read a second time.
         self._index, self._size = index, x.shape[1]
-        return gather_planes(x, index)
+        return gather_planes(x, index) if values is None else values
 
     def backward(self, g: Any) -> tuple:
         if isinstance(g, Tensor):
@@ -72,15 +74,20 @@ class ScatterAddBackward0(Op):
         return gather_planes(g, self._index), None
 
 
-def gather_trailing(input: Tensor, index: Any, dims: int, out_shape: tuple[int, ...]) -> Tensor:
+def gather_trailing(
+    input: Tensor, index: Any, dims: int, out_shape: tuple[int, ...], values: Any = None
+) -> Tensor:
     """`input` flattened over its last `dims` dims, gathered at `index`, shaped `out_shape`.
 
     `index` indexes the flattened trailing dims: (P,) shared by every leading position, or one
-    row per leading position.
+    row per leading position. `values`, when given, are those elements already gathered (an
+    array of the output's shape).
     """
     lead = input.shape[: input.ndim - dims]
     planes = input.reshape((math.prod(lead), math.prod(input.shape[input.ndim - dims:])))
     if index.ndim > 1:
         index = index.reshape((planes.shape[0], math.prod(out_shape)))
-    out = GatherBackward0.apply(planes, index)
+    if values is not None:
+        values = values.reshape(planes.shape[:1] + (math.prod(out_shape),))
+    out = GatherBackward0.apply(planes, index, values=values)
     return out.reshape(lead + tuple(out_shape))

@@ -30,8 +30,8 @@ def _flat_in_plane(coords: list[Any], size: tuple[int, ...]) -> Any:
     return flat
 
 
-def _window_winners(windows: Any, win: Windows) -> Any:
-    """Each window's winning kernel offset (flat), by PyTorch's kernel's rule, as (N, C, out).
+def _window_winners(windows: Any, win: Windows) -> tuple[Any, Any]:
+    """Each window's winning kernel offset (flat) as (N, C, out), and its value, (N, C, *out).
 
     One pass per kernel offset over strided views (no copy of the windows): an offset wins when
     its value is greater than the best so far, or NaN, so the last NaN of a window wins, as in
@@ -50,7 +50,7 @@ def _window_winners(windows: Any, win: Windows) -> Any:
             better |= value != value  # NaN
         xp.copyto(best, value, where=better)
         winner[better] = i
-    return winner.reshape(winner.shape[:2] + (win.out_numel,))
+    return winner.reshape(winner.shape[:2] + (win.out_numel,)), best
 
 
 def _last_nan_wins(stacked: Any, winner: Any, axis: int) -> Any:
@@ -151,8 +151,9 @@ def _max_pool(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilati
     data = x._data
     xp = xp_of(data)
     n, c = data.shape[:2]
-    winner = _window_winners(window_view(data, win, _lowest(data.dtype)), win)
+    winner, best = _window_winners(window_view(data, win, _lowest(data.dtype)), win)
     if any(win.pad_lo) or any(win.pad_hi):
+        # Only where every element of a window is the lowest value: `best` is that value still.
         winner = _skip_padding(winner, win)
     at_kernel = xp.unravel_index(winner, win.kernel)
     at_window = xp.unravel_index(xp.arange(win.out_numel), win.out)
@@ -161,7 +162,7 @@ def _max_pool(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilati
         for o, k, s, d, lo in zip(at_window, at_kernel, win.stride, win.dilation, win.pad_lo)
     ]
     indices = _flat_in_plane(coords, win.size).astype(np.int64, copy=False)
-    out = gather_trailing(x, indices, dims, win.out)
+    out = gather_trailing(x, indices, dims, win.out, values=best)
     out = _unbatch(out, input, dims)
     if not return_indices:
         return out
