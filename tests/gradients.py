@@ -7,7 +7,7 @@ and a random input direction `d`, the engine's VJP `g` must satisfy
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -74,16 +74,7 @@ def compare_torch(
     theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
     out, ref = fn_ours(*ours), fn_torch(*theirs)
     np.testing.assert_allclose(to_numpy(out), ref.detach().numpy(), rtol=rtol, atol=atol)
-    v = np.random.default_rng(seed).standard_normal(tuple(ref.shape))
-    grads = aa.autograd.grad(out, ours, aa.tensor(v), allow_unused=True)
-    ref_grads = torch.autograd.grad(ref, theirs, torch.tensor(v), allow_unused=True)
-    for i, (g, r) in enumerate(zip(grads, ref_grads, strict=True)):
-        if r is None:
-            assert g is None or not to_numpy(g).any(), f"input {i}: torch has no gradient"
-            continue
-        assert g is not None, f"input {i}: no gradient, torch has one"
-        np.testing.assert_allclose(to_numpy(g), r.numpy(), rtol=rtol, atol=atol,
-                                   err_msg=f"gradient of input {i}")
+    assert_vjps_match(torch, out, ref, ours, theirs, rtol=rtol, atol=atol, seed=seed)
 
 
 def versus_torch(torch, device: str, ours, theirs, *arrays, rtol: float = 1e-7,
@@ -98,10 +89,28 @@ def versus_torch(torch, device: str, ours, theirs, *arrays, rtol: float = 1e-7,
     np.testing.assert_allclose(to_numpy(out), ref.detach().numpy(), rtol=rtol, atol=atol)
     if not ref.requires_grad:
         return
+    assert_vjps_match(torch, out, ref, mine, ref_in, device, rtol, atol, seed)
+
+
+def assert_vjps_match(
+    torch: Any,
+    out: Any,
+    ref: Any,
+    ours: Sequence[Any],
+    theirs: Sequence[Any],
+    device: str = "cpu",
+    rtol: float = 1e-7,
+    atol: float = 1e-9,
+    seed: int = 0,
+    labels: Sequence[int] | None = None,
+) -> None:
+    """Gradients of `out` w.r.t. `ours` equal PyTorch's of `ref` w.r.t. `theirs` along one random
+    cotangent; an input torch gives no gradient gets none (or zeros) here too."""
     v = np.random.default_rng(seed).standard_normal(tuple(ref.shape))
-    grads = aa.autograd.grad(out, mine, aa.tensor(v, device=device), allow_unused=True)
-    ref_grads = torch.autograd.grad(ref, ref_in, torch.tensor(v), allow_unused=True)
-    for i, (g, r) in enumerate(zip(grads, ref_grads, strict=True)):
+    grads = aa.autograd.grad(out, list(ours), aa.tensor(v, device=device), allow_unused=True)
+    ref_grads = torch.autograd.grad(ref, list(theirs), torch.tensor(v), allow_unused=True)
+    labels = range(len(grads)) if labels is None else labels
+    for i, g, r in zip(labels, grads, ref_grads, strict=True):
         if r is None:
             assert g is None or not to_numpy(g).any(), f"input {i}: torch has no gradient"
             continue

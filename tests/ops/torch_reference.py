@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from gradients import to_numpy
+from gradients import assert_vjps_match, to_numpy
 
 import autograd_async as aa
 
@@ -49,17 +49,6 @@ def against_torch(
     wrt = [i for i, g in enumerate(grad) if g]
     if not wrt or not ref.requires_grad:
         return out
-    v = np.random.default_rng(seed).standard_normal(tuple(ref.shape))
-    grads = aa.autograd.grad(out, [ours_in[i] for i in wrt], aa.tensor(v, device=device),
-                             allow_unused=True)
-    refs = torch.autograd.grad(ref, [theirs_in[i] for i in wrt], torch.tensor(v),
-                               allow_unused=True)
-    for i, g, r in zip(wrt, grads, refs, strict=True):
-        if r is None:
-            assert g is None or not to_numpy(g).any(), f"input {i}: torch has no gradient"
-            continue
-        assert g is not None, f"input {i}: no gradient, torch has one"
-        assert g.device == aa.device(device)
-        np.testing.assert_allclose(to_numpy(g), r.numpy(), rtol=rtol, atol=atol,
-                                   err_msg=f"gradient of input {i}")
+    assert_vjps_match(torch, out, ref, [ours_in[i] for i in wrt], [theirs_in[i] for i in wrt],
+                      device, rtol, atol, seed, labels=wrt)
     return out
