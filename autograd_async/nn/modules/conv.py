@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from ... import creation
+from ...ops.conv import expand_param
 from ...tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
@@ -15,15 +16,6 @@ from .input_checks import expect_tensor
 from .module import Module
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
-
-
-def _ntuple(value: Any, n: int, name: str, layer: str) -> tuple[int, ...]:
-    if isinstance(value, int):
-        return (value,) * n
-    value = tuple(value)
-    if len(value) != n or not all(isinstance(v, int) for v in value):
-        raise ValueError(f"{layer}: {name} must be an int or a tuple of {n} ints, got {value}")
-    return value
 
 
 def check_layer_input(layer: Module, input: Any, ranks: tuple[int, ...], what: str) -> None:
@@ -74,9 +66,9 @@ class _ConvNd(Module):
             )
         self.in_channels = in_channels
         self.out_channels = out_channels
-        self.kernel_size = _ntuple(kernel_size, n, "kernel_size", layer)
-        self.stride = _ntuple(stride, n, "stride", layer)
-        self.dilation = _ntuple(dilation, n, "dilation", layer)
+        self.kernel_size = expand_param(kernel_size, n, "kernel_size", layer)
+        self.stride = expand_param(stride, n, "stride", layer)
+        self.dilation = expand_param(dilation, n, "dilation", layer)
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
                 raise ValueError(
@@ -86,8 +78,8 @@ class _ConvNd(Module):
                 raise ValueError("padding='same' is not supported for strided convolutions")
             self.padding: Any = padding
         else:
-            self.padding = _ntuple(padding, n, "padding", layer)
-        self.output_padding = _ntuple(output_padding, n, "output_padding", layer)
+            self.padding = expand_param(padding, n, "padding", layer)
+        self.output_padding = expand_param(output_padding, n, "output_padding", layer)
         self.groups = groups
         self.padding_mode = padding_mode
         if self._transposed:
