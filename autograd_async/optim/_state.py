@@ -6,12 +6,24 @@ the same way makes the updates match PyTorch's to the last float32 rounding.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from ..devices import CPU, array_module
 from ..tensor import Tensor
+from .optimizer import grad_array
+
+
+def gradients(group: dict[str, Any]) -> Iterator[tuple[Tensor, Any]]:
+    """Each parameter of the group that has a gradient, with the gradient's array (checked, and
+    negated when the group maximizes)."""
+    maximize = group.get("maximize", False)
+    for param in group["params"]:
+        grad = grad_array(param)
+        if grad is not None:
+            yield param, (-grad if maximize else grad)
 
 
 def scalar_state(value: float = 0.0) -> Tensor:

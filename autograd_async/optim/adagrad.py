@@ -7,8 +7,15 @@ from typing import Any
 
 from ..devices import array_module
 from ..grad_mode import no_grad
-from ._state import advance_step, bump_versions, check_hyperparameters, filled_like, scalar_state
-from .optimizer import Optimizer, grad_array
+from ._state import (
+    advance_step,
+    bump_versions,
+    check_hyperparameters,
+    filled_like,
+    gradients,
+    scalar_state,
+)
+from .optimizer import Optimizer
 
 
 class Adagrad(Optimizer):
@@ -55,17 +62,12 @@ class Adagrad(Optimizer):
         loss = self._evaluate(closure)
         for group in self.param_groups:
             lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
-            for param in group["params"]:
-                grad = grad_array(param)
-                if grad is None:
-                    continue
+            for param, grad in gradients(group):
                 state = self.state[param]
                 if not state:  # a group added after construction
                     state["step"] = scalar_state()
                     state["sum"] = filled_like(param, group["initial_accumulator_value"])
                 step = advance_step(state)
-                if group["maximize"]:
-                    grad = -grad
                 data = param._data
                 if weight_decay != 0:
                     grad = grad + weight_decay * data
@@ -112,18 +114,13 @@ class Adadelta(Optimizer):
         for group in self.param_groups:
             lr, rho, eps = group["lr"], group["rho"], group["eps"]
             weight_decay = group["weight_decay"]
-            for param in group["params"]:
-                grad = grad_array(param)
-                if grad is None:
-                    continue
+            for param, grad in gradients(group):
                 state = self.state[param]
                 if not state:
                     state["step"] = scalar_state()
                     state["square_avg"] = filled_like(param)
                     state["acc_delta"] = filled_like(param)
                 advance_step(state)
-                if group["maximize"]:
-                    grad = -grad
                 data = param._data
                 if weight_decay != 0:
                     grad = grad + weight_decay * data

@@ -15,10 +15,11 @@ from ._state import (
     check_betas,
     check_hyperparameters,
     filled_like,
+    gradients,
     scalar_state,
 )
 from .adam import _lerp_
-from .optimizer import Optimizer, grad_array
+from .optimizer import Optimizer
 
 
 class _AdamFamily(Optimizer):
@@ -65,15 +66,10 @@ class _AdamFamily(Optimizer):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, weight_decay = group["lr"], group["weight_decay"]
-            for param in group["params"]:
-                grad = grad_array(param)
-                if grad is None:
-                    continue
+            for param, grad in gradients(group):
                 state = self.state[param]
                 if not state:
                     self._new_state(state, param)
-                if group["maximize"]:
-                    grad = -grad
                 step = advance_step(state)
                 data = param._data
                 if weight_decay != 0:

@@ -7,9 +7,16 @@ from typing import Any
 
 from ..devices import array_module
 from ..grad_mode import no_grad
-from ._state import advance_step, bump_versions, check_hyperparameters, filled_like, scalar_state
+from ._state import (
+    advance_step,
+    bump_versions,
+    check_hyperparameters,
+    filled_like,
+    gradients,
+    scalar_state,
+)
 from .adam import _lerp_
-from .optimizer import Optimizer, grad_array
+from .optimizer import Optimizer
 
 
 class RMSprop(Optimizer):
@@ -48,10 +55,7 @@ class RMSprop(Optimizer):
         for group in self.param_groups:
             lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
             weight_decay, momentum = group["weight_decay"], group["momentum"]
-            for param in group["params"]:
-                grad = grad_array(param)
-                if grad is None:
-                    continue
+            for param, grad in gradients(group):
                 state = self.state[param]
                 if not state:
                     state["step"] = scalar_state()
@@ -61,8 +65,6 @@ class RMSprop(Optimizer):
                     if group["centered"]:
                         state["grad_avg"] = filled_like(param)
                 advance_step(state)
-                if group["maximize"]:
-                    grad = -grad
                 data = param._data
                 if weight_decay != 0:
                     grad = grad + weight_decay * data
