@@ -345,3 +345,15 @@ async def test_async_with_closes():
     assert await _wait_until(lambda: not batches.producer_alive)
     with pytest.raises(StopAsyncIteration):
         await anext(batches)
+
+
+def test_a_worker_thread_that_ended_silently_is_reported_not_waited_for():
+    import queue
+
+    from autograd_async.utils.data.workers import _take
+
+    ended = threading.Thread(target=lambda: None, name="loader-7")
+    ended.start()
+    ended.join()
+    with pytest.raises(RuntimeError, match="loader-7 ended without finishing its stream"):
+        _take(queue.Queue(), 0, ended)

@@ -172,7 +172,7 @@ def streamed_batches(
         live = list(range(num_workers))
         while live:
             for worker_id in list(live):
-                item = _take(outboxes[worker_id], timeout)
+                item = _take(outboxes[worker_id], timeout, threads[worker_id])
                 if item is _END:
                     live.remove(worker_id)
                 elif isinstance(item, BaseException):
@@ -183,12 +183,17 @@ def streamed_batches(
         stop.set()
 
 
-def _take(outbox: queue.Queue, timeout: float) -> Any:
+def _take(outbox: queue.Queue, timeout: float, worker: threading.Thread) -> Any:
+    """The worker's next item; a timeout, or a worker that ended without its end marker, raises."""
     waited = 0.0
     while True:
         try:
             return outbox.get(timeout=POLL_SECONDS)
         except queue.Empty:
+            if not worker.is_alive() and outbox.empty():
+                raise RuntimeError(
+                    f"DataLoader worker thread {worker.name} ended without finishing its stream"
+                ) from None
             waited += POLL_SECONDS
             if timeout and waited >= timeout:
                 raise _timed_out(timeout) from None
