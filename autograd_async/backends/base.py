@@ -1,0 +1,99 @@
+"""The interface every device type implements: one `Backend` per device type (`cpu`, `sim`, `cuda`).
+
+Everything the library decides per device goes through a backend found in the registry
+(`backends.registry`): which array module holds the arrays, whether an array belongs to it,
+creating arrays on a device, copying between devices, scatter-add and index-put, index bounds, the
+thread's current device, streams and events, timing and random generators. Ops, the engine, nn,
+optim, the profiler and the distributed layer never test `device.type` themselves.
+
+Adding a device type is one module that subclasses `Backend` (and `StreamBackend` for its streams)
+plus one `registry.register(...)` line; `backends/sim.py` is the worked example (see
+docs/backends.md).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..devices import Device
+    from .streams_base import StreamBackend
+
+
+class Backend(ABC):
+    """What the library needs from one device type. One instance per type, shared by its devices."""
+
+    #: The device type this backend serves: "cpu", "sim", "cuda", ...
+    type: str
+    #: Whether arrays of this type are host (NumPy) memory the CPU can read directly.
+    host_memory: bool = True
+
+    # ------------------------------------------------------------------ arrays
+    @property
+    @abstractmethod
+    def xp(self) -> ModuleType:
+        """The array module (numpy, cupy) whose arrays live on this type's devices."""
+
+    @abstractmethod
+    def owns(self, array: Any) -> bool:
+        """True when `array` is an array of this backend's array module."""
+
+    @abstractmethod
+    def device_count(self) -> int:
+        """How many devices of this type exist (0 when the type is unusable here)."""
+
+    @abstractmethod
+    def check_available(self, device: Device) -> None:
+        """Raise DeviceError naming what is missing when `device` cannot be used here."""
+
+    @abstractmethod
+    def asarray(self, data: Any, device: Device, dtype: Any = None) -> Any:
+        """An array on `device` from `data` (host data, or an array of any backend)."""
+
+    @abstractmethod
+    def copy_to(self, array: Any, src: Device, dst: Device) -> Any:
+        """A copy of `array` (on `src`, any layout, contiguous or not) on `dst` of this type."""
+
+    @abstractmethod
+    def to_host(self, array: Any) -> Any:
+        """A NumPy array with the values of `array` (no copy when it already is one)."""
+
+    @abstractmethod
+    def scatter_add(self, out: Any, index: Any, values: Any) -> None:
+        """`out[index] += values` with repeated indices accumulating (any dtype, complex too)."""
+
+    @abstractmethod
+    def check_indices(self, index: Any, size: int, dim: int, what: str) -> None:
+        """Raise IndexError when an integer index array has entries outside [-size, size)."""
+
+    @abstractmethod
+    def data_ptr(self, array: Any) -> int:
+        """The address of the array's first element."""
+
+    # ---------------------------------------------------- the current device
+    @contextmanager
+    def device_context(self, device: Device) -> Iterator[None]:
+        """Make `device` the current device of this thread for the block (CUDA's rule)."""
+        yield
+
+    def current_device_index(self) -> int | None:
+        """This thread's current device index for this type (None where there is no such rule)."""
+        return None
+
+    def check_current(self, device: Device, op: str) -> None:
+        """Raise the error the real device raises when `op` runs on `device` while another
+        device of this type is current (a no-op where the type has no such rule)."""
+
+    # ------------------------------------------------------- streams & random
+    @property
+    @abstractmethod
+    def streams(self) -> StreamBackend:
+        """This type's streams and events (see streams_base.StreamBackend)."""
+
+    @abstractmethod
+    def random_state(self, device: Device, seed: int | None) -> Any:
+        """A random generator for `device` seeded with `seed` (a fresh one when None)."""
