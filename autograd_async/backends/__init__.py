@@ -1,0 +1,1 @@
+"""Device backends: one module per device type behind one interface (see base.py)."""
