@@ -253,3 +253,21 @@ async def test_a_worker_that_cannot_start_is_named(local_ray):
     with pytest.raises(RayWorkerError, match="'bad'.*failed to start.*no_such_module"):
         await RayWorkers.start(n=1, names=["bad"], load=("no_such_module",), num_cpus=0.5,
                                strategy=None, start_timeout=60.0)
+
+
+async def test_a_gpu_worker_computes_on_the_gpu_ray_assigned(local_ray):
+    if ray.cluster_resources().get("GPU", 0) < 1:
+        pytest.skip("Ray sees no GPU on this machine")
+    pytest.importorskip("cupy")
+    async with await RayWorkers.start(n=1, names=["g0"], devices="cuda:0", token=TOKEN,
+                                      num_cpus=0.5, num_gpus=1, strategy=None) as gpu:
+        info = await gpu.info("g0")
+        assert len(info["gpu_ids"]) == 1
+        assert info["cuda_visible_devices"] == info["gpu_ids"][0]  # its cuda:0 is that GPU
+        async with await gpu.client(timeout=CLIENT_TIMEOUT) as c:
+            assert (await c.stats("g0"))["devices"] == ["cuda:0"]
+            x = ag.tensor(data((3, 4), 4), requires_grad=True)
+            async with dist.context(c) as ctx:
+                y = await c.call("g0", "mul", x, 3.0)
+                await dist.backward(ctx, [(y * y).sum()])
+            np.testing.assert_allclose(x.grad.numpy(), 18.0 * x.detach().numpy(), rtol=1e-12)
