@@ -112,11 +112,12 @@ def ray_main(args: argparse.Namespace) -> None:
                 proc.wait(15)
     nbytes = args.mib << 20
     print(f"distributed benchmark --ray: {args.mib} MiB float32 gradient, client -> worker -> "
-          f"peer worker and back, loopback; median of {args.reps}")
+          f"peer worker and back, loopback; median of {args.reps}; GB/s = 2 x payload / time")
     print(f"{'workers':<14}{'median ms':>10}{'GB/s':>8}{'min..max ms':>18}")
     for label, samples in times.items():
         ms, gbs = median_rate(samples, nbytes)
         print(f"{label:<14}{ms:>10.1f}{gbs:>8.2f}"
               f"{spread([t * 1e3 for t in samples]):>18}")
     ratio = paired_ratio(times["Ray actors"], times["by hand"])
-    print(f"Ray actors / by hand: {ratio:.3f} (median of per-repetition ratios); {load_line()}")
+    print(f"time, Ray actors / by hand: {ratio:.3f} (median of per-repetition ratios); "
+          f"{load_line()}")

@@ -191,8 +191,10 @@ async def test_start_checks_its_arguments_before_touching_ray(monkeypatch):
         await RayWorkers.start(n=2, names=["a"])
     with pytest.raises(ValueError, match="distinct"):
         await RayWorkers.start(n=2, names=["a", "a"])
-    with pytest.raises(ValueError, match="cuda:1 but each gets num_gpus=1"):
+    with pytest.raises(ValueError, match="cuda:1 but each gets num_gpus=1 .* sees 1 GPU"):
         await RayWorkers.start(n=1, devices="cuda:1", num_gpus=1)
+    with pytest.raises(ValueError, match="cuda:0 .* sees 0 GPU.*num_gpus > 0"):
+        await RayWorkers.start(n=1, devices="cpu,cuda:0")
     with pytest.raises(ValueError, match="strategy must be one of"):
         await RayWorkers.start(n=1, strategy="SCATTER")
     with pytest.raises(ValueError, match="at least"):

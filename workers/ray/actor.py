@@ -105,6 +105,8 @@ class WorkerActor:
                 return self._server.address
             spec = self.spec
             self.gpu_ids = honour_ray_gpus(spec.num_gpus)
+            if self.gpu_ids:
+                self._check_gpus()
             for module in spec.load:  # the driver's choice, as `python -m workers --load`
                 importlib.import_module(module)
             loop = _new_loop()
@@ -117,14 +119,13 @@ class WorkerActor:
             except BaseException:
                 self._end_loop()
                 raise
-            if spec.num_gpus > 0:
-                self._check_gpus()
             return self._server.address
 
     def _check_gpus(self) -> None:
+        # CuPy reads CUDA_VISIBLE_DEVICES once, when CUDA starts in the process: count now.
+        # (0 means no CuPy: a cuda device then fails with the server's own clear error.)
         seen = cuda_device_count()
-        if self.gpu_ids and seen != len(self.gpu_ids):
-            self.stop(2.0)
+        if seen and seen != len(self.gpu_ids):
             raise RuntimeError(
                 f"worker {self.spec.name!r} sees {seen} GPU(s) but Ray assigned it "
                 f"{self.gpu_ids}: CUDA was initialised in this process before "

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import secrets
 import ssl as ssl_module
 import weakref
@@ -78,11 +79,12 @@ def _check_devices(devices: str | Sequence[str], num_gpus: float) -> tuple[str, 
     parsed = [Device(str(p).strip()) for p in parts if str(p).strip()]
     if not parsed:
         raise ValueError("a worker needs at least one device")
+    visible = math.ceil(num_gpus)  # a fraction of a GPU is still one device
     for dev in parsed:
-        if dev.type == "cuda" and dev.index >= num_gpus:
+        if dev.type == "cuda" and dev.index >= visible:
             raise ValueError(
-                f"workers serve {dev} but each gets num_gpus={num_gpus} GPU(s) from Ray, "
-                f"seen inside as cuda:0..cuda:{max(int(num_gpus) - 1, 0)}: ask for more GPUs"
+                f"workers serve {dev} but each gets num_gpus={num_gpus} from Ray, so it sees "
+                f"{visible} GPU(s), the first as cuda:0: ask for num_gpus > {dev.index}"
             )
     return tuple(str(d) for d in parsed)
 
@@ -317,9 +319,9 @@ class RayWorkers:
 
     async def client(self, timeout: float = 30.0, *, name: str = "client",
                      ssl: ssl_module.SSLContext | None = None) -> Client:
-        """A Client of every worker, connected, on this loop; it is told of restarts. With
-        `tls`, it verifies the workers against its CA file and presents its certificate;
-        `ssl` replaces that context."""
+        """A Client of every worker, connected, on this loop; it is told of restarts (and is
+        the caller's to close). With `tls`, it verifies the workers against the CA file and
+        presents the certificate (paths read here); `ssl` replaces that context."""
         self._check_open()
         client = Client(self._addresses, token=self._token, timeout=timeout, name=name,
                         **self._client_tls(ssl))
