@@ -182,6 +182,25 @@ async def test_a_killed_actor_is_a_lost_worker_and_a_restarted_one_serves(cluste
     assert (await client.stats("w0"))["peers"] == ["w1"]
 
 
+async def test_restarting_a_live_worker_replaces_it_everywhere(cluster, client):
+    old = await cluster.info("w0")
+    address = await cluster.restart("w0")
+    new = await cluster.info("w0")
+    assert address == new["address"] == cluster.addresses["w0"] != old["address"]
+    assert new["pid"] != old["pid"]
+    assert (await client.stats("w0"))["pid"] == new["pid"]
+    # w1 was told the new address: a chain that starts on w1 reaches the new w0.
+    x = ag.tensor(data((2, 5), 5), requires_grad=True)
+    async with dist.context(client) as ctx:
+        y = await client.call("w1", "tanh_then_peer", x, peer="w0", function="mul", args=[3.0])
+        await dist.backward(ctx, [(y * y).sum()])
+    np.testing.assert_allclose(x.grad.numpy(), local_chain_grad(x), rtol=1e-12, atol=1e-12)
+    with pytest.raises(dist.UnknownWorkerError, match="w7"):
+        cluster.actor("w7")
+    with pytest.raises(dist.UnknownWorkerError, match="w7"):
+        await cluster.restart("w7")
+
+
 async def test_start_checks_its_arguments_before_touching_ray(monkeypatch):
     def no_ray():
         raise AssertionError("Ray was reached")

@@ -456,7 +456,10 @@ class RayWorkers:
 
             remove_placement_group(self._placement_group)
         if self._owns_ray:
-            await asyncio.to_thread(self._ray.shutdown)
+            try:
+                await asyncio.wait_for(asyncio.to_thread(self._ray.shutdown), 60.0)
+            except TimeoutError:
+                logger.warning("Ray did not shut down within 60 s")
 
     async def __aenter__(self) -> RayWorkers:
         return self
