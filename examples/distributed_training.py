@@ -194,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if (args.tls_cert is None) != (args.tls_key is None):
         parser.error("--tls-cert and --tls-key go together")
+    if not args.ray and (args.tls_cert or args.tls_ca or args.insecure):
+        parser.error("--tls-cert, --tls-key, --tls-ca and --insecure apply to --ray workers")
 
     data = load_data(args.seed)
     plan = batches(len(data[1]), args.batch_size, args.epochs, args.seed)

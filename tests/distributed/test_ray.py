@@ -218,6 +218,8 @@ async def test_start_checks_its_arguments_before_touching_ray(monkeypatch):
         await RayWorkers.start(n=1, strategy="SCATTER")
     with pytest.raises(ValueError, match="at least"):
         await RayWorkers.start(n=1, token=b"short")
+    with pytest.raises(ValueError, match=r"worker_options cannot set \['token'\]"):
+        await RayWorkers.start(n=1, worker_options={"token": b"x" * 32, "context_ttl": 5.0})
     with pytest.raises(TypeError, match="SSLContext cannot be sent"):
         await RayWorkers.start(n=1, tls=object())
 
@@ -243,12 +245,14 @@ async def test_across_nodes_workers_need_tls_or_insecure(local_ray, monkeypatch)
     with pytest.raises(ValueError, match="tls=.*insecure=True"):
         await RayWorkers.start(n=1, load=(WORKER_LOAD,))
     async with await RayWorkers.start(n=1, names=["n0"], load=(WORKER_LOAD,), insecure=True,
-                                      num_cpus=0.5, strategy=None) as plain:
+                                      num_cpus=0.5, strategy=None,
+                                      worker_options={"context_ttl": 60.0}) as plain:
         host = plain.addresses["n0"].rpartition(":")[0]
         assert host == (await plain.info("n0"))["node_ip"] and host != "127.0.0.1"
         async with await plain.client(timeout=CLIENT_TIMEOUT) as c:
             y = await c.call("n0", "mul", ag.tensor([1.0, 2.0]), 3.0)
             np.testing.assert_allclose(y.numpy(), [3.0, 6.0])
+            assert (await c.stats("n0"))["context_ttl"] == 60.0  # worker_options reach it
         assert len(plain.token) >= 32  # generated: none was given
 
 

@@ -40,6 +40,9 @@ STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 # Methods of the actor that may run at once: a pending wait_stopped plus start/stop/info.
 _ACTOR_CONCURRENCY = 4
 _STOP_GRACE = 5.0
+# WorkerServer arguments that start fills in itself; worker_options may set the others.
+_SET_BY_START = {"name", "token", "devices", "ssl", "peer_ssl", "insecure", "peer_transport",
+                 "registry"}
 
 
 class RayWorkerError(DistributedError):
@@ -146,6 +149,10 @@ class RayWorkers:
         if token is None:  # nobody else knows it: only holders of the cluster object connect
             token = secrets.token_hex(32).encode()
         token = check_token(token.encode() if isinstance(token, str) else bytes(token))
+        reserved = set(worker_options or {}) & _SET_BY_START
+        if reserved:
+            raise ValueError(f"worker_options cannot set {sorted(reserved)}: start sets them "
+                             "(name, token=, devices=, tls=, insecure=)")
         bundle = {k: v for k, v in (("CPU", num_cpus), ("GPU", num_gpus)) if v}
         if strategy is not None and not bundle:
             raise ValueError("placement groups need num_cpus or num_gpus > 0; "
