@@ -11,6 +11,8 @@ and the latency of a 1 KiB gradient handoff: a distributed backward through one 
 (256 float32), next to the 1 KiB round trips of (a), (b) and (d) a remote `mul` forward.
 
 Run:  python benchmarks/distributed.py [--mib 64] [--reps 21] [--latency-iters 2000]
+      python benchmarks/distributed.py --ray: Ray worker actors against workers started by
+      hand (benchmarks/distributed_ray.py)
 GB/s counts the payload bytes of both directions: 2 x payload / round-trip time.
 """
 
@@ -171,7 +173,15 @@ async def bench(args: argparse.Namespace, ports: tuple[int, int], address: str) 
 
 def main() -> None:
     """Start the raw echo and worker processes, run the client side, print the table."""
-    args = round_trip_parser(__doc__.splitlines()[0], reps=21).parse_args()
+    parser = round_trip_parser(__doc__.splitlines()[0], reps=21)
+    parser.add_argument("--ray", action="store_true",
+                        help="compare two Ray worker actors with two workers started by hand")
+    args = parser.parse_args()
+    if args.ray:
+        from distributed_ray import ray_main  # noqa: PLC0415 - Ray is optional
+
+        ray_main(args)
+        return
     ctx = mp.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
     raw_proc = ctx.Process(target=raw_server_main, args=(args.mib << 20, send), daemon=True)

@@ -12,6 +12,13 @@ remote one with a `DistributedOptimizer` that steps the parameters where they li
 both loss curves and exits 0 when they agree within the tolerance, 1 otherwise.
 
     python examples/distributed_training.py [--epochs 3] [--batch-size 64]
+
+With `--ray` the two workers are Ray actors instead (`workers.ray.RayWorkers`, needs
+`pip install 'autograd-async[ray]'`): on the Ray cluster this machine has joined (`ray start`,
+or RAY_ADDRESS), else on a local Ray. Across nodes the workers listen on their node's address,
+which needs TLS (`--tls-cert/--tls-key/--tls-ca`, paths present on every node) or `--insecure`.
+
+    python examples/distributed_training.py --ray [--tls-cert C --tls-key K --tls-ca CA]
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -94,31 +102,74 @@ def train_local(first: nn.Module, second: nn.Module, data: Data, plan: list[np.n
     return losses
 
 
-async def train_distributed(workers: dict, token: bytes, first: nn.Module, second: nn.Module,
-                            data: Data, plan: list[np.ndarray], lr: float) -> list[float]:
-    """Layer 1 on w1, layer 2 on w2, loss here; a DistributedOptimizer steps both workers."""
+async def train_distributed(client: dist.Client, first: nn.Module, second: nn.Module,
+                            data: Data, plan: list[np.ndarray],
+                            lr: float) -> tuple[list[float], float]:
+    """Layer 1 on w1, layer 2 on w2, loss here; a DistributedOptimizer steps both workers.
+    Returns the losses and the seconds the training took."""
     features, labels = data
+    layer1 = await dist.RemoteModule.create(
+        client, "w1", "Sequential",
+        layers=[["Linear", {"in_features": 64, "out_features": 32}], ["Tanh", {}]])
+    layer2 = await dist.RemoteModule.create(client, "w2", "Linear", in_features=32,
+                                            out_features=10)
+    await layer1.load_state_dict(first.state_dict())  # the same initial weights
+    await layer2.load_state_dict(second.state_dict())
+    opt = dist.DistributedOptimizer(optim.SGD, layer1.parameter_refs()
+                                    + layer2.parameter_refs(), lr=lr)
+    loss_fn = nn.CrossEntropyLoss()
+    losses = []
+    started = time.perf_counter()
+    for idx in plan:
+        x, y = ag.tensor(features[idx]), ag.tensor(labels[idx])
+        async with dist.context(client) as ctx:
+            loss = loss_fn(await layer2(await layer1(x)), y)
+            await dist.backward(ctx, [loss])
+            await opt.step(ctx)
+        losses.append(loss.item())
+    return losses, time.perf_counter() - started
+
+
+async def train_on_processes(workers: dict, token: bytes,
+                             *model_and_data: Any) -> tuple[list[float], float]:
+    """Train on the worker processes started by `start_workers`."""
     addresses = {name: address for name, (_, address) in workers.items()}
     async with dist.Client(addresses, token=token, timeout=30.0) as client:
-        layer1 = await dist.RemoteModule.create(
-            client, "w1", "Sequential",
-            layers=[["Linear", {"in_features": 64, "out_features": 32}], ["Tanh", {}]])
-        layer2 = await dist.RemoteModule.create(client, "w2", "Linear", in_features=32,
-                                                out_features=10)
-        await layer1.load_state_dict(first.state_dict())  # the same initial weights
-        await layer2.load_state_dict(second.state_dict())
-        opt = dist.DistributedOptimizer(optim.SGD, layer1.parameter_refs()
-                                        + layer2.parameter_refs(), lr=lr)
-        loss_fn = nn.CrossEntropyLoss()
-        losses = []
-        for idx in plan:
-            x, y = ag.tensor(features[idx]), ag.tensor(labels[idx])
-            async with dist.context(client) as ctx:
-                loss = loss_fn(await layer2(await layer1(x)), y)
-                await dist.backward(ctx, [loss])
-                await opt.step(ctx)
-            losses.append(loss.item())
-    return losses
+        return await train_distributed(client, *model_and_data)
+
+
+async def train_on_ray(args: argparse.Namespace,
+                       *model_and_data: Any) -> tuple[list[float], float]:
+    """Start w1 and w2 as Ray actors (spread over the nodes), train on them, stop them."""
+    from workers.ray import RayWorkers  # noqa: PLC0415 - Ray is optional
+
+    tls = None
+    if args.tls_cert is not None:
+        tls = (args.tls_cert, args.tls_key, args.tls_ca)
+    async with await RayWorkers.start(n=2, names=["w1", "w2"], devices="cpu",
+                                      strategy="SPREAD", tls=tls,
+                                      insecure=args.insecure) as cluster:
+        print(f"Ray workers: {cluster.addresses}")
+        async with await cluster.client(timeout=30.0) as client:
+            return await train_distributed(client, *model_and_data)
+
+
+def run_on_processes(model: tuple[nn.Module, nn.Module], data: Data, plan: list[np.ndarray],
+                     lr: float) -> tuple[list[float], float]:
+    """Start two worker processes on loopback, train on them, stop them."""
+    token = secrets.token_hex(16).encode()
+    with tempfile.TemporaryDirectory() as tmp:
+        token_file = Path(tmp) / "token"
+        token_file.write_bytes(token)
+        token_file.chmod(0o600)
+        workers = start_workers(token_file)
+        try:
+            return asyncio.run(train_on_processes(workers, token, *model, data, plan, lr))
+        finally:
+            for proc, _ in workers.values():
+                proc.terminate()
+            for proc, _ in workers.values():
+                proc.wait(15)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,7 +181,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tolerance", type=float, default=1e-4,
                         help="largest allowed difference between the two loss curves")
+    parser.add_argument("--ray", action="store_true",
+                        help="run the two workers as Ray actors (on the cluster this machine "
+                             "joined, else on a local Ray)")
+    parser.add_argument("--tls-cert", help="with --ray: each worker's certificate (PEM path "
+                                           "on every node)")
+    parser.add_argument("--tls-key", help="with --ray: the private key of --tls-cert")
+    parser.add_argument("--tls-ca", help="with --ray: CA of the workers' certificates; "
+                                         "also required of clients (mutual TLS)")
+    parser.add_argument("--insecure", action="store_true",
+                        help="with --ray across nodes: plaintext frames on the network")
     args = parser.parse_args(argv)
+    if (args.tls_cert is None) != (args.tls_key is None):
+        parser.error("--tls-cert and --tls-key go together")
+    if not args.ray and (args.tls_cert or args.tls_ca or args.insecure):
+        parser.error("--tls-cert, --tls-key, --tls-ca and --insecure apply to --ray workers")
 
     data = load_data(args.seed)
     plan = batches(len(data[1]), args.batch_size, args.epochs, args.seed)
@@ -144,22 +209,14 @@ def main(argv: list[str] | None = None) -> int:
     local = train_local(*model(), data, plan, args.lr)
     local_s = time.perf_counter() - started
 
-    token = secrets.token_hex(16).encode()
-    with tempfile.TemporaryDirectory() as tmp:
-        token_file = Path(tmp) / "token"
-        token_file.write_bytes(token)
-        token_file.chmod(0o600)
-        workers = start_workers(token_file)
+    if args.ray:
         try:
-            started = time.perf_counter()
-            remote = asyncio.run(train_distributed(workers, token, *model(), data, plan,
-                                                   args.lr))
-            remote_s = time.perf_counter() - started
-        finally:
-            for proc, _ in workers.values():
-                proc.terminate()
-            for proc, _ in workers.values():
-                proc.wait(15)
+            remote, remote_s = asyncio.run(train_on_ray(args, *model(), data, plan, args.lr))
+        except ImportError as exc:  # Ray is not installed: say how to get it
+            print(exc, file=sys.stderr)
+            return 1
+    else:
+        remote, remote_s = run_on_processes(model(), data, plan, args.lr)
 
     steps_per_epoch = -(-len(data[1]) // args.batch_size)
     print(f"{'epoch':>5} {'local loss':>12} {'distributed':>12} {'max |diff|':>11}")

@@ -27,3 +27,19 @@ def test_distributed_training_example_matches_local_run():
     assert done.returncode == 0, done.stdout + done.stderr
     assert "loss curves match" in done.stdout
     assert "15 steps" in done.stdout  # 1797 samples in batches of 128
+
+
+def test_distributed_training_example_on_ray_workers_matches_local_run():
+    pytest.importorskip("sklearn")
+    pytest.importorskip("ray")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("RAY_ADDRESS", None)  # not a cluster named for the test run: a local Ray
+    done = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "distributed_training.py"), "--ray",
+         "--epochs", "1", "--batch-size", "256"],
+        capture_output=True, text=True, timeout=EXAMPLE_TIMEOUT, env=env, cwd=REPO,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Ray workers: {'w1': '127.0.0.1:" in done.stdout
+    assert "loss curves match" in done.stdout
+    assert "8 steps" in done.stdout  # 1797 samples in batches of 256
