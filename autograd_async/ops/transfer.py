@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..backends.stream_context import override_for
 from ..devices import Device, check_available
 from ..streams import copy_between
 from ..tensor import Tensor, as_dtype
@@ -26,6 +27,7 @@ class ToCopyBackward0(Op):
         if device is not self.device:
             out = copy_between(a, self.device, device)
             self.device = device
+            self._stream = override_for(device)  # the node runs where its output lives
         if dtype is not None and out.dtype != dtype:
             out = out.astype(dtype)
         return out

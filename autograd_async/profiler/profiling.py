@@ -17,6 +17,7 @@ from autograd_async.engine.trace_events import (
     ForwardOp,
     GpuKernelSpan,
     NodeRun,
+    PendingGpuSpan,
     expand_records,
 )
 from autograd_async.profiler.chrome_trace import caller_slice_name, to_chrome_trace, write_trace
@@ -67,7 +68,7 @@ class _ChainedSink:
 
     def record(self, event: Any) -> None:
         """Append `event` here and hand it to the enclosing profile's sink."""
-        is_gpu = type(event) is GpuKernelSpan
+        is_gpu = type(event) is GpuKernelSpan or type(event) is PendingGpuSpan
         if self._own_gpu or not is_gpu:
             self._append(event)
         if self._outer_gpu or not is_gpu:
