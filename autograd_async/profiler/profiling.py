@@ -107,8 +107,10 @@ class profile:  # noqa: N801 - lower case like torch.profiler.profile, which use
 
     Forward ops and `record_function` ranges are recorded when the entering thread or task (or a
     task it starts) runs them: their sinks are ContextVars. `record_forward=False` leaves forward
-    ops out (ranges are still recorded). `gpu_timing=True` lets cuda workers time kernels with
-    CUDA events.
+    ops out (ranges are still recorded). `gpu_timing=True` lets workers of devices with streams
+    (cuda, and sim in the CUDA-faithful mode) bracket each node with two timing events on its
+    stream; nothing waits for them while recording: the spans (`<device> stream` tracks) are
+    resolved when `events` or the trace are read.
     """
 
     def __init__(
