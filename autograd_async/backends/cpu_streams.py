@@ -38,6 +38,9 @@ class CpuEvent:
         self.recorded_ns: int | None = None
 
 
+CPU_STREAM = CpuStream()
+
+
 class CpuStreams(StreamBackend):
     """Trivial streams: in-order host execution needs no waits."""
 
@@ -45,7 +48,7 @@ class CpuStreams(StreamBackend):
     trivial = True
 
     def __init__(self) -> None:
-        self._stream = CpuStream()
+        self._stream = CPU_STREAM  # one for all instances: streams are compared by identity
 
     def default_stream(self, device: Device) -> CpuStream:
         """The cpu's stream."""

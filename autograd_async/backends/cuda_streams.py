@@ -88,16 +88,31 @@ class CompletionWaiter:
                     pass  # the loop closed: its worker fails whatever it held
 
 
+class CudaStreamState:
+    """What every `CudaStreams` shares: each GPU's default stream object (streams are compared
+    by identity), the side-stream numbering and the one completion thread."""
+
+    def __init__(self) -> None:
+        self.defaults: dict[int, CudaStream] = {}
+        self.counts: dict[int, int] = {}
+        self.lock = threading.Lock()
+        self.waiter = CompletionWaiter()
+
+
+cuda_stream_state = CudaStreamState()
+
+
 class CudaStreams(StreamBackend):
     """CUDA streams and events through CuPy."""
 
     trivial = False
 
     def __init__(self) -> None:
-        self._defaults: dict[int, CudaStream] = {}
-        self._counts: dict[int, int] = {}
-        self._lock = threading.Lock()
-        self._waiter = CompletionWaiter()
+        state = cuda_stream_state
+        self._defaults = state.defaults
+        self._counts = state.counts
+        self._lock = state.lock
+        self._waiter = state.waiter
 
     def default_stream(self, device: Device) -> CudaStream:
         """CUDA's legacy default stream of `device`."""
