@@ -126,3 +126,22 @@ def test_a_side_stream_on_another_thread_races_with_the_default_stream():
     thread.join()
     with pytest.raises(aa.StreamRaceError):
         out[0] - 1
+
+
+def test_the_sanitizer_forgets_freed_buffers():
+    from autograd_async.backends.sanitizer import sanitizer
+
+    before = len(sanitizer._buffers)
+    for _ in range(200):
+        aa.ones(16, device="sim:0") * 2
+    assert len(sanitizer._buffers) < before + 20
+
+
+def test_views_share_their_base_buffer():
+    s = aa.Stream("sim:0")
+    x = aa.ones((4, 4), device="sim:0")
+    s.wait_stream(aa.current_stream("sim:0"))
+    with aa.stream(s):
+        x[1].add_(1)  # a write through a view, on s
+    with pytest.raises(aa.StreamRaceError):
+        x[2] * 1  # another view of the same buffer, read on the default stream
