@@ -81,11 +81,12 @@ class CompletionWaiter:
             try:
                 if event.raw is not None:
                     event.raw.synchronize()
-            finally:
-                try:
-                    loop.call_soon_threadsafe(callback)
-                except RuntimeError:
-                    pass  # the loop closed: its worker fails whatever it held
+            except Exception:  # noqa: BLE001 - a device error: the consumer's own work reports it
+                pass  # and this thread must live on for the events queued behind this one
+            try:
+                loop.call_soon_threadsafe(callback)
+            except RuntimeError:
+                pass  # the loop closed: its worker fails whatever it held
 
 
 class CudaStreamState:

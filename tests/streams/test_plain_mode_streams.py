@@ -11,11 +11,13 @@ import autograd_async as aa
 def test_backward_runs_on_the_forward_stream():
     x = aa.ones(8, device="sim:1", requires_grad=True)
     s = aa.Stream("sim:1")
+    s.wait_stream(aa.current_stream("sim:1"))  # needed in the sim cuda mode, harmless elsewhere
     with aa.stream(s):
         h = x * 3
         loss = (h * h).sum()
     seen = []
     h.grad_fn.register_prehook(lambda grads: seen.append(aa.current_stream("sim:1")))
+    aa.current_stream("sim:1").wait_stream(s)
     loss.backward()
     assert seen == [s]
     np.testing.assert_allclose(x.grad.cpu().numpy(), 18.0)
