@@ -62,6 +62,15 @@ from .grad_mode import (
 )
 from .ops import *  # noqa: F403 - the op functions: add, mul, matmul, sum, ...
 from .serialization import load, save
+from .streams import (
+    Event,
+    Stream,
+    StreamRaceError,
+    current_stream,
+    default_stream,
+    stream,
+    synchronize,
+)
 from .tensor import (
     Tensor,
     bool_,
@@ -156,4 +165,11 @@ __all__ = [
     "randperm",
     "cuda",
     "from_dlpack",
+    "Event",
+    "Stream",
+    "StreamRaceError",
+    "current_stream",
+    "default_stream",
+    "stream",
+    "synchronize",
 ]

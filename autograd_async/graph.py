@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .backends.stream_context import stream_overrides
+
 if TYPE_CHECKING:
     from .devices import Device
     from .tensor import Tensor
@@ -56,6 +58,10 @@ def init_node(
     # `_sequence.next` directly: one Python call less per recorded node than next_sequence_nr().
     node._seq = _sequence.next() if seq is None else seq
     node.device = device
+    # The stream its forward ran on, for its backward (PyTorch's stream semantics); None: the
+    # device's default stream, the usual case, which costs this one ContextVar read.
+    overrides = stream_overrides.get()
+    node._stream = None if overrides is None else overrides.get(device)
     node._hooks = None
     node._metadata = None
     node._released = False
@@ -119,6 +125,7 @@ class Node:
         "_hooks",
         "_metadata",
         "_released",
+        "_stream",
         "__weakref__",
     )
 

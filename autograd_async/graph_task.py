@@ -16,9 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from .backends.sanitizer import enabled as sanitizer_enabled
+from .backends.sanitizer import sanitizer
 from .devices import Device, array_module
 from .graph import Node, init_node
 from .ops.dual import can_sum_to, cast, sum_to, xp_of
+from .streams import streams_for
 from .tensor import Tensor
 
 _task_ids = itertools.count(1)
@@ -63,6 +66,9 @@ class GraphTask:
         "finished",
         "on_finish",
         "context",
+        "caller_streams",
+        "side_streams",
+        "checks_streams",
         "__weakref__",
     )
 
@@ -94,6 +100,11 @@ class GraphTask:
         self.finished = False
         self.on_finish = None
         self.context = None
+        # The caller's current streams when it started the task (None: default streams), and
+        # the side streams nodes ran on, by device: the engine orders them at start and finish.
+        self.caller_streams: dict[Device, Any] | None = None
+        self.side_streams: dict[Device, set] | None = None
+        self.checks_streams = sanitizer_enabled()
 
     # ------------------------------------------------------------------ set-up
     def capture(self, targets: Sequence[tuple[Node, int]], run_targets: bool = False) -> None:
@@ -134,6 +145,13 @@ class GraphTask:
             self.finished = True
             return True
 
+    def note_stream(self, device: Device, stream: Any) -> None:
+        """A node ran on `stream`, a side stream of `device` (the caller waits for it at end)."""
+        with self._lock:
+            if self.side_streams is None:
+                self.side_streams = {}
+            self.side_streams.setdefault(device, set()).add(stream)
+
     # --------------------------------------------------------------- buffers
     def deposit(self, node: Node, nr: int, grad: Any) -> list | None:
         """Add `grad` to `node`'s input `nr`; returns its inputs when the node becomes ready."""
@@ -157,7 +175,12 @@ class GraphTask:
                 buf = buffers[node] = [None] * max(len(node._out_meta), 1)
         if grad is not None:
             held = buf[nr]
-            buf[nr] = grad if held is None else held + grad
+            if held is None:
+                buf[nr] = grad
+            else:
+                total = buf[nr] = held + grad
+                if self.checks_streams:
+                    check_sum_streams(node, held, grad, total)
         return buf if left == 0 else None
 
     # -------------------------------------------------------------- evaluate
@@ -475,6 +498,24 @@ def run_post_hooks(node: Node, hooks: Any, outputs: tuple, inputs: list) -> tupl
         if result is not None:
             grad_inputs = tuple(result)
     return tuple(_like(t, g) for t, g in zip(grad_inputs, outputs, strict=True))
+
+
+def check_sum_streams(node: Node, held: Any, grad: Any, total: Any) -> None:
+    """The sanitizer: gradients summed for `node` are read and written on its stream (the
+    consumer's, as PyTorch accumulates), or on the host for a cpu node."""
+    device = node.device
+    if device.type == "sim":
+        stream = node._stream
+        if stream is None:
+            stream = streams_for(device).default_stream(device)
+    elif device.type == "cpu":
+        stream = sanitizer.world.host
+    else:
+        return
+    what = f"summing gradients for {node.name()}"
+    for array, write in ((held, False), (grad, False), (total, True)):
+        data = getattr(array, "_data", array)  # a Tensor under create_graph
+        sanitizer.access(data, device, stream, write, what)
 
 
 def describe_node(node: Node) -> str:

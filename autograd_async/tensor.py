@@ -14,6 +14,8 @@ import numpy as np
 
 from . import devices as _devices
 from . import grad_mode
+from .backends.sanitizer import sanitizer
+from .backends.sim_mode import sim_mode_state
 from .devices import CPU, Device
 from .dtypes import (  # noqa: F401 - the element types, re-exported from here
     bool_,
@@ -242,6 +244,8 @@ class Tensor:
     def _bump_version(self) -> None:
         source = self._version_source
         (self if source is None else source)._ver += 1
+        if sim_mode_state.mode == "cuda" and self.device.type == "sim":  # an in-place write
+            sanitizer.write(self._data, self.device, "an in-place op")
 
     def _is_view(self) -> bool:
         """True for a tensor made by a view op: it shares its `_base`'s storage."""
@@ -531,6 +535,8 @@ def made(t: Tensor) -> Tensor:
     """A tensor just created by a factory: an inference tensor inside inference mode."""
     if grad_mode.inference_enabled.get() and type(t) is Tensor:
         t.__class__ = InferenceTensor
+    if sim_mode_state.mode == "cuda" and t.device.type == "sim":  # creation writes, as in CSAN
+        sanitizer.write(t._data, t.device, "tensor creation")
     return t
 
 

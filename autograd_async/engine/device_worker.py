@@ -19,11 +19,15 @@ from threading import get_ident
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
 
+from ..backends.sanitizer import enabled as sanitizer_enabled
+from ..backends.stream_context import stream_overrides
 from ..devices import Device, forget_sim_user, note_sim_user
 from ..grad_mode import grad_enabled
 from ..graph import Node
 from ..graph_task import GraphTask
-from .gpu_timing import timed_on_gpu
+from ..streams import streams_for
+from .gpu_timing import timed_on_stream
+from .stream_sync import check_reads, check_writes, stream_of, sync_consumers
 from .trace_events import Handoff
 
 if TYPE_CHECKING:
@@ -52,7 +56,19 @@ class DeviceWorker:
         self.engine = engine
         self.device = device
         self._device_name = str(device)
-        self._is_cuda = device.type == "cuda"
+        self._streams = streams_for(device)
+        self._host = device.type == "cpu"
+        # Checked per access by the CUDA-faithful sim mode's sanitizer (fixed at first sim use).
+        self._sanitized = sanitizer_enabled()
+        # A backend whose library keeps its own current stream (CuPy): told which one to use.
+        self._use_stream = getattr(self._streams, "use", None)
+        # Devices with real streams (cuda, the CUDA-faithful sim), and every worker while the
+        # sanitizer checks accesses, run all nodes on the stream-aware path; the others only
+        # nodes recorded on a side stream (one attribute read per node decides).
+        if not self._streams.trivial or self._sanitized:
+            self._execute = self._execute_on_streams
+        # Gradients for host nodes wait for their device-to-host copy off this thread.
+        self._defers_host = not self._host and not self._streams.trivial
         self._thread_names: dict[int, str] = {}
         self.ready: list = []
         self.inbox: deque = deque()
@@ -310,6 +326,8 @@ class DeviceWorker:
         if node.is_async:
             self._spawn_async(node, task, inputs)
             return None, None
+        if node._stream is not None:  # recorded on a side stream: its backward runs there
+            return self._execute_on_streams(node, task, inputs)
         if grad_enabled.get() is not task.create_graph:
             grad_enabled.set(task.create_graph)
         previous = self.running_task
@@ -320,12 +338,7 @@ class DeviceWorker:
                 outputs = task.evaluate(node, inputs)
             else:
                 begun = perf_counter_ns()
-                if self._is_cuda and getattr(sink, "gpu_timing", False):
-                    outputs = timed_on_gpu(
-                        self.device, node, task.id, begun, lambda: task.evaluate(node, inputs), sink
-                    )
-                else:
-                    outputs = task.evaluate(node, inputs)
+                outputs = task.evaluate(node, inputs)
                 # A plain tuple (see trace_events.RawNodeRun): the cheapest record there is.
                 sink.record((node, self, get_ident(), task.id, begun, perf_counter_ns()))
         except BaseException as exc:  # noqa: BLE001 - a node's failure fails its task only
@@ -339,6 +352,80 @@ class DeviceWorker:
         except BaseException as exc:  # noqa: BLE001 - e.g. gradients that cannot be summed
             self.engine.fail_task(task, exc, node, self)
             return None, None
+
+    def _execute_on_streams(self, node: Node, task: GraphTask, inputs: list) -> tuple:
+        """`_execute` on the node's stream: gradients read and written there, consumers' streams
+        made to wait for it before the gradients reach them (see stream_sync)."""
+        if task.finished:
+            return None, None
+        if node.is_async:
+            self._spawn_async(node, task, inputs)
+            return None, None
+        backend = self._streams
+        device = self.device
+        default = backend.default_stream(device)
+        stream = node._stream
+        if stream is None or stream is default:
+            stream = default
+            token = stream_overrides.set(None)
+        else:
+            task.note_stream(device, stream)
+            token = stream_overrides.set({device: stream})
+        switch = self._use_stream is not None and stream is not default
+        if switch:
+            self._use_stream(stream)
+        if grad_enabled.get() is not task.create_graph:
+            grad_enabled.set(task.create_graph)
+        previous = self.running_task
+        self.running_task = task
+        try:
+            if self._sanitized:
+                check_reads(node, stream, inputs)
+            sink = self.engine.trace_sink
+            if sink is None:
+                outputs = task.evaluate(node, inputs)
+            else:
+                begun = perf_counter_ns()
+                if not self._host and getattr(sink, "gpu_timing", False):
+                    outputs = timed_on_stream(
+                        backend, stream, self._device_name, node, task.id, begun,
+                        lambda: task.evaluate(node, inputs), sink,
+                    )
+                else:
+                    outputs = task.evaluate(node, inputs)
+                sink.record((node, self, get_ident(), task.id, begun, perf_counter_ns()))
+            if self._sanitized:
+                check_writes(node, stream, outputs)
+            sync_consumers(node, stream, backend, outputs)
+        except BaseException as exc:  # noqa: BLE001 - a node's failure fails its task only
+            self.engine.fail_task(task, exc, node, self)
+            return None, None
+        finally:
+            self.running_task = previous
+            stream_overrides.reset(token)
+            if switch:
+                self._use_stream(default)
+        self.nodes_run += 1
+        try:
+            return self._route(task, node, outputs)
+        except BaseException as exc:  # noqa: BLE001 - e.g. gradients that cannot be summed
+            self.engine.fail_task(task, exc, node, self)
+            return None, None
+
+    def _deliver_when_copied(self, node: Node, target: DeviceWorker, item: tuple) -> None:
+        """Hand a gradient copied to host memory to `target` once its copy has completed.
+
+        The copy runs on the node's stream without the host waiting; an event recorded after it
+        reaches the target's loop through the backend's completion callback, so neither this
+        thread nor the target's blocks on the device.
+        """
+        backend = self._streams
+        event = backend.new_event()
+        backend.record(event, stream_of(node, backend))
+        try:
+            backend.when_complete(event, target.loop, lambda: target.submit(item))
+        except RuntimeError as exc:  # the target's loop has closed
+            self.engine.reject(item, exc, target)
 
     def _route(self, task: GraphTask, node: Node, outputs: tuple) -> tuple:
         """Deposit gradients for local nodes, hand the rest to their devices' workers.
@@ -389,7 +476,12 @@ class DeviceWorker:
         sent = perf_counter_ns() if self.engine.trace_sink is not None else 0
         for nxt, nr, grad in handoffs:
             self.handoffs_out += 1
-            self.engine.worker(nxt.device).submit((DELIVER, task, nxt, nr, grad, node, self, sent))
+            target = self.engine.worker(nxt.device)
+            item = (DELIVER, task, nxt, nr, grad, node, self, sent)
+            if self._defers_host and target._host:
+                self._deliver_when_copied(node, target, item)
+            else:
+                target.submit(item)
         return None, None
 
     def thread_name(self, ident: int) -> str:

@@ -14,12 +14,14 @@ import time
 import warnings
 from typing import Any, NamedTuple
 
+from ..backends.stream_context import stream_overrides
 from ..devices import Device, DeviceError, check_available
 from ..graph import Node
 from ..graph_task import GraphTask, describe_node
 from .device_worker import ABANDON, START, DeviceWorker, thread_state
 from .handoff import BlockingWaiter, LoopWaiter
 from .loops import default_loop_kind, loop_factory
+from .stream_sync import sync_finish, sync_start
 from .trace_events import CallerAwait
 
 # Blocking reentrant calls nest this deep on one thread before a helper thread takes over the
@@ -117,6 +119,9 @@ class Engine:
 
     # ----------------------------------------------------------- running tasks
     def _start(self, task: GraphTask, starts: list) -> None:
+        caller = task.caller_streams = stream_overrides.get()
+        if caller is not None or any(node._stream is not None for node, _, _ in starts):
+            sync_start(task, starts)  # roots on other streams wait for the caller's
         task.add_outstanding(1)
         root_device = starts[0][0].device
         self.worker(root_device).submit((START, task, starts))
@@ -220,6 +225,13 @@ class Engine:
     # ------------------------------------------------------- task completion
     def finish_task(self, task: GraphTask) -> None:
         """Called by the worker that saw the task's last outstanding unit finish."""
+        if task.side_streams is not None or task.caller_streams is not None:
+            try:
+                sync_finish(task)  # the caller's streams wait for the ones that ran nodes
+            except BaseException as exc:  # noqa: BLE001 - reported to the caller
+                if task.fail(exc) and task.on_finish is not None:
+                    task.on_finish(exc)
+                return
         if task.complete() and task.on_finish is not None:
             task.on_finish(None)
 

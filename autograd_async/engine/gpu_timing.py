@@ -1,8 +1,9 @@
-"""Device-side timing of a node's kernels with CUDA events on the worker's current stream.
+"""Device-side timing of a node's kernels with events on the stream the node runs on.
 
-Used only while a trace sink asks for it (`sink.gpu_timing`) on `cuda` workers: each node's kernels
-are bracketed by two events, and the elapsed device time is placed on the host clock at the node's
-host start, so host-side driving and device-side execution show side by side in a trace.
+Used only while a trace sink asks for it (`sink.gpu_timing`) on workers of devices with streams
+(`cuda`, and `sim` in the CUDA-faithful mode): each node's kernels are bracketed by two timing
+events. Nothing waits for them here: the record keeps the events, and the elapsed time is read
+when the trace is (`PendingGpuSpan.expand`), so profiling never makes the worker wait on the GPU.
 """
 
 from __future__ import annotations
@@ -10,25 +11,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .trace_events import GpuKernelSpan
+from .trace_events import PendingGpuSpan
 
 
-def timed_on_gpu(
-    device: Any, node: Any, task_id: int, host_start_ns: int, run: Callable[[], Any], sink: Any
+def timed_on_stream(
+    backend: Any,
+    stream: Any,
+    device: str,
+    node: Any,
+    task_id: int,
+    host_start_ns: int,
+    run: Callable[[], Any],
+    sink: Any,
 ) -> Any:
-    """Run `run()` between two CUDA events and record the device-side span; returns its result."""
-    import cupy  # noqa: PLC0415 - only cuda workers get here
-
-    start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    start.record()
+    """Run `run()` between two timing events on `stream` and record the pending span."""
+    start, end = backend.new_event(True), backend.new_event(True)
+    backend.record(start, stream)
     result = run()
-    end.record()
-    end.synchronize()  # profiling only: the span must be known before the record is made
-    elapsed_ns = int(cupy.cuda.get_elapsed_time(start, end) * 1e6)
+    backend.record(end, stream)
     sink.record(
-        GpuKernelSpan(
-            str(device), node.name(), node._seq, task_id, id(node), host_start_ns,
-            host_start_ns + elapsed_ns,
+        PendingGpuSpan(
+            device, node.name(), node._seq, task_id, id(node), host_start_ns, backend, start, end
         )
     )
     return result

@@ -54,10 +54,14 @@ class RawNodeRun(NamedTuple):
 
 
 def expand_records(events: list) -> list:
-    """Replace the engine's raw node-run tuples by NodeRun records, in place; returns the list."""
+    """Replace the engine's raw node-run tuples by NodeRun records, and pending GPU spans by
+    their resolved GpuKernelSpan, in place; returns the list."""
     for i, event in enumerate(events):
-        if type(event) is tuple:  # every other record is a NamedTuple
+        kind = type(event)
+        if kind is tuple:  # every other record is a NamedTuple
             events[i] = RawNodeRun(*event).expand()
+        elif kind is PendingGpuSpan:
+            events[i] = event.expand()
     return events
 
 
@@ -109,3 +113,30 @@ class GpuKernelSpan(NamedTuple):
     node_id: int
     start_ns: int  # placed on the host clock: host start of the node + elapsed between events
     end_ns: int
+
+
+class PendingGpuSpan(NamedTuple):
+    """A node's kernels bracketed by two timing events whose elapsed time is not read yet.
+
+    Reading it waits for the end event, so that happens when the trace is read or exported
+    (`expand`), never on the worker that recorded it.
+    """
+
+    device: str
+    name: str
+    sequence_nr: int
+    task_id: int
+    node_id: int
+    host_start_ns: int
+    backend: Any  # the device's stream backend
+    start_event: Any
+    end_event: Any
+
+    def expand(self) -> GpuKernelSpan:
+        """The span: device time between the events, placed at the node's host start."""
+        self.backend.synchronize_event(self.end_event)
+        elapsed_ns = int(self.backend.elapsed_ms(self.start_event, self.end_event) * 1e6)
+        return GpuKernelSpan(
+            self.device, self.name, self.sequence_nr, self.task_id, self.node_id,
+            self.host_start_ns, self.host_start_ns + elapsed_ns,
+        )

@@ -222,30 +222,14 @@ def cross_entropy(
         raise ValueError(
             f"Expected target size {tuple(expected)}, got {tuple(target.shape)}"
         )
-    may_ignore = _check_targets(
+    # One host synchronisation: the targets' bounds and how many are not ignored, together.
+    kept = _losses.check_target_bounds(
         target._data, input.shape[1] if input.ndim > 1 else input.shape[0], ignore_index
     )
     return CrossEntropyLossBackward0.apply(
-        input, target, reduction=reduction, ignore_index=ignore_index if may_ignore else None
+        input, target, reduction=reduction,
+        ignore_index=ignore_index if kept != target._data.size else None, kept=kept,
     )
-
-
-def _check_targets(data: Any, classes: int, ignore_index: int) -> bool:
-    """Raise PyTorch's IndexError for a class index out of [0, classes) that is not ignored.
-
-    Returns whether any target may equal `ignore_index`: when the targets' range leaves it out
-    (the default -100 against valid indices), the loss needs no mask.
-    """
-    if not data.size:
-        return False
-    low, high = int(data.min()), int(data.max())
-    if 0 <= low and high < classes:  # the usual case, settled by two reductions
-        return low <= ignore_index <= high
-    valid = data[data != ignore_index]
-    if valid.size and (int(valid.min()) < 0 or int(valid.max()) >= classes):
-        bad = int(valid.max()) if int(valid.max()) >= classes else int(valid.min())
-        raise IndexError(f"Target {bad} is out of bounds.")
-    return True
 
 
 def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,

@@ -15,6 +15,7 @@ import time
 import weakref
 from typing import Any, ClassVar
 
+from ..backends.sim_mode import sim_mode_state
 from ..devices import Device
 from ..grad_mode import anomaly_enabled, grad_enabled, inference_enabled
 from ..graph import Node
@@ -28,6 +29,7 @@ from ..recording import forward_sink
 from ..saved_hooks import hooks_stack
 from ..tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor, mark_inference
 from .saved import PACKED, pack_output, pack_slots, save_packed, unpack_slots, unpacked
+from .stream_checks import check_op_streams
 
 RELEASED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -219,6 +221,8 @@ class Op(Node):
         if requires and node._saved_data is PACKED:
             pack_slots(node)  # arrays forward kept for backward (a dropout mask) go through too
         result = node._wrap_outputs(out, inputs, requires)
+        if sim_mode_state.mode == "cuda":  # the stream sanitizer sees what the op accessed
+            check_op_streams(cls.op_name, inputs, result, cls.is_view)
         if not requires and (
             inference_enabled.get() or (cls.is_view and type(inputs[0]) is InferenceTensor)
         ):

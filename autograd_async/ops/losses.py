@@ -192,14 +192,42 @@ def _class_weight(weight: Any, classes: int, input: Tensor) -> Any:
     return weight._data.astype(input.dtype, copy=False)
 
 
-def _check_target_values(data: Any, classes: int, ignore_index: int) -> None:
+def target_summary(data: Any, ignore_index: int) -> tuple[int, int, int]:
+    """The smallest and largest class index that is not `ignore_index`, and how many are not.
+
+    Read from the device in one transfer: the one host synchronisation a class-index loss makes
+    per step (PyTorch checks bounds in its kernel instead, asynchronously). On the host the usual
+    case, no target equal to `ignore_index`, takes two plain reductions.
+    """
+    xp = xp_of(data)
     if not data.size:
-        return
-    valid = data[data != ignore_index]
-    if valid.size:
-        low, high = int(valid.min()), int(valid.max())
-        if low < 0 or high >= classes:
-            raise IndexError(f"Target {high if high >= classes else low} is out of bounds.")
+        return 0, -1, 0
+    if xp is np:
+        low, high = int(data.min()), int(data.max())
+        if not low <= ignore_index <= high:
+            return low, high, data.size
+    keep = data != ignore_index
+    limits = np.iinfo(data.dtype)
+    summary = xp.stack((
+        xp.where(keep, data, limits.max).min().astype(np.int64),
+        xp.where(keep, data, limits.min).max().astype(np.int64),
+        keep.sum().astype(np.int64),
+    ))
+    low, high, kept = (int(v) for v in summary.tolist())  # the host synchronisation
+    return low, high, kept
+
+
+def check_target_bounds(data: Any, classes: int, ignore_index: int) -> int:
+    """Raise PyTorch's IndexError for a class index outside [0, classes) that is not ignored;
+    returns how many targets are not ignored (one host synchronisation, see target_summary)."""
+    low, high, kept = target_summary(data, ignore_index)
+    if kept and (low < 0 or high >= classes):
+        raise IndexError(f"Target {high if high >= classes else low} is out of bounds.")
+    return kept
+
+
+def _check_target_values(data: Any, classes: int, ignore_index: int) -> None:
+    check_target_bounds(data, classes, ignore_index)
 
 
 # ------------------------------------------------------------ cross entropy

@@ -159,13 +159,21 @@ class CrossEntropyLossBackward0(Op):
     op_name = "cross_entropy"
     saved_inputs = (0,)
 
-    def forward(self, x: Any, target: Any, reduction: str, ignore_index: int | None) -> Any:
-        """`ignore_index` None: the caller found that no target can equal it (no mask needed)."""
+    def forward(
+        self, x: Any, target: Any, reduction: str, ignore_index: int | None,
+        kept: int | None = None,
+    ) -> Any:
+        """`ignore_index` None: the caller found that no target equals it (no mask needed);
+        `kept`: how many targets are not ignored, when the caller has counted them already (so
+        this forward reads nothing back from the device)."""
         xp = xp_of(x)
         axis = 1 if x.ndim > 1 else 0
         self._axis, self._reduction = axis, reduction
         keep = None if ignore_index is None else target != ignore_index
-        self._count = target.size if keep is None else int(keep.sum())
+        if keep is None:
+            self._count = target.size
+        else:
+            self._count = int(keep.sum()) if kept is None else kept
         if self._count == target.size:
             keep = None  # nothing ignored: no masking in the loss or the gradient
         else:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..devices import Device, check_available, move_array
+from ..backends.stream_context import override_for
+from ..devices import Device, check_available
+from ..streams import copy_between
 from ..tensor import Tensor, as_dtype
 from .base import Op
 
@@ -23,8 +25,9 @@ class ToCopyBackward0(Op):
         self._src_dtype = a.dtype
         out = a
         if device is not self.device:
-            out = move_array(a, self.device, device)
+            out = copy_between(a, self.device, device)
             self.device = device
+            self._stream = override_for(device)  # the node runs where its output lives
         if dtype is not None and out.dtype != dtype:
             out = out.astype(dtype)
         return out
@@ -33,7 +36,8 @@ class ToCopyBackward0(Op):
         if isinstance(g, Tensor):
             return g.to(self._src, dtype=self._src_dtype)
         if self.device is not self._src:
-            g = move_array(g, self.device, self._src)
+            # Non-blocking to the host: the engine delivers it once its copy has completed.
+            g = copy_between(g, self.device, self._src, non_blocking=True)
         if g.dtype != self._src_dtype:
             g = g.astype(self._src_dtype)
         return g

@@ -17,6 +17,7 @@ from autograd_async.engine.trace_events import (
     ForwardOp,
     GpuKernelSpan,
     NodeRun,
+    PendingGpuSpan,
     expand_records,
 )
 from autograd_async.profiler.chrome_trace import caller_slice_name, to_chrome_trace, write_trace
@@ -67,7 +68,7 @@ class _ChainedSink:
 
     def record(self, event: Any) -> None:
         """Append `event` here and hand it to the enclosing profile's sink."""
-        is_gpu = type(event) is GpuKernelSpan
+        is_gpu = type(event) is GpuKernelSpan or type(event) is PendingGpuSpan
         if self._own_gpu or not is_gpu:
             self._append(event)
         if self._outer_gpu or not is_gpu:
@@ -106,8 +107,10 @@ class profile:  # noqa: N801 - lower case like torch.profiler.profile, which use
 
     Forward ops and `record_function` ranges are recorded when the entering thread or task (or a
     task it starts) runs them: their sinks are ContextVars. `record_forward=False` leaves forward
-    ops out (ranges are still recorded). `gpu_timing=True` lets cuda workers time kernels with
-    CUDA events.
+    ops out (ranges are still recorded). `gpu_timing=True` lets workers of devices with streams
+    (cuda, and sim in the CUDA-faithful mode) bracket each node with two timing events on its
+    stream; nothing waits for them while recording: the spans (`<device> stream` tracks) are
+    resolved when `events` or the trace are read.
     """
 
     def __init__(

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from autograd_async.backends.sim_mode import sim_mode
 from autograd_async.engine.trace_events import CallerAwait, ForwardOp, Handoff, NodeRun
 from autograd_async.profiler import load_trace, profile, summarize
 
@@ -97,7 +98,9 @@ def test_sync_backward_across_devices():
     expected = 2 * (1 - np.tanh(2 * np.array([1.0, 2.0])) ** 2)
     np.testing.assert_allclose(x.grad.numpy(), expected)
     names = {ev["args"]["name"] for ev in trace["traceEvents"] if ev["name"] == "thread_name"}
-    assert names == {"MainThread", "cpu", "sim:0"}
+    # The CUDA-faithful sim mode adds sim:0's stream track (GPU spans from timing events).
+    streams = {"sim:0 stream"} if sim_mode() == "cuda" else set()
+    assert names == {"MainThread", "cpu", "sim:0"} | streams
     awaits = [ev for ev in prof.events if type(ev) is CallerAwait]
     assert [a.kind for a in awaits] == ["backward"]
 
