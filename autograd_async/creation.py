@@ -75,7 +75,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     """A new tensor (a copy) from data: Python floats give float32, float64 arrays stay float64."""
     dev = _device(device)
     array = infer_array(data, dtype, dev)
-    if isinstance(data, (np.ndarray, Tensor)) or _devices.is_cupy_array(data):
+    if isinstance(data, (np.ndarray, Tensor)) or _devices.is_device_array(data):
         array = array.copy()
     t = made(Tensor._wrap(array, dev))
     if requires_grad:
@@ -99,7 +99,7 @@ def _is_foreign_dlpack(data: Any) -> bool:
     return (
         hasattr(data, "__dlpack__")
         and not isinstance(data, (np.ndarray, np.generic))
-        and not _devices.is_cupy_array(data)
+        and not _devices.is_device_array(data)
     )
 
 
@@ -329,7 +329,6 @@ def from_dlpack(ext_tensor: Any) -> Tensor:
         return Tensor._wrap(np.from_dlpack(ext_tensor), CPU)
     if kind == _DLPACK_CUDA:
         dev = _device(f"cuda:{index}")
-        cupy = _devices.array_module(dev)
-        with cupy.cuda.Device(index):
-            return Tensor._wrap(cupy.from_dlpack(ext_tensor), dev)
+        with _devices.on_device(dev):
+            return Tensor._wrap(_devices.array_module(dev).from_dlpack(ext_tensor), dev)
     raise BufferError(f"from_dlpack: unsupported DLPack device type {kind} (index {index})")

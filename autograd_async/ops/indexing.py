@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..devices import backend_of
 from ..tensor import Tensor
 from .base import Op
 from .dual import as_array, getitem, xp_of
@@ -62,16 +63,11 @@ def normalize_key(key: Any, data: Any) -> tuple:
 
 def scatter_into_zeros(g: Any, key: tuple, shape: tuple[int, ...], accumulate: bool) -> Any:
     """Zeros of `shape` with `g` added at `key` (repeated indices accumulate)."""
-    xp = xp_of(g)
-    out = xp.zeros(shape, g.dtype)
+    out = xp_of(g).zeros(shape, g.dtype)
     if not accumulate:
         out[key] = g
-    elif xp is np:
-        np.add.at(out, key, g)
     else:
-        import cupyx  # noqa: PLC0415 - only reached with CuPy arrays
-
-        cupyx.scatter_add(out, key, g)
+        backend_of(out).scatter_add(out, key, g)
     return out
 
 

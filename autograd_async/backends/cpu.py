@@ -1,0 +1,122 @@
+"""The `cpu` backend: NumPy arrays in host memory, one device, no current-device rule."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .base import Backend
+from .registry import backends
+
+if TYPE_CHECKING:
+    from ..devices import Device
+    from .streams_base import StreamBackend
+
+# NumPy draws these float dtypes directly; others are drawn in float64 and cast.
+_DRAWN_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def missing_streams(module: str) -> NotImplementedError:
+    """The error a backend raises when its streams module is not installed yet."""
+    return NotImplementedError(
+        f"streams for this device type live in autograd_async.backends.{module}, "
+        "which is not available in this build"
+    )
+
+
+def out_of_range(low: int, high: int, size: int, dim: int, what: str) -> IndexError:
+    """PyTorch's error for an index outside [-size, size), naming the op."""
+    bad = low if low < -size else high
+    return IndexError(f"{what}: index {bad} is out of bounds for dimension {dim} with size {size}")
+
+
+class CpuBackend(Backend):
+    """NumPy on the host. Also the base of `sim`, whose arrays are NumPy arrays too."""
+
+    type = "cpu"
+    host_memory = True
+    #: NumPy raises IndexError for out-of-range fancy indices by itself (CuPy wraps them).
+    indexing_checks_bounds = True
+
+    def __init__(self) -> None:
+        self._streams: StreamBackend | None = None
+
+    # ------------------------------------------------------------------ arrays
+    @property
+    def xp(self) -> ModuleType:
+        return np
+
+    def owns(self, array: Any) -> bool:
+        return isinstance(array, (np.ndarray, np.generic))
+
+    def device_count(self) -> int:
+        return 1
+
+    def check_available(self, device: Device) -> None:
+        """The cpu is always there."""
+
+    def asarray(self, data: Any, device: Device, dtype: Any = None) -> Any:
+        if not isinstance(data, np.ndarray) and hasattr(data, "__cuda_array_interface__"):
+            data = backends.of_array(data).to_host(data)
+        return np.asarray(data, dtype=dtype)
+
+    def copy_to(self, array: Any, src: Device, dst: Device) -> Any:
+        if isinstance(array, np.ndarray):
+            return array.copy()
+        return backends.for_device(src).to_host(array)  # a device array: its download is a copy
+
+    def to_host(self, array: Any) -> Any:
+        return np.asarray(array)
+
+    def scatter_add(self, out: Any, index: Any, values: Any) -> None:
+        np.add.at(out, index, values)
+
+    def check_indices(self, index: Any, size: int, dim: int, what: str) -> None:
+        if index.size == 0:
+            return
+        low, high = int(index.min()), int(index.max())
+        if low < -size or high >= size:
+            raise out_of_range(low, high, size, dim, what)
+
+    def data_ptr(self, array: Any) -> int:
+        return int(array.__array_interface__["data"][0])
+
+    def special(self, name: str) -> Any:
+        """The scipy.special function `name` for this type's arrays."""
+        import scipy.special  # noqa: PLC0415 - only the ops that need it pay its import
+
+        return getattr(scipy.special, name)
+
+    # ------------------------------------------------------- streams & random
+    @property
+    def streams(self) -> StreamBackend:
+        if self._streams is None:
+            try:
+                from .cpu_streams import CpuStreams  # noqa: PLC0415 - written separately
+            except ImportError:
+                raise missing_streams("cpu_streams") from None
+            self._streams = CpuStreams()
+        return self._streams
+
+    def random_state(self, device: Device, seed: int | None) -> Any:
+        return np.random.default_rng(seed)
+
+    def random_uniform(self, state: Any, shape: tuple, dtype: Any) -> Any:
+        dtype = np.dtype(dtype)
+        if dtype in _DRAWN_FLOATS:
+            return state.random(shape, dtype=dtype)
+        return state.random(shape).astype(dtype)
+
+    def random_normal(self, state: Any, shape: tuple, dtype: Any) -> Any:
+        dtype = np.dtype(dtype)
+        if dtype in _DRAWN_FLOATS:
+            return state.standard_normal(shape, dtype=dtype)
+        return state.standard_normal(shape).astype(dtype)
+
+    def random_integers(self, state: Any, low: int, high: int, shape: tuple, dtype: Any) -> Any:
+        return state.integers(low, high, size=shape).astype(dtype, copy=False)
+
+    def random_permutation(self, state: Any, n: int, dtype: Any) -> Any:
+        return state.permutation(n).astype(dtype, copy=False)
