@@ -7,11 +7,13 @@ multi-device programs run and are tested without a GPU.
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import threading
 import weakref
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from types import ModuleType
 from typing import Any
 
@@ -244,6 +246,71 @@ def on_device(dev: Device) -> AbstractContextManager:
 def check_current(dev: Device, what: str) -> None:
     """Raise the device's own error when `dev` is not this thread's current device."""
     backend_for(dev).check_current(dev, what)
+
+
+def check_entered(dev: Device, what: str) -> None:
+    """Where `dev`'s type has a current-device rule, raise its error unless `dev` is current
+    (a thread that runs `dev`'s work, such as its worker, must have entered it)."""
+    backend = current_entry(dev)
+    if backend is not None:
+        backend.check_current(dev, what)
+
+
+class _Launch:
+    """Enter a device, then check that it is current: the check is what fails (with the
+    device's own error) when an entry point's entering has gone missing."""
+
+    __slots__ = ("_backend", "_device", "_what", "_context")
+
+    def __init__(self, backend: Backend, device: Device, what: str) -> None:
+        self._backend, self._device, self._what = backend, device, what
+
+    def __enter__(self) -> None:
+        self._context = self._backend.device_context(self._device)
+        self._context.__enter__()
+        self._backend.check_current(self._device, self._what)
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._context.__exit__(*exc)
+
+
+_NOTHING_TO_ENTER = nullcontext()
+
+
+def launching(dev: Device, what: str) -> AbstractContextManager:
+    """The context of a block that launches `what` on `dev`'s arrays: `dev` entered and checked
+    current where its type has that rule, nothing (a shared null context) elsewhere."""
+    backend = current_entry(dev)
+    if backend is None:
+        return _NOTHING_TO_ENTER
+    return _Launch(backend, dev, what)
+
+
+def each_on_its_device(tensors: Iterable[Any], what: str) -> Iterator[Any]:
+    """Yield each tensor with its device entered while the loop body runs for it (an optimizer
+    step or a gradient clip over parameters that may live on several devices)."""
+    for tensor in tensors:
+        dev = tensor.device
+        if dev._entry is None:
+            yield tensor
+        else:
+            with launching(dev, what):
+                yield tensor
+
+
+def enters_device(fn: Callable) -> Callable:
+    """Run `fn(tensor, ...)` on its first argument's device (for entry points that launch work
+    on raw arrays outside `Op.apply`: in-place ops, argmax, comparisons)."""
+
+    @functools.wraps(fn)
+    def on_its_device(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+        dev = getattr(tensor, "device", None)
+        if dev is None or dev._entry is None:
+            return fn(tensor, *args, **kwargs)
+        with launching(dev, fn.__name__):
+            return fn(tensor, *args, **kwargs)
+
+    return on_its_device
 
 
 def current_entry(dev: Device) -> Backend | None:

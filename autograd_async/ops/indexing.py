@@ -58,7 +58,25 @@ def normalize_key(key: Any, data: Any) -> tuple:
                 f"tensors used as indices must be long, int, byte or bool tensors, got {k.dtype}"
             )
         out.append(k)
-    return tuple(out)
+    key = tuple(out)
+    backend = backend_of(data)
+    if not backend.indexing_checks_bounds:  # CuPy wraps out-of-range indices around: refuse
+        check_key_bounds(backend, key, data.shape)
+    return key
+
+
+def check_key_bounds(backend: Any, key: tuple, shape: tuple[int, ...]) -> None:
+    """IndexError for an integer index array of `key` outside its dimension (as NumPy raises)."""
+    spans = [k.ndim if getattr(k, "dtype", None) == np.bool_ else int(k is not None)
+             for k in key if k is not Ellipsis]
+    dim = 0
+    for k in key:
+        if k is Ellipsis:
+            dim += len(shape) - sum(spans)
+            continue
+        if getattr(k, "dtype", None) is not None and k.dtype.kind in "iu" and dim < len(shape):
+            backend.check_indices(k, shape[dim], dim, "index")
+        dim += k.ndim if getattr(k, "dtype", None) == np.bool_ else int(k is not None)
 
 
 def scatter_into_zeros(g: Any, key: tuple, shape: tuple[int, ...], accumulate: bool) -> Any:
