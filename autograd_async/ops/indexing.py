@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..devices import backend_of
+from ..devices import Device, backend_for, backend_of
 from ..tensor import Tensor
 from .base import Op
 from .dual import as_array, getitem, xp_of
@@ -29,8 +29,9 @@ def _has_int_arrays(key: tuple) -> bool:
     return any(getattr(k, "dtype", None) is not None and k.dtype.kind in "iu" for k in key)
 
 
-def normalize_key(key: Any, data: Any) -> tuple:
-    """A tuple key of ints, slices, None, Ellipsis and arrays on `data`'s backend."""
+def normalize_key(key: Any, data: Any, device: Device) -> tuple:
+    """A tuple key of ints, slices, None, Ellipsis and arrays on `data`'s backend (on `device`),
+    its integer arrays checked against the dims they index."""
     if not isinstance(key, tuple):
         key = (key,)
     xp = xp_of(data)
@@ -59,7 +60,7 @@ def normalize_key(key: Any, data: Any) -> tuple:
             )
         out.append(k)
     key = tuple(out)
-    backend = backend_of(data)
+    backend = backend_for(device)
     if not backend.indexing_checks_bounds:  # CuPy wraps out-of-range indices around: refuse
         check_key_bounds(backend, key, data.shape)
     return key
@@ -146,7 +147,7 @@ class IndexAccumulateBackward0(Op):
 
 def index(input: Tensor, key: Any) -> Tensor:
     """`input[key]`: a view for basic keys, a copy for masks and integer arrays."""
-    key = normalize_key(key, input._data)
+    key = normalize_key(key, input._data, input.device)
     if is_basic(key):
         op = SelectBackward0 if all(isinstance(k, int) for k in key) else SliceBackward0
         return op.apply(input, key=key)

@@ -382,7 +382,7 @@ def setitem(input: Tensor, key: Any, value: Any) -> None:
     becomes CopySlices, as PyTorch's), other keys are recorded as IndexPutBackward0."""
     if isinstance(input._data, np.generic):
         input._data = np.array(input._data)  # a 0-d gradient as a NumPy scalar: give it storage
-    key = normalize_key(key, input._data)
+    key = normalize_key(key, input._data, input.device)
     value = _operand(input, value, move=True)
     if isinstance(value, Tensor) and value.dtype != input.dtype:
         value = value.to(dtype=input.dtype)
