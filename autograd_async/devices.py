@@ -348,9 +348,6 @@ def is_device_array(array: Any) -> bool:
     return not isinstance(array, np.ndarray) and _device_array(array)
 
 
-is_cupy_array = is_device_array  # the older name, kept for callers
-
-
 def _device_array(array: Any) -> bool:
     for kind in backends.types():
         backend = backends.for_type(kind)
