@@ -18,10 +18,15 @@ CUPY_ERROR = "The device where the array resides (1) is different from the curre
 SCENARIOS = r'''
 import json
 import sys
+import threading
 from contextlib import contextmanager
 
 import autograd_async as aa
+import autograd_async.engine.engine as engine_module
 from autograd_async.backends import SimBackend
+from autograd_async.utils.checkpoint import checkpoint
+
+engine_module.MAX_NESTING_PER_THREAD = 0  # every reentrant backward runs on a helper thread
 
 mode = sys.argv[1]
 if mode == "no_context":
@@ -31,6 +36,13 @@ if mode == "no_context":
     SimBackend.device_context = _nothing
 elif mode == "no_use_device":
     SimBackend.use_device = lambda self, device: None
+elif mode == "helper_without_entry":
+    _entering = SimBackend.use_device
+
+    def _workers_only(self, device):
+        if "reentrant" not in threading.current_thread().name:
+            _entering(self, device)
+    SimBackend.use_device = _workers_only
 
 D = "sim:1"
 
@@ -101,6 +113,12 @@ def backward_across_devices():
     return x.grad.sum().item()
 
 
+def reentrant_backward_on_a_helper_thread():
+    x = aa.ones(3, device=D, requires_grad=True)
+    checkpoint(lambda t: (t * t).tanh(), x, use_reentrant=True).sum().backward()
+    return x.grad.sum().item()
+
+
 def dropout_and_random():
     aa.manual_seed(0)
     aa.nn.functional.dropout(aa.ones(8, device=D), 0.5)
@@ -109,7 +127,7 @@ def dropout_and_random():
 
 results = {}
 for name, fn in list(globals().items()):
-    if callable(fn) and getattr(fn, "__module__", None) == "__main__" and name != "_nothing":
+    if callable(fn) and getattr(fn, "__module__", None) == "__main__" and name[0] != "_":
         try:
             fn()
             results[name] = "ok"
@@ -122,7 +140,7 @@ FORWARD = [
     "op", "matmul", "in_place", "reductions_and_comparisons", "sgd_and_adam_steps",
     "rmsprop_step", "clip_grad", "init", "transfer", "dropout_and_random",
 ]
-BACKWARD = ["backward", "backward_across_devices"]
+BACKWARD = ["backward", "backward_across_devices", "reentrant_backward_on_a_helper_thread"]
 
 
 @pytest.fixture(scope="module")
@@ -147,3 +165,10 @@ def test_a_worker_thread_that_does_not_enter_its_device_fails_its_nodes():
         assert failed[name] == "ok", (name, failed[name])
     for name in BACKWARD:  # the sim:1 worker runs the nodes with sim:0 current
         assert CUPY_ERROR in failed[name], (name, failed[name])
+
+
+def test_the_reentrant_helper_thread_enters_the_workers_device(entered):
+    assert entered["reentrant_backward_on_a_helper_thread"] == "ok"
+    failed = run_json(SCENARIOS, "helper_without_entry")
+    assert CUPY_ERROR in failed["reentrant_backward_on_a_helper_thread"]
+    assert failed["backward"] == "ok" and failed["op"] == "ok"
