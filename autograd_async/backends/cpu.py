@@ -32,6 +32,15 @@ def out_of_range(low: int, high: int, size: int, dim: int, what: str) -> IndexEr
     return IndexError(f"{what}: index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
+def host_values(data: Any) -> Any:
+    """`data` downloaded when it is an array of a backend off the host; otherwise itself."""
+    for kind in backends.types():
+        backend = backends.for_type(kind)
+        if not backend.host_memory and backend.owns(data):
+            return backend.to_host(data)
+    return data
+
+
 class CpuBackend(Backend):
     """NumPy on the host. Also the base of `sim`, whose arrays are NumPy arrays too."""
 
@@ -58,8 +67,8 @@ class CpuBackend(Backend):
         """The cpu is always there."""
 
     def asarray(self, data: Any, device: Device, dtype: Any = None) -> Any:
-        if not isinstance(data, np.ndarray) and hasattr(data, "__cuda_array_interface__"):
-            data = backends.of_array(data).to_host(data)
+        if not isinstance(data, np.ndarray):
+            data = host_values(data)
         return np.asarray(data, dtype=dtype)
 
     def copy_to(self, array: Any, src: Device, dst: Device) -> Any:

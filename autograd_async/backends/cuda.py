@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .base import Backend
-from .cpu import missing_streams, out_of_range
+from .cpu import host_values, missing_streams, out_of_range
 from .registry import backends
 
 if TYPE_CHECKING:
@@ -79,11 +79,11 @@ class CudaBackend(Backend):
 
     def asarray(self, data: Any, device: Device, dtype: Any = None) -> Any:
         cupy = self.xp
-        if self.owns(data) and data.device.id != device.index:
-            data = self.copy_to(data, self.device_of(data), device)
-        elif not self.owns(data) and not isinstance(data, np.ndarray):
-            if hasattr(data, "__cuda_array_interface__") or hasattr(data, "__dlpack__"):
-                data = backends.of_array(data).to_host(data)
+        if self.owns(data):
+            if data.device.id != device.index:
+                data = self.copy_to(data, self.device_of(data), device)
+        elif not isinstance(data, np.ndarray):
+            data = host_values(data)  # another off-host type's array; anything else CuPy takes
         with cupy.cuda.Device(device.index):
             return cupy.asarray(data, dtype=dtype)
 
