@@ -6,8 +6,7 @@ recognising that an array is not CuPy's, does not load it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -140,10 +139,10 @@ class CudaBackend(Backend):
         return getattr(cupy_special, name)
 
     # ---------------------------------------------------- the current device
-    @contextmanager
-    def device_context(self, device: Device) -> Iterator[None]:
-        with self.xp.cuda.Device(device.index):
-            yield
+    def device_context(self, device: Device) -> AbstractContextManager:
+        # CuPy's Device is itself the context (set and restore, skipped when already current),
+        # without a generator's cost on every op.
+        return self.xp.cuda.Device(device.index)
 
     def use_device(self, device: Device) -> None:
         self.xp.cuda.Device(device.index).use()
