@@ -107,9 +107,10 @@ class SimBackend(CpuBackend):
         self._current.index = device.index
 
     def current_device_index(self) -> int | None:
-        if not cuda_rules():
+        # Asked once per device when its first op decides whether to enter: the rules are
+        # fixed from then on, so a device resolved under one mode never runs under the other.
+        if sim_mode_state.get(mark_used=True) != "cuda":
             return None
-        sim_mode_state.get(mark_used=True)
         return self._current.index
 
     def check_current(self, device: Device, op: str) -> None:
