@@ -1,4 +1,6 @@
-"""Devices and their array backends: NumPy for `cpu` and `sim:N`, CuPy (lazily) for `cuda:N`.
+"""Devices: `Device` parsing, the sim device count, and the functions that ask each device's
+backend (`backends/`: NumPy for `cpu` and `sim:N`, CuPy, lazily, for `cuda:N`) for its arrays and
+its current device (`launching`, `each_on_its_device`, `enters_device`).
 
 A `sim:N` device is a simulated accelerator: its arrays are NumPy arrays, but the library treats it
 as a separate device (its own worker thread, no silent mixing with `cpu` or another `sim`), so
@@ -268,7 +270,11 @@ class _Launch:
     def __enter__(self) -> None:
         self._context = self._backend.device_context(self._device)
         self._context.__enter__()
-        self._backend.check_current(self._device, self._what)
+        try:
+            self._backend.check_current(self._device, self._what)
+        except BaseException:
+            self._context.__exit__(None, None, None)  # leave the thread as it was
+            raise
 
     def __exit__(self, *exc: Any) -> Any:
         return self._context.__exit__(*exc)
