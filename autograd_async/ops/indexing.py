@@ -68,16 +68,23 @@ def normalize_key(key: Any, data: Any, device: Device) -> tuple:
 
 def check_key_bounds(backend: Any, key: tuple, shape: tuple[int, ...]) -> None:
     """IndexError for an integer index array of `key` outside its dimension (as NumPy raises)."""
-    spans = [k.ndim if getattr(k, "dtype", None) == np.bool_ else int(k is not None)
-             for k in key if k is not Ellipsis]
     dim = 0
     for k in key:
         if k is Ellipsis:
-            dim += len(shape) - sum(spans)
+            dim += len(shape) - sum(_dims_taken(k) for k in key if k is not Ellipsis)
             continue
         if getattr(k, "dtype", None) is not None and k.dtype.kind in "iu" and dim < len(shape):
             backend.check_indices(k, shape[dim], dim, "index")
-        dim += k.ndim if getattr(k, "dtype", None) == np.bool_ else int(k is not None)
+        dim += _dims_taken(k)
+
+
+def _dims_taken(k: Any) -> int:
+    """How many dims of the indexed array one key entry consumes."""
+    if k is None or isinstance(k, bool):
+        return 0  # a new axis
+    if getattr(k, "dtype", None) == np.bool_:
+        return k.ndim  # a mask covers as many dims as it has
+    return 1
 
 
 def scatter_into_zeros(g: Any, key: tuple, shape: tuple[int, ...], accumulate: bool) -> Any:
