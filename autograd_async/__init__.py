@@ -3,6 +3,7 @@ worker thread and asyncio event loop per device and that callers can `await`."""
 
 from . import autograd, cuda, engine, nn, optim, profiler, utils
 from . import ops as _ops  # noqa: F401 - installs the op methods on Tensor
+from .backends import set_sim_mode, sim_mode
 from .creation import (
     Generator,
     arange,
@@ -137,6 +138,8 @@ __all__ = [
     "set_grad_enabled",
     "set_sim_device_count",
     "sim_device_count",
+    "set_sim_mode",
+    "sim_mode",
     "tensor",
     "uint8",
     "utils",

@@ -15,20 +15,48 @@ from .tensor import Tensor, as_dtype, infer_array, made
 
 
 class Generator:
-    """A seedable source of random numbers (PyTorch's `torch.Generator`)."""
+    """A seedable source of random numbers (PyTorch's `torch.Generator`).
+
+    Host-memory devices (cpu, sim) draw from one NumPy generator; each device of another type
+    (each GPU) gets its own generator on that device, seeded from this one's seed and the
+    device's index, so the same seed gives the same values on every device.
+    """
 
     def __init__(self, seed: int | None = None) -> None:
+        self._reseed(seed)
+
+    def _reseed(self, seed: int | None) -> None:
+        if seed is None:  # unseeded: a fresh seed, still known so that devices derive from it
+            seed = int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> 1)
+        self._seed = int(seed)
         self._rng = np.random.default_rng(seed)
+        self._device_states: dict[Device, Any] = {}
 
     def manual_seed(self, seed: int) -> Generator:
-        """Reseed; returns self."""
-        self._rng = np.random.default_rng(seed)
+        """Reseed (every device's generator too); returns self."""
+        self._reseed(seed)
         return self
+
+    def initial_seed(self) -> int:
+        """The seed this generator was last seeded with."""
+        return self._seed
 
     @property
     def rng(self) -> np.random.Generator:
-        """The NumPy generator behind it."""
+        """The NumPy generator behind it (host-memory devices)."""
         return self._rng
+
+    def state_for(self, dev: Device) -> tuple[Any, Any]:
+        """(backend, generator) that draws numbers on `dev`."""
+        backend = _devices.backend_for(dev)
+        if backend.host_memory:
+            return backend, self._rng
+        state = self._device_states.get(dev)
+        if state is None:
+            seed = np.random.SeedSequence((self._seed, dev.index or 0)).generate_state(1)[0]
+            with _devices.on_device(dev):
+                state = self._device_states.setdefault(dev, backend.random_state(dev, int(seed)))
+        return backend, state
 
     def get_state(self) -> dict:
         """A snapshot of the generator's state, for `set_state` (a dict, not a byte tensor)."""
@@ -63,6 +91,21 @@ def _shape(size: tuple) -> tuple[int, ...]:
     return tuple(int(n) for n in size)
 
 
+def _drawn(
+    draw: str, generator: Generator | None, shape: tuple, dtype: Any, device: Any,
+    requires_grad: bool, *args: Any,
+) -> Tensor:
+    """Random values drawn on the device itself by its backend's generator."""
+    dev = _device(device)
+    backend, state = (generator or default_generator).state_for(dev)
+    with _devices.launching(dev, draw):
+        array = getattr(backend, draw)(state, *args, shape, dtype)
+    t = made(Tensor._wrap(backend.asarray(array, dev) if backend.host_memory else array, dev))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
 def _make(array: np.ndarray, device: Any, requires_grad: bool) -> Tensor:
     dev = _device(device)
     t = made(Tensor._wrap(_devices.asarray_on(array, dev) if dev is not CPU else array, dev))
@@ -75,7 +118,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     """A new tensor (a copy) from data: Python floats give float32, float64 arrays stay float64."""
     dev = _device(device)
     array = infer_array(data, dtype, dev)
-    if isinstance(data, (np.ndarray, Tensor)) or _devices.is_cupy_array(data):
+    if isinstance(data, (np.ndarray, Tensor)) or _devices.is_device_array(data):
         array = array.copy()
     t = made(Tensor._wrap(array, dev))
     if requires_grad:
@@ -99,7 +142,7 @@ def _is_foreign_dlpack(data: Any) -> bool:
     return (
         hasattr(data, "__dlpack__")
         and not isinstance(data, (np.ndarray, np.generic))
-        and not _devices.is_cupy_array(data)
+        and not _devices.is_device_array(data)
     )
 
 
@@ -163,9 +206,8 @@ def randn(
     generator: Generator | None = None,
 ) -> Tensor:
     """Standard normal samples."""
-    rng = (generator or default_generator).rng
     dtype = as_dtype(dtype) or default_float()
-    return _make(rng.standard_normal(_shape(size)).astype(dtype), device, requires_grad)
+    return _drawn("random_normal", generator, _shape(size), dtype, device, requires_grad)
 
 
 def rand(
@@ -173,9 +215,8 @@ def rand(
     generator: Generator | None = None,
 ) -> Tensor:
     """Uniform samples in [0, 1)."""
-    rng = (generator or default_generator).rng
     dtype = as_dtype(dtype) or default_float()
-    return _make(rng.random(_shape(size)).astype(dtype), device, requires_grad)
+    return _drawn("random_uniform", generator, _shape(size), dtype, device, requires_grad)
 
 
 def _like(maker: Any, t: Tensor, dtype: Any, device: Any, requires_grad: bool, *extra: Any):
@@ -282,10 +323,10 @@ def randint(
         raise RuntimeError(
             f"randint: random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
         )
-    rng = (generator or default_generator).rng
     dtype = as_dtype(dtype) or np.dtype(np.int64)
     shape = _shape((size,) if isinstance(size, int) else tuple(size))
-    return _make(rng.integers(int(low), int(high), size=shape).astype(dtype), device, requires_grad)
+    return _drawn("random_integers", generator, shape, dtype, device, requires_grad, int(low),
+                  int(high))
 
 
 def randperm(
@@ -295,9 +336,8 @@ def randperm(
     """A random permutation of 0..n-1 (int64 by default)."""
     if n < 0:
         raise RuntimeError(f"randperm: Trying to create tensor with negative dimension {n}: [{n}]")
-    rng = (generator or default_generator).rng
     dtype = as_dtype(dtype) or np.dtype(np.int64)
-    return _make(rng.permutation(int(n)).astype(dtype), device, requires_grad)
+    return _drawn("random_permutation", generator, int(n), dtype, device, requires_grad)
 
 
 def is_tensor(obj: Any) -> bool:
@@ -329,7 +369,6 @@ def from_dlpack(ext_tensor: Any) -> Tensor:
         return Tensor._wrap(np.from_dlpack(ext_tensor), CPU)
     if kind == _DLPACK_CUDA:
         dev = _device(f"cuda:{index}")
-        cupy = _devices.array_module(dev)
-        with cupy.cuda.Device(index):
-            return Tensor._wrap(cupy.from_dlpack(ext_tensor), dev)
+        with _devices.on_device(dev):
+            return Tensor._wrap(_devices.array_module(dev).from_dlpack(ext_tensor), dev)
     raise BufferError(f"from_dlpack: unsupported DLPack device type {kind} (index {index})")

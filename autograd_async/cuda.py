@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .devices import cuda_device_count, cuda_is_available
+from typing import Any
+
+from .devices import Device, backend_for, cuda_device_count, cuda_is_available
 
 
 def is_available() -> bool:
@@ -15,4 +17,20 @@ def device_count() -> int:
     return cuda_device_count()
 
 
-__all__ = ["device_count", "is_available"]
+def _cuda(device: Any) -> Device:
+    return Device("cuda", device) if isinstance(device, int) else Device(device)
+
+
+def current_device() -> int:
+    """The index of this thread's current GPU."""
+    return backend_for(Device("cuda:0")).current_device_index()
+
+
+def set_device(device: Any) -> None:
+    """Make `device` (an index or 'cuda:N') this thread's current GPU."""
+    dev = _cuda(device)
+    backend_for(dev).check_available(dev)
+    backend_for(dev).use_device(dev)
+
+
+__all__ = ["current_device", "device_count", "is_available", "set_device"]

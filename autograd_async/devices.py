@@ -1,4 +1,6 @@
-"""Devices and their array backends: NumPy for `cpu` and `sim:N`, CuPy (lazily) for `cuda:N`.
+"""Devices: `Device` parsing, the sim device count, and the functions that ask each device's
+backend (`backends/`: NumPy for `cpu` and `sim:N`, CuPy, lazily, for `cuda:N`) for its arrays and
+its current device (`launching`, `each_on_its_device`, `enters_device`).
 
 A `sim:N` device is a simulated accelerator: its arrays are NumPy arrays, but the library treats it
 as a separate device (its own worker thread, no silent mixing with `cpu` or another `sim`), so
@@ -7,10 +9,13 @@ multi-device programs run and are tested without a GPU.
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import threading
 import weakref
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from types import ModuleType
 from typing import Any
 
@@ -20,6 +25,9 @@ SIM_DEVICES_ENV = "AUTOGRAD_ASYNC_SIM_DEVICES"
 DEFAULT_SIM_DEVICES = 2
 
 
+_UNRESOLVED = object()
+
+
 class DeviceError(ValueError):
     """A malformed device string, an unavailable device, or tensors on different devices."""
 
@@ -27,7 +35,7 @@ class DeviceError(ValueError):
 class Device:
     """A device: `cpu`, `cuda:N` or `sim:N`. Instances are interned, so `is` and `==` agree."""
 
-    __slots__ = ("type", "index", "_str", "__weakref__")
+    __slots__ = ("type", "index", "_str", "_counted", "_entry", "__weakref__")
     _interned: dict[tuple[str, int | None], Device] = {}
     _intern_lock = threading.Lock()
 
@@ -49,6 +57,9 @@ class Device:
                 found.type = kind
                 found.index = idx
                 found._str = kind if idx is None else f"{kind}:{idx}"
+                # Whether its users are counted, so the device count never strands them (sim).
+                found._counted = kind == "sim"
+                found._entry = _UNRESOLVED  # see current_entry()
                 cls._interned[key] = found
         return found
 
@@ -94,7 +105,7 @@ def _parse(spec: str, index: int | None) -> tuple[str, int | None]:
         if index not in (None, 0):
             raise DeviceError(f"there is one cpu device; got {spec!r}")
         return "cpu", None
-    if kind in ("cuda", "sim"):
+    if kind in backends.types():  # every registered type other than the one cpu is indexed
         if index is None:
             index = 0
         if index < 0:
@@ -102,6 +113,7 @@ def _parse(spec: str, index: int | None) -> tuple[str, int | None]:
         return kind, index
     raise DeviceError(
         f"unknown device type {kind!r} in {spec!r}; expected 'cpu', 'cuda:N' or 'sim:N'"
+        + "".join(f", '{k}:N'" for k in backends.types() if k not in ("cpu", "cuda", "sim"))
     )
 
 
@@ -217,23 +229,109 @@ def forget_sim_user(dev: Device, user: Any) -> None:
     _sim_config.forget_user(dev.index, user)
 
 
-def _load_cupy() -> ModuleType:
-    try:
-        import cupy  # noqa: PLC0415 - imported lazily: CuPy is optional and slow to import
-    except ImportError as exc:
-        raise DeviceError(
-            "cuda devices need CuPy, which is not installed: pip install 'autograd-async[cuda]'"
-        ) from exc
-    return cupy
+def backend_for(dev: Device) -> Backend:
+    """The backend that serves `dev`'s type."""
+    return backends.for_type(dev.type)
+
+
+def backend_of(array: Any) -> Backend:
+    """The backend whose array module made `array`."""
+    return backends.of_array(array)
+
+
+def on_device(dev: Device) -> AbstractContextManager:
+    """Make `dev` the current device of this thread for a block (CUDA's rule; a no-op where the
+    type has none). Every entry point that launches work on a device's arrays enters it."""
+    return backend_for(dev).device_context(dev)
+
+
+def check_current(dev: Device, what: str) -> None:
+    """Raise the device's own error when `dev` is not this thread's current device."""
+    backend_for(dev).check_current(dev, what)
+
+
+def check_entered(dev: Device, what: str) -> None:
+    """Where `dev`'s type has a current-device rule, raise its error unless `dev` is current
+    (a thread that runs `dev`'s work, such as its worker, must have entered it)."""
+    backend = current_entry(dev)
+    if backend is not None:
+        backend.check_current(dev, what)
+
+
+class _Launch:
+    """Enter a device, then check that it is current: the check is what fails (with the
+    device's own error) when an entry point's entering has gone missing."""
+
+    __slots__ = ("_backend", "_device", "_what", "_context")
+
+    def __init__(self, backend: Backend, device: Device, what: str) -> None:
+        self._backend, self._device, self._what = backend, device, what
+
+    def __enter__(self) -> None:
+        self._context = self._backend.device_context(self._device)
+        self._context.__enter__()
+        try:
+            self._backend.check_current(self._device, self._what)
+        except BaseException:
+            self._context.__exit__(None, None, None)  # leave the thread as it was
+            raise
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._context.__exit__(*exc)
+
+
+_NOTHING_TO_ENTER = nullcontext()
+
+
+def launching(dev: Device, what: str) -> AbstractContextManager:
+    """The context of a block that launches `what` on `dev`'s arrays: `dev` entered and checked
+    current where its type has that rule, nothing (a shared null context) elsewhere."""
+    backend = current_entry(dev)
+    if backend is None:
+        return _NOTHING_TO_ENTER
+    return _Launch(backend, dev, what)
+
+
+def each_on_its_device(tensors: Iterable[Any], what: str) -> Iterator[Any]:
+    """Yield each tensor with its device entered while the loop body runs for it (an optimizer
+    step or a gradient clip over parameters that may live on several devices)."""
+    for tensor in tensors:
+        dev = tensor.device
+        if dev._entry is None:
+            yield tensor
+        else:
+            with launching(dev, what):
+                yield tensor
+
+
+def enters_device(fn: Callable) -> Callable:
+    """Run `fn(tensor, ...)` on its first argument's device (for entry points that launch work
+    on raw arrays outside `Op.apply`: in-place ops, argmax, comparisons)."""
+
+    @functools.wraps(fn)
+    def on_its_device(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+        dev = getattr(tensor, "device", None)
+        if dev is None or dev._entry is None:
+            return fn(tensor, *args, **kwargs)
+        with launching(dev, fn.__name__):
+            return fn(tensor, *args, **kwargs)
+
+    return on_its_device
+
+
+def current_entry(dev: Device) -> Backend | None:
+    """The backend to enter around work on `dev`, or None where its type has no current-device
+    rule (cpu, plain sim): resolved once per device, then read from a slot by `Op.apply`."""
+    entry = dev._entry
+    if entry is _UNRESOLVED:
+        backend = backend_for(dev)
+        entry = dev._entry = backend if backend.current_device_index() is not None else None
+    return entry
 
 
 def cuda_device_count() -> int:
     """How many CUDA GPUs CuPy sees (0 without CuPy or a driver)."""
-    try:
-        cupy = _load_cupy()
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:  # noqa: BLE001 - any failure means no usable GPU
-        return 0
+    return backends.for_type("cuda").device_count()
 
 
 def cuda_is_available() -> bool:
@@ -243,57 +341,50 @@ def cuda_is_available() -> bool:
 
 def check_available(dev: Device) -> None:
     """Raise DeviceError naming what is missing when `dev` cannot be used here."""
-    if dev.type == "sim" and dev.index >= _sim_config.count:
-        raise DeviceError(
-            f"device {dev} does not exist: {_sim_config.count} sim devices are configured "
-            f"(set_sim_device_count() or {SIM_DEVICES_ENV})"
-        )
-    if dev.type == "cuda":
-        cupy = _load_cupy()
-        try:
-            count = int(cupy.cuda.runtime.getDeviceCount())
-        except Exception as exc:  # noqa: BLE001
-            raise DeviceError(f"device {dev} is unavailable: CUDA reports {exc}") from exc
-        if dev.index >= count:
-            raise DeviceError(f"device {dev} does not exist: {count} CUDA GPU(s) visible")
+    backend_for(dev).check_available(dev)
 
 
 def array_module(dev: Device) -> ModuleType:
     """The array module (numpy or cupy) that holds arrays on `dev`."""
-    if dev.type == "cuda":
-        return _load_cupy()
-    return np
+    return backend_for(dev).xp
 
 
-def is_cupy_array(array: Any) -> bool:
-    """True when `array` is a CuPy array (without importing CuPy)."""
-    return type(array).__module__.startswith("cupy")
+def is_device_array(array: Any) -> bool:
+    """True when `array` is an array of a backend whose memory is not the host's."""
+    return not isinstance(array, np.ndarray) and _device_array(array)
+
+
+def _device_array(array: Any) -> bool:
+    for kind in backends.types():
+        backend = backends.for_type(kind)
+        if not backend.host_memory and backend.owns(array):
+            return True
+    return False
+
+
+def to_host(array: Any) -> np.ndarray:
+    """A NumPy array with the values of `array` (itself when it already is one)."""
+    if isinstance(array, np.ndarray):
+        return array
+    return backend_of(array).to_host(array)
 
 
 def asarray_on(data: Any, dev: Device, dtype: Any = None) -> Any:
     """Make an array on `dev` from `data` (copying only when needed)."""
-    if dev.type == "cuda":
-        cupy = _load_cupy()
-        with cupy.cuda.Device(dev.index):
-            return cupy.asarray(data, dtype=dtype)
-    if is_cupy_array(data):
-        data = data.get()
-    return np.asarray(data, dtype=dtype)
+    return backend_for(dev).asarray(data, dev, dtype)
 
 
 def move_array(array: Any, src: Device, dst: Device) -> Any:
-    """Copy `array` from device `src` to `dst`; a copy is made even between NumPy-backed devices."""
-    if dst.type == "cuda":
-        cupy = _load_cupy()
-        with cupy.cuda.Device(dst.index):
-            return cupy.array(array, copy=True)
-    if src.type == "cuda":
-        return array.get()
-    return array.copy()
+    """Copy `array` (any layout) from device `src` to `dst`; always a copy."""
+    return backend_for(dst).copy_to(array, src, dst)
 
 
 def data_ptr(array: Any) -> int:
     """The address of an array's first element (NumPy or CuPy)."""
-    if is_cupy_array(array):
-        return int(array.data.ptr)
-    return int(array.__array_interface__["data"][0])
+    if isinstance(array, np.ndarray):
+        return int(array.__array_interface__["data"][0])
+    return backend_of(array).data_ptr(array)
+
+
+# Last: the backends import this module's DeviceError and Device.
+from .backends import Backend, backends  # noqa: E402

@@ -18,7 +18,7 @@ import numpy as np
 
 from .backends.sanitizer import enabled as sanitizer_enabled
 from .backends.sanitizer import sanitizer
-from .devices import Device, array_module
+from .devices import Device, array_module, check_entered
 from .graph import Node, init_node
 from .ops.dual import can_sum_to, cast, sum_to, xp_of
 from .streams import streams_for
@@ -191,6 +191,8 @@ class GraphTask:
         The common case (one gradient in, no hooks, captures, create_graph or anomaly mode) takes
         a short path: backward graphs are mostly chains of such nodes.
         """
+        if node.device._entry is not None:  # CUDA's rule: this thread must have entered it
+            check_entered(node.device, node.name())
         if (
             len(inputs) != 1
             or inputs[0] is None

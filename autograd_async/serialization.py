@@ -21,7 +21,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from .devices import CPU, Device, DeviceError, asarray_on, check_available, is_cupy_array
+from .devices import CPU, Device, DeviceError, asarray_on, check_available, to_host
 from .tensor import Tensor
 from .type_names import type_name
 
@@ -44,7 +44,7 @@ class _Writer:
         seen = self._seen.get(id(array))
         if seen is not None:
             return seen[0]
-        host = array.get() if is_cupy_array(array) else np.asarray(array)
+        host = np.asarray(to_host(array))
         if host.dtype.kind not in _ARRAY_KINDS:
             raise TypeError(f"cannot save an array of dtype {host.dtype} at {path}")
         name = f"a{len(self.arrays)}"

@@ -21,7 +21,7 @@ from .backends.sanitizer import StreamRaceError, sanitizer
 from .backends.sanitizer import enabled as sanitizer_enabled
 from .backends.stream_context import override_for, stream_overrides, with_override
 from .backends.streams_base import StreamBackend
-from .devices import Device, check_available, cuda_is_available, move_array
+from .devices import Device, backend_for, check_available, cuda_is_available, move_array
 
 __all__ = [
     "Event",
@@ -37,30 +37,8 @@ __all__ = [
 
 
 def streams_for(device: Device) -> StreamBackend:
-    """The stream backend of `device`'s type (the one place that picks it)."""
-    return _stream_backends.for_type(device.type)
-
-
-class _StreamBackends:
-    """One stream backend per device type, made on first use (CuPy's only when asked for)."""
-
-    def __init__(self) -> None:
-        self._by_type: dict[str, StreamBackend] = {}
-
-    def for_type(self, kind: str) -> StreamBackend:
-        found = self._by_type.get(kind)
-        if found is None:
-            if kind == "sim":
-                from .backends.sim_streams import SimStreams as made  # noqa: PLC0415
-            elif kind == "cuda":
-                from .backends.cuda_streams import CudaStreams as made  # noqa: PLC0415
-            else:
-                from .backends.cpu_streams import CpuStreams as made  # noqa: PLC0415
-            found = self._by_type.setdefault(kind, made())
-        return found
-
-
-_stream_backends = _StreamBackends()
+    """The stream backend of `device`'s type (its backend's, from the registry)."""
+    return backend_for(device).streams
 
 
 def _device(device: Any) -> Device:

@@ -112,7 +112,7 @@ class Tensor:
     ) -> None:
         self._data = data
         self.device = dev
-        if dev.type == "sim":  # the sim device count may not drop below it while it lives
+        if dev._counted:  # the sim device count may not drop below it while it lives
             _devices.note_sim_user(dev, self)
         self._grad_fn = grad_fn
         self._rg = grad_fn is not None
@@ -291,7 +291,7 @@ class Tensor:
             )
         self._data = value._data
         self.device = value.device
-        if value.device.type == "sim":
+        if value.device._counted:
             _devices.note_sim_user(value.device, self)
 
     @property
@@ -443,7 +443,7 @@ class Tensor:
         return self._data.tolist()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        data = self._data if not _devices.is_cupy_array(self._data) else self._data.get()
+        data = _devices.to_host(self._data)
         data = np.asarray(data)  # a 0-d result of NumPy arithmetic may be a NumPy scalar
         if dtype is not None:
             return data.astype(dtype, copy=bool(copy))

@@ -7,7 +7,7 @@ import functools
 import warnings
 from typing import Any
 
-from ..devices import CPU, array_module
+from ..devices import CPU, array_module, launching
 from ..engine import get_engine
 from ..grad_mode import anomaly_check_nan, anomaly_enabled
 from ..graph import Node, claim
@@ -43,7 +43,8 @@ def _root_gradients(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> 
             if out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             # ones_like, not `out * 0 + 1`: an inf or nan output still starts with gradient 1.
-            g = array_module(out.device).ones_like(out._data)
+            with launching(out.device, "backward"):
+                g = array_module(out.device).ones_like(out._data)
         elif isinstance(given, Tensor):
             if given.device is not out.device:
                 raise RuntimeError(
@@ -248,7 +249,8 @@ def _materialized(result: tuple, inputs: Any, create_graph: bool) -> tuple:
     out = []
     for g, t in zip(result, _as_tuple(inputs), strict=True):
         if g is None:
-            g = Tensor._wrap(array_module(t.device).zeros_like(t._data), t.device)
+            with launching(t.device, "grad"):
+                g = Tensor._wrap(array_module(t.device).zeros_like(t._data), t.device)
             if create_graph:
                 g.requires_grad_(True)
         out.append(g)

@@ -31,6 +31,9 @@ class Backend(ABC):
     type: str
     #: Whether arrays of this type are host (NumPy) memory the CPU can read directly.
     host_memory: bool = True
+    #: Whether the array module raises IndexError for out-of-range integer indices by itself
+    #: (NumPy does; CuPy wraps them around), so that `check_indices` need not run first.
+    indexing_checks_bounds: bool = True
 
     # ------------------------------------------------------------------ arrays
     @property
@@ -74,11 +77,19 @@ class Backend(ABC):
     def data_ptr(self, array: Any) -> int:
         """The address of the array's first element."""
 
+    def special(self, name: str) -> Any:
+        """The scipy.special function `name` (erf, erfinv, ...) for this type's arrays."""
+        raise NotImplementedError(f"{self.type} devices have no special function {name!r}")
+
     # ---------------------------------------------------- the current device
     @contextmanager
     def device_context(self, device: Device) -> Iterator[None]:
         """Make `device` the current device of this thread for the block (CUDA's rule)."""
         yield
+
+    def use_device(self, device: Device) -> None:
+        """Make `device` current on this thread for good (a worker thread, at its start)."""
+        return None
 
     def current_device_index(self) -> int | None:
         """This thread's current device index for this type (None where there is no such rule)."""
@@ -87,6 +98,7 @@ class Backend(ABC):
     def check_current(self, device: Device, op: str) -> None:
         """Raise the error the real device raises when `op` runs on `device` while another
         device of this type is current (a no-op where the type has no such rule)."""
+        return None
 
     # ------------------------------------------------------- streams & random
     @property
@@ -97,3 +109,20 @@ class Backend(ABC):
     @abstractmethod
     def random_state(self, device: Device, seed: int | None) -> Any:
         """A random generator for `device` seeded with `seed` (a fresh one when None)."""
+
+    # Draws from a generator made by `random_state`, as arrays on the generator's device.
+    def random_uniform(self, state: Any, shape: tuple, dtype: Any) -> Any:
+        """Uniform samples in [0, 1)."""
+        raise NotImplementedError(f"{self.type} devices draw no random numbers")
+
+    def random_normal(self, state: Any, shape: tuple, dtype: Any) -> Any:
+        """Standard normal samples."""
+        raise NotImplementedError(f"{self.type} devices draw no random numbers")
+
+    def random_integers(self, state: Any, low: int, high: int, shape: tuple, dtype: Any) -> Any:
+        """Integers drawn uniformly from [low, high)."""
+        raise NotImplementedError(f"{self.type} devices draw no random numbers")
+
+    def random_permutation(self, state: Any, n: int, dtype: Any) -> Any:
+        """A random permutation of 0..n-1."""
+        raise NotImplementedError(f"{self.type} devices draw no random numbers")

@@ -16,7 +16,7 @@ class BackendRegistry:
         self._by_type: dict[str, Backend] = {}
 
     def register(self, backend: Backend) -> None:
-        """Serve `backend.type` devices with `backend` (a second registration of a type is refused)."""
+        """Serve `backend.type` devices with `backend` (a type registers once only)."""
         if backend.type in self._by_type:
             raise ValueError(f"a backend for device type {backend.type!r} is already registered")
         self._by_type[backend.type] = backend

@@ -109,10 +109,10 @@ class DeviceWorker:
         thread_state.worker = self
         self.note_driver_thread()
         try:
-            if self.device.type == "cuda":
-                from ..devices import array_module  # noqa: PLC0415
+            from ..devices import backend_for  # noqa: PLC0415 - one hunk, kept local
 
-                array_module(self.device).cuda.Device(self.device.index).use()
+            # Work launched from this thread runs on its device (CUDA's per-thread rule).
+            backend_for(self.device).use_device(self.device)
             loop = self._loop_factory()
             asyncio.set_event_loop(loop)
             self.loop = loop

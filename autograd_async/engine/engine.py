@@ -15,7 +15,7 @@ import warnings
 from typing import Any, NamedTuple
 
 from ..backends.stream_context import stream_overrides
-from ..devices import Device, DeviceError, check_available
+from ..devices import Device, DeviceError, backend_for, check_available
 from ..graph import Node
 from ..graph_task import GraphTask, describe_node
 from .device_worker import ABANDON, START, DeviceWorker, thread_state
@@ -192,6 +192,7 @@ class Engine:
 
         def drive() -> None:
             thread_state.worker = worker
+            backend_for(worker.device).use_device(worker.device)  # a new thread: enter it
             worker.note_driver_thread()
             try:
                 worker.run_nested(task, self.check_open)

@@ -264,7 +264,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         return input
     if p == 1:
         return input * 0
-    out = NativeDropoutBackward0.apply(input, p=p, rng=default_generator.rng)
+    out = NativeDropoutBackward0.apply(input, p=p, generator=default_generator)
     return input.copy_(out) if inplace else out
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import creation
-from ..devices import asarray_on
+from ..devices import asarray_on, launching
 from ..grad_mode import no_grad
 from ..tensor import Tensor
 
@@ -75,7 +75,7 @@ def _fill_(tensor: Tensor, host: Any) -> Tensor:
     """Copy host values into the tensor's storage in place and bump its version."""
     if not isinstance(tensor, Tensor):
         raise TypeError(f"nn.init expects a Tensor, got {type(tensor).__name__}")
-    with no_grad():
+    with no_grad(), launching(tensor.device, "nn.init"):
         values = asarray_on(np.asarray(host, dtype=tensor.dtype), tensor.device)
         tensor._data[...] = values
         tensor._bump_version()

@@ -78,7 +78,7 @@ def scaled_dot_product_attention(
     if dropout_p == 1:
         weights = weights * 0
     elif dropout_p > 0:
-        weights = NativeDropoutBackward0.apply(weights, p=dropout_p, rng=default_generator.rng)
+        weights = NativeDropoutBackward0.apply(weights, p=dropout_p, generator=default_generator)
     return weights @ value
 
 

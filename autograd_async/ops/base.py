@@ -16,7 +16,7 @@ import weakref
 from typing import Any, ClassVar
 
 from ..backends.sim_mode import sim_mode_state
-from ..devices import Device
+from ..devices import Device, launching
 from ..grad_mode import anomaly_enabled, grad_enabled, inference_enabled
 from ..graph import Node
 from ..history import (
@@ -213,7 +213,11 @@ class Op(Node):
             node.device = dev
             node.needs_input_grad = _NO_GRAD.get(len(inputs)) or (False,) * len(inputs)
         try:
-            out = node.forward(*arrays, **kwargs)
+            if dev._entry is None:  # cpu and plain sim: no current device to enter
+                out = node.forward(*arrays, **kwargs)
+            else:  # CUDA's rule: the op runs with its device current on this thread
+                with launching(dev, cls.op_name):
+                    out = node.forward(*arrays, **kwargs)
         except ValueError as exc:  # NumPy's words for a shape mismatch; PyTorch's type and text
             if "could not be broadcast" not in str(exc):
                 raise

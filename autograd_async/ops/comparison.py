@@ -5,7 +5,7 @@ from __future__ import annotations
 from numbers import Number
 from typing import Any
 
-from ..devices import DeviceError
+from ..devices import DeviceError, launching
 from ..tensor import Tensor
 from .dual import as_array, xp_of
 from .promotion import promote, scalar
@@ -28,7 +28,10 @@ def _no_grad_op(name: str, fn: Any, *inputs: Any) -> Tensor:
             arrays.append(x._data)
         else:
             arrays.append(scalar(x))
-    return Tensor._wrap(as_array(fn(*arrays)), dev)
+    if dev._entry is None:
+        return Tensor._wrap(as_array(fn(*arrays)), dev)
+    with launching(dev, name):
+        return Tensor._wrap(as_array(fn(*arrays)), dev)
 
 
 def _compare(name: str, ufunc: str) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..devices import Device
+from ..devices import CPU, Device, backend_for
 from ..tensor import Tensor, as_dtype
 from .transfer import to
 
@@ -99,7 +99,7 @@ def _exportable(t: Tensor) -> None:
         raise RuntimeError(
             "Can't export tensors that require gradient, use tensor.detach()"
         )
-    if t.device.type == "sim":
+    if t.device is not CPU and backend_for(t.device).host_memory:  # host memory, other label
         raise BufferError(
             f"__dlpack__: a tensor on {t.device} (a simulated device) cannot be exported; "
             "move it with .cpu() first"

@@ -9,19 +9,18 @@ from typing import Any
 
 import numpy as np
 
-from ..devices import is_cupy_array
+from ..backends import backends
 from ..tensor import Tensor
 
 
 def xp_of(array: Any) -> Any:
-    """The array module (numpy or cupy) of an array."""
-    if type(array) is np.ndarray:  # most calls: no module-name test
+    """The array module (numpy or cupy) of an array, as its backend says."""
+    if type(array) is np.ndarray:  # most calls: no registry lookup
         return np
-    if is_cupy_array(array):
-        import cupy  # noqa: PLC0415 - only reached with CuPy arrays
-
-        return cupy
-    return np
+    try:
+        return backends.of_array(array).xp
+    except TypeError:  # Python scalars and other non-arrays combine with NumPy
+        return np
 
 
 def sum_to(g: Any, shape: tuple[int, ...]) -> Any:

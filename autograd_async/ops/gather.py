@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..devices import DeviceError
+from ..devices import DeviceError, backend_of
 from ..tensor import Tensor
 from .base import Op, describe
 from .dual import getitem, mul_const, sum_dims, where, xp_of
@@ -25,12 +25,7 @@ from .reduction import normalize_dim
 
 def add_at(out: Any, key: tuple, value: Any) -> None:
     """`out[key] += value`, accumulating at repeated indices."""
-    if xp_of(out) is np:
-        np.add.at(out, key, value)
-    else:
-        import cupyx  # noqa: PLC0415 - only reached with CuPy arrays
-
-        cupyx.scatter_add(out, key, value)
+    backend_of(out).scatter_add(out, key, value)
 
 
 def grid_key(index: Any, dim: int) -> tuple:

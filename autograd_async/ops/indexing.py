@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..devices import Device, backend_for, backend_of
 from ..tensor import Tensor
 from .base import Op
 from .dual import as_array, getitem, xp_of
@@ -28,8 +29,9 @@ def _has_int_arrays(key: tuple) -> bool:
     return any(getattr(k, "dtype", None) is not None and k.dtype.kind in "iu" for k in key)
 
 
-def normalize_key(key: Any, data: Any) -> tuple:
-    """A tuple key of ints, slices, None, Ellipsis and arrays on `data`'s backend."""
+def normalize_key(key: Any, data: Any, device: Device) -> tuple:
+    """A tuple key of ints, slices, None, Ellipsis and arrays on `data`'s backend (on `device`),
+    its integer arrays checked against the dims they index."""
     if not isinstance(key, tuple):
         key = (key,)
     xp = xp_of(data)
@@ -57,21 +59,41 @@ def normalize_key(key: Any, data: Any) -> tuple:
                 f"tensors used as indices must be long, int, byte or bool tensors, got {k.dtype}"
             )
         out.append(k)
-    return tuple(out)
+    key = tuple(out)
+    backend = backend_for(device)
+    if not backend.indexing_checks_bounds:  # CuPy wraps out-of-range indices around: refuse
+        check_key_bounds(backend, key, data.shape)
+    return key
+
+
+def check_key_bounds(backend: Any, key: tuple, shape: tuple[int, ...]) -> None:
+    """IndexError for an integer index array of `key` outside its dimension (as NumPy raises)."""
+    dim = 0
+    for k in key:
+        if k is Ellipsis:
+            dim += len(shape) - sum(_dims_taken(k) for k in key if k is not Ellipsis)
+            continue
+        if getattr(k, "dtype", None) is not None and k.dtype.kind in "iu" and dim < len(shape):
+            backend.check_indices(k, shape[dim], dim, "index")
+        dim += _dims_taken(k)
+
+
+def _dims_taken(k: Any) -> int:
+    """How many dims of the indexed array one key entry consumes."""
+    if k is None or isinstance(k, bool):
+        return 0  # a new axis
+    if getattr(k, "dtype", None) == np.bool_:
+        return k.ndim  # a mask covers as many dims as it has
+    return 1
 
 
 def scatter_into_zeros(g: Any, key: tuple, shape: tuple[int, ...], accumulate: bool) -> Any:
     """Zeros of `shape` with `g` added at `key` (repeated indices accumulate)."""
-    xp = xp_of(g)
-    out = xp.zeros(shape, g.dtype)
+    out = xp_of(g).zeros(shape, g.dtype)
     if not accumulate:
         out[key] = g
-    elif xp is np:
-        np.add.at(out, key, g)
     else:
-        import cupyx  # noqa: PLC0415 - only reached with CuPy arrays
-
-        cupyx.scatter_add(out, key, g)
+        backend_of(out).scatter_add(out, key, g)
     return out
 
 
@@ -132,7 +154,7 @@ class IndexAccumulateBackward0(Op):
 
 def index(input: Tensor, key: Any) -> Tensor:
     """`input[key]`: a view for basic keys, a copy for masks and integer arrays."""
-    key = normalize_key(key, input._data)
+    key = normalize_key(key, input._data, input.device)
     if is_basic(key):
         op = SelectBackward0 if all(isinstance(k, int) for k in key) else SliceBackward0
         return op.apply(input, key=key)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..devices import DeviceError
+from ..devices import DeviceError, enters_device
 from ..grad_mode import grad_enabled
 from ..history import forward_name, rebase_history
 from ..tensor import Tensor, infer_array
@@ -265,11 +265,13 @@ def _additive(op: type, t: Tensor, other: Any, alpha: Any) -> Tensor:
     return t
 
 
+@enters_device
 def add_(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     """input += alpha * other, in place."""
     return _additive(AddBackward0, input, other, alpha)
 
 
+@enters_device
 def sub_(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     """input -= alpha * other, in place."""
     return _additive(SubBackward0, input, other, alpha)
@@ -298,6 +300,7 @@ def _no_grad() -> Any:
     return no_grad()
 
 
+@enters_device
 def mul_(input: Tensor, other: Any) -> Tensor:
     """input *= other, in place."""
     other = _operand(input, other)
@@ -310,6 +313,7 @@ def mul_(input: Tensor, other: Any) -> Tensor:
     return _through_copy(input, mul, other)
 
 
+@enters_device
 def div_(input: Tensor, other: Any) -> Tensor:
     """input /= other, in place (floating tensors)."""
     other = _operand(input, other)
@@ -326,16 +330,19 @@ def div_(input: Tensor, other: Any) -> Tensor:
     return _through_copy(input, div, other)
 
 
+@enters_device
 def relu_(input: Tensor) -> Tensor:
     """max(input, 0), in place."""
     return _through_copy(input, relu)
 
 
+@enters_device
 def clamp_(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     """Limit values to [min, max], in place."""
     return _through_copy(input, lambda x: clamp(x, min, max))
 
 
+@enters_device
 def zero_(input: Tensor) -> Tensor:
     """Set every element to zero, in place."""
     if _recording(input, overlap_ok=True):
@@ -345,6 +352,7 @@ def zero_(input: Tensor) -> Tensor:
     return input
 
 
+@enters_device
 def fill_(input: Tensor, value: Any) -> Tensor:
     """Set every element to `value`, in place."""
     value = scalar(value.item() if isinstance(value, Tensor) else value)
@@ -356,6 +364,7 @@ def fill_(input: Tensor, value: Any) -> Tensor:
     return input
 
 
+@enters_device
 def copy_(input: Tensor, src: Any) -> Tensor:
     """Copy `src`'s values (broadcast, cast, from any device) into `input`."""
     src = _operand(input, src, move=True)
@@ -367,12 +376,13 @@ def copy_(input: Tensor, src: Any) -> Tensor:
     return input
 
 
+@enters_device
 def setitem(input: Tensor, key: Any, value: Any) -> None:
     """`input[key] = value`: basic keys copy into a view of the region (the base's history
     becomes CopySlices, as PyTorch's), other keys are recorded as IndexPutBackward0."""
     if isinstance(input._data, np.generic):
         input._data = np.array(input._data)  # a 0-d gradient as a NumPy scalar: give it storage
-    key = normalize_key(key, input._data)
+    key = normalize_key(key, input._data, input.device)
     value = _operand(input, value, move=True)
     if isinstance(value, Tensor) and value.dtype != input.dtype:
         value = value.to(dtype=input.dtype)

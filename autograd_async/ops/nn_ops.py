@@ -280,12 +280,10 @@ class NativeDropoutBackward0(Op):
     saved_slots = ("_mask",)
     op_name = "dropout"
 
-    def forward(self, a: Any, p: float, rng: Any) -> Any:
-        xp = xp_of(a)
-        if xp is np:
-            draws = rng.random(a.shape, dtype=np.float32)
-        else:
-            draws = xp.random.random(a.shape, dtype=np.float32)
+    def forward(self, a: Any, p: float, generator: Any) -> Any:
+        # The device's own generator (seeded from the Generator's seed), not the array module's.
+        backend, state = generator.state_for(self.device)
+        draws = backend.random_uniform(state, a.shape, np.float32)
         mask = draws >= p
         scaled = mask.astype(a.dtype)
         scaled *= 1 / (1 - p)

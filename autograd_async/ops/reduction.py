@@ -10,6 +10,7 @@ import math
 from collections import namedtuple
 from typing import Any
 
+from ..devices import enters_device
 from ..tensor import Tensor
 from .base import Op
 from .dual import (
@@ -443,6 +444,7 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     return LogsumexpBackward0.apply(input, dims=dims, keepdim=keepdim)
 
 
+@enters_device
 def _arg(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Tensor:
     data = input._data
     fn = data.argmax if largest else data.argmin

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..devices import is_cupy_array
+from ..devices import is_device_array
 from ..saved_hooks import PackedTensor, pack, unpack, unpack_data
 from ..tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor
 
@@ -45,7 +45,7 @@ def pack_slots(node: Op) -> None:
     dev = node.device
     for name in node.saved_slots:
         value = getattr(node, name, None)
-        if isinstance(value, np.ndarray) or is_cupy_array(value):
+        if isinstance(value, np.ndarray) or is_device_array(value):
             setattr(node, name, pack(Tensor._wrap(value, dev)))
 
 

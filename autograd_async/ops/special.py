@@ -2,7 +2,7 @@
 floor ceil round trunc frac sign.
 
 Every class computes on the input's own array module; `special_array` is the one place that
-reaches for SciPy (NumPy arrays) or CuPy's SciPy (CuPy arrays) for erf and erfinv. The rounding
+asks the array's backend for SciPy's erf and erfinv (CuPy's SciPy for CuPy arrays). The rounding
 ops are differentiable with a zero slope, as in PyTorch (`floor(x).requires_grad` is True).
 """
 
@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..devices import backend_of
 from ..tensor import Tensor
 from .base import Op
 from .dual import as_array, quiet, xp_of, zeros_like
@@ -58,16 +59,12 @@ def special_array(name: str, a: Any) -> Any:
 
     Keeps the input's dtype; without SciPy, NumPy arrays take a slower pure-NumPy path.
     """
-    if xp_of(a) is not np:
-        import cupyx.scipy.special as cupy_special  # noqa: PLC0415 - only with CuPy arrays
-
-        return getattr(cupy_special, name)(a)
     try:
-        import scipy.special as scipy_special  # noqa: PLC0415 - optional, and slow to import
-    except ImportError:
+        function = backend_of(a).special(name)
+    except ImportError:  # NumPy arrays without SciPy
         return as_array(_FALLBACKS[name](a))
     with quiet():  # erfinv(+-1) is +-inf, outside [-1, 1] nan
-        return as_array(getattr(scipy_special, name)(a).astype(a.dtype, copy=False))
+        return as_array(function(a).astype(a.dtype, copy=False))
 
 
 # ------------------------------------------------------------------ the ops

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..devices import CPU, array_module
+from ..devices import CPU, array_module, each_on_its_device
 from ..tensor import Tensor
 from .optimizer import grad_array
 
@@ -20,7 +20,7 @@ def gradients(group: dict[str, Any]) -> Iterator[tuple[Tensor, Any]]:
     """Each parameter of the group that has a gradient, with the gradient's array (checked, and
     negated when the group maximizes)."""
     maximize = group.get("maximize", False)
-    for param in group["params"]:
+    for param in each_on_its_device(group["params"], "optimizer step"):
         grad = grad_array(param)
         if grad is not None:
             yield param, (-grad if maximize else grad)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..devices import array_module
+from ..devices import array_module, each_on_its_device
 from ..grad_mode import no_grad
 from ._state import (
     advance_step,
@@ -51,7 +51,7 @@ class Adagrad(Optimizer):
         # PyTorch creates the state at construction, so a state_dict saved before the first
         # step already holds every parameter's sum.
         for group in self.param_groups:
-            for param in group["params"]:
+            for param in each_on_its_device(group["params"], "Adagrad"):
                 state = self.state[param]
                 state["step"] = scalar_state()
                 state["sum"] = filled_like(param, group["initial_accumulator_value"])

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..devices import CPU, array_module
+from ..devices import CPU, array_module, each_on_its_device
 from ..grad_mode import no_grad
 from ..tensor import Tensor
 from .optimizer import Optimizer, grad_array
@@ -78,7 +78,7 @@ class Adam(Optimizer):
             beta1, beta2 = group["betas"]
             lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
             amsgrad = group["amsgrad"]
-            for param in group["params"]:
+            for param in each_on_its_device(group["params"], "Adam.step"):
                 grad = grad_array(param)
                 if grad is None:
                     continue

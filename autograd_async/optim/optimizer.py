@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..devices import array_module, move_array
+from ..devices import array_module, launching, move_array
 from ..grad_mode import enable_grad
 from ..tensor import Tensor
 
@@ -173,7 +173,8 @@ def reset_grad(param: Tensor, set_to_none: bool = True) -> None:
     if grad.grad_fn is not None:
         grad = grad.detach()
         param.grad = grad
-    grad._data = array_module(grad.device).zeros_like(grad._data)
+    with launching(grad.device, "zero_grad"):
+        grad._data = array_module(grad.device).zeros_like(grad._data)
     grad._bump_version()
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..devices import array_module
+from ..devices import array_module, each_on_its_device
 from ..grad_mode import no_grad
 from ..tensor import Tensor
 from .optimizer import Optimizer, grad_array
@@ -86,7 +86,7 @@ class SGD(Optimizer):
             lr, momentum = group["lr"], group["momentum"]
             dampening, weight_decay = group["dampening"], group["weight_decay"]
             maximize, nesterov = group["maximize"], group["nesterov"]
-            for param in group["params"]:
+            for param in each_on_its_device(group["params"], "SGD.step"):
                 grad = grad_array(param)
                 if grad is None:
                     continue

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from ... import creation
-from ...devices import array_module
+from ...devices import array_module, launching
 from ...dtypes import default_float
 from ...ops import cat
 from ...tensor import Tensor
@@ -32,7 +32,8 @@ def as_additive_mask(mask: Tensor | None, name: str, dtype: Any) -> Tensor | Non
     kind = mask.dtype.kind
     if kind == "b":
         xp = array_module(mask.device)
-        data = xp.where(mask._data, -math.inf, 0.0).astype(dtype)
+        with launching(mask.device, name):
+            data = xp.where(mask._data, -math.inf, 0.0).astype(dtype)
         return Tensor._wrap(data, mask.device)
     if kind != "f":
         raise AssertionError(f"only bool and floating types of {name} are supported")

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ...devices import CPU, array_module, move_array
+from ...devices import CPU, array_module, each_on_its_device, launching, move_array
 from ...tensor import Tensor
 
 
@@ -57,12 +57,13 @@ def clip_grad_norm_(
         return Tensor._wrap(np.zeros((), np.float32), CPU)
     first = grads[0].device
     norms = []
-    for grad in grads:
+    for grad in each_on_its_device(grads, "clip_grad_norm_"):
         value = _norm(grad._data, array_module(grad.device), norm_type)
         norms.append(move_array(value, grad.device, first) if grad.device != first else value)
     xp = array_module(first)
     dtype = np.result_type(*(n.dtype for n in norms))
-    total = _norm(xp.stack([n.astype(dtype) for n in norms]), xp, norm_type)
+    with launching(first, "clip_grad_norm_"):
+        total = _norm(xp.stack([n.astype(dtype) for n in norms]), xp, norm_type)
     total_value = float(total)
     if error_if_nonfinite and not math.isfinite(total_value):
         raise RuntimeError(
@@ -73,7 +74,7 @@ def clip_grad_norm_(
     coefficient = min(max_norm / (total_value + 1e-6), 1.0)
     # A non-finite norm scales by 0 or nan, as PyTorch's does, without NumPy's warning.
     with np.errstate(invalid="ignore"):
-        for grad in grads:
+        for grad in each_on_its_device(grads, "clip_grad_norm_"):
             grad._data *= grad._data.dtype.type(coefficient)
             grad._bump_version()
     return Tensor._wrap(total, first)
@@ -85,7 +86,7 @@ def clip_grad_value_(
     """Clamp every gradient element into [-clip_value, clip_value] in place."""
     del foreach
     clip_value = float(clip_value)
-    for grad in _grads(parameters):
+    for grad in each_on_its_device(_grads(parameters), "clip_grad_value_"):
         xp = array_module(grad.device)
         xp.clip(grad._data, -clip_value, clip_value, out=grad._data)
         grad._bump_version()

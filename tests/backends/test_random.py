@@ -1,0 +1,115 @@
+"""Defect 5: random creation and dropout follow `aa.manual_seed` and `Generator` on every device.
+
+Host-memory devices draw from the Generator's NumPy generator; every device of another type (a
+GPU) draws from its own generator, seeded from the Generator's seed and the device index. The
+second path is checked on cuda where there is a GPU, and everywhere through a device type
+registered for the test whose memory is not the host's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autograd_async as aa
+
+from .helpers import run_json
+
+DRAWS = {
+    "rand": lambda d, g: aa.rand(5, device=d, generator=g),
+    "randn": lambda d, g: aa.randn(2, 3, device=d, generator=g),
+    "randint": lambda d, g: aa.randint(0, 100, (6,), device=d, generator=g),
+    "randperm": lambda d, g: aa.randperm(7, device=d, generator=g),
+    "normal_": lambda d, g: aa.nn.init.normal_(aa.empty(4, device=d), generator=g),
+    "uniform_": lambda d, g: aa.nn.init.uniform_(aa.empty(4, device=d), generator=g),
+}
+
+
+def _host(t: aa.Tensor) -> np.ndarray:
+    return np.asarray(t.cpu())
+
+
+@pytest.mark.parametrize("draw", sorted(DRAWS))
+def test_the_same_seed_gives_the_same_values(device, draw):
+    make = DRAWS[draw]
+    aa.manual_seed(7)
+    first = _host(make(device, None))
+    aa.manual_seed(7)
+    again = _host(make(device, None))
+    aa.manual_seed(8)
+    other = _host(make(device, None))
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, other)
+    seeded = _host(make(device, aa.Generator(7)))
+    np.testing.assert_array_equal(seeded, _host(make(device, aa.Generator(7))))
+
+
+def test_dropout_follows_the_seed(device):
+    x = aa.ones(64, device=device)
+    aa.manual_seed(3)
+    first = _host(aa.nn.functional.dropout(x, 0.5))
+    aa.manual_seed(3)
+    again = _host(aa.nn.functional.dropout(x, 0.5))
+    np.testing.assert_array_equal(first, again)
+    assert set(np.unique(first)) <= {0.0, 2.0} and 0 < (first == 0).sum() < 64
+
+
+def test_the_same_seed_gives_the_same_values_on_cpu_and_sim():
+    aa.manual_seed(11)
+    on_cpu = _host(aa.randn(8))
+    aa.manual_seed(11)
+    np.testing.assert_array_equal(on_cpu, _host(aa.randn(8, device="sim:1")))
+
+
+DEVICE_GENERATORS = r'''
+import json
+
+import numpy as np
+
+import autograd_async as aa
+from autograd_async.backends import SimBackend, backends
+
+
+class OffHostSim(SimBackend):
+    """Sim arrays, but drawn like a GPU's: one generator per device."""
+
+    type = "offhost"
+    host_memory = False
+    seeds = []
+
+    def random_state(self, device, seed):
+        self.seeds.append((str(device), seed))
+        return np.random.default_rng(seed)
+
+
+backends.register(OffHostSim())
+
+
+def draws(seed, device):
+    aa.manual_seed(seed)
+    mask = aa.nn.functional.dropout(aa.ones(32, device=device), 0.5)
+    return [np.asarray(aa.rand(4, device=device)._data).tolist(), np.asarray(mask._data).tolist(),
+            np.asarray(aa.randperm(6, device=device)._data).tolist()]
+
+
+first = draws(5, "offhost:0")
+again = draws(5, "offhost:0")
+other_seed = draws(6, "offhost:0")
+other_device = draws(5, "offhost:1")
+host = draws(5, "sim:0")
+print(json.dumps({"first": first, "again": again, "other_seed": other_seed,
+                  "other_device": other_device, "host": host, "seeds": OffHostSim.seeds}))
+'''
+
+
+def test_devices_off_the_host_draw_from_their_own_seeded_generator():
+    got = run_json(DEVICE_GENERATORS)
+    assert got["first"] == got["again"]
+    assert got["first"] != got["other_seed"]
+    assert got["first"] != got["other_device"]  # each device its own stream
+    assert got["first"] != got["host"]  # not the host generator's numbers
+    seeds = got["seeds"]
+    # One generator per device and manual_seed, each seeded from the seed and device index.
+    assert [d for d, _ in seeds] == ["offhost:0"] * 3 + ["offhost:1"]
+    assert seeds[0] == seeds[1] and seeds[0] != seeds[2]
+    assert seeds[0][1] != seeds[3][1]
