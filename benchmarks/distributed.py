@@ -1,16 +1,23 @@
-"""Distributed autograd benchmark: gradient round trips between a client and a worker process.
+"""Distributed data-plane benchmark: a user's remote calls next to a raw echo of the same bytes.
 
-Measured in one run, on loopback, the worker in its own process (`python -m workers`):
+Measured interleaved in one run, on loopback, every server in a process of its own:
   (a) a raw uvloop BufferedProtocol echo of the payload (store and forward, preallocated
       buffers, in another process): the ceiling;
-  (b) `Connection.request` to an echo handler: the transport alone, receiving into arrays;
-  (c) a distributed backward through one remote `clone` whose output gradient is the payload:
+  (b) `Connection.request` to an echo handler: the transport alone, for reference;
+  (c) `await client.call(w, "clone", x)` with x a float32 tensor of the payload's size: x goes
+      to the worker (`python -m workers`), which clones it, and the clone comes back as a
+      tensor;
+  (d) a distributed backward through one remote `clone` whose output gradient is the payload:
       the gradient travels to the worker, which runs its part of backward on its engine, and
       the input's gradient (the same size) comes back into `x.grad`;
 and the latency of a 1 KiB gradient handoff: a distributed backward through one remote `mul`
-(256 float32), next to the 1 KiB round trips of (a), (b) and (d) a remote `mul` forward.
+(256 float32), next to the 1 KiB round trips of (a), (b) and (e) a remote `mul` forward.
 
-Run:  python benchmarks/distributed.py [--mib 64] [--reps 21] [--latency-iters 2000]
+"vs raw" is the median, over rounds, of (a)'s round trip over the mode's in the same round
+(each round runs every mode back to back, so a burst of load from elsewhere hits them alike);
+its spread is the quartiles of those per-round ratios.
+
+Run:  python benchmarks/distributed.py [--mib 64] [--reps 31] [--latency-iters 2000]
 GB/s counts the payload bytes of both directions: 2 x payload / round-trip time.
 """
 
@@ -20,10 +27,12 @@ import argparse
 import asyncio
 import multiprocessing as mp
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +43,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path[:0] = [str(REPO), str(HERE)]
 
-from _timing import print_latencies, round_trip_parser  # noqa: E402
+from _timing import load_line, percentile, print_latencies, round_trip_parser  # noqa: E402
 from transfer import RawEcho, median_rate  # noqa: E402 - benchmarks/transfer.py, the transport benchmark
 
 import autograd_async as ag  # noqa: E402
@@ -42,6 +51,15 @@ from autograd_async import distributed as dist  # noqa: E402
 from autograd_async.distributed import connect, serve  # noqa: E402
 
 TOKEN = b"benchmark-token-distributed"
+WARMUP_ROUNDS = 2
+
+# (label, key) of the throughput rows, in the order each round runs them.
+THROUGHPUT_ROWS = [
+    ("(a) raw uvloop BufferedProtocol echo", "raw"),
+    ("(b) Connection.request echo (the transport alone)", "transport"),
+    ('(c) await client.call(w, "clone", x)', "call"),
+    ("(d) distributed backward: gradient there and back", "backward"),
+]
 
 
 async def _echo_handler(info: Any, method: str, kwargs: dict, arrays: list) -> tuple:
@@ -75,8 +93,38 @@ def start_worker(token_file: Path) -> tuple[subprocess.Popen, str]:
     return proc, line[2]
 
 
+async def interleave(modes: dict[str, Callable[[], Awaitable[float]]], rounds: int,
+                     verbose: bool) -> dict[str, list[float]]:
+    """Run every mode once per round, back to back; the first rounds only warm up."""
+    results: dict[str, list[float]] = {key: [] for key in modes}
+    for rnd in range(rounds + WARMUP_ROUNDS):
+        for key, fn in modes.items():
+            elapsed = await fn()
+            if verbose:
+                print(f"{key:10} round {rnd}: {elapsed * 1e3:.1f} ms")
+            if rnd >= WARMUP_ROUNDS:
+                results[key].append(elapsed)
+    return results
+
+
+def print_throughput(args: argparse.Namespace, results: dict[str, list[float]]) -> None:
+    """The throughput table: medians, GB/s, and each mode's paired ratio to the raw echo."""
+    nbytes = args.mib << 20
+    print(f"distributed benchmark: {args.mib} MiB float32 payload, uvloop, loopback, servers "
+          f"in other processes; {args.reps} interleaved rounds; {load_line()}")
+    print(f"{'mode':<52}{'median ms':>10}{'GB/s':>7}{'vs raw':>8}"
+          f"{'ratio quartiles':>17}{'best ms':>9}")
+    raw = results["raw"]
+    for label, key in THROUGHPUT_ROWS:
+        ms, gbs = median_rate(results[key], nbytes)
+        ratios = [r / t for r, t in zip(raw, results[key], strict=True)]
+        low, high = percentile(ratios, 25), percentile(ratios, 75)
+        print(f"{label:<52}{ms:>10.1f}{gbs:>7.2f}{statistics.median(ratios):>7.2f}x"
+              f"{f'{low:.2f}..{high:.2f}':>17}{min(results[key]) * 1e3:>9.1f}")
+
+
 async def bench(args: argparse.Namespace, ports: tuple[int, int], address: str) -> None:
-    """Run the three throughput modes interleaved, then the latencies; print the table."""
+    """Run the throughput modes interleaved, then the latencies; print the tables."""
     loop = asyncio.get_running_loop()
     raw_port, echo_port = ports
     nbytes = args.mib << 20
@@ -89,26 +137,35 @@ async def bench(args: argparse.Namespace, ports: tuple[int, int], address: str) 
     conn = await connect("127.0.0.1", echo_port, token=TOKEN, name="bench",
                          max_frame_bytes=nbytes + (1 << 20), request_timeout=120)
 
-    async def raw_roundtrip(data: memoryview) -> float:
+    async def raw_roundtrip(data: memoryview = payload_view) -> float:
         raw.done = loop.create_future()
         start = time.perf_counter()
         raw.send(data)
         await raw.done
         return time.perf_counter() - start
 
-    async def transport_roundtrip(a: np.ndarray) -> float:
+    async def transport_roundtrip(a: np.ndarray = payload) -> float:
         start = time.perf_counter()
         _, out = await conn.request("echo", [a])
         elapsed = time.perf_counter() - start
         assert out[0].shape == a.shape
         return elapsed
 
-    async def forward_roundtrip(a: np.ndarray) -> float:
-        start = time.perf_counter()
-        await client.call("bench", "mul", a, 2.0)
-        return time.perf_counter() - start
-
     async with dist.Client({"bench": address}, token=TOKEN, timeout=120.0) as client:
+        x_call = ag.from_numpy(payload)
+
+        async def call_roundtrip() -> float:
+            start = time.perf_counter()
+            y = await client.call("bench", "clone", x_call)
+            elapsed = time.perf_counter() - start
+            assert y.shape == x_call.shape
+            return elapsed
+
+        async def forward_roundtrip(a: np.ndarray) -> float:
+            start = time.perf_counter()
+            await client.call("bench", "mul", a, 2.0)
+            return time.perf_counter() - start
+
         x = ag.from_numpy(payload.copy()).requires_grad_()
         grad = ag.from_numpy(payload)
         xs = ag.from_numpy(small.copy()).requires_grad_()
@@ -117,7 +174,8 @@ async def bench(args: argparse.Namespace, ports: tuple[int, int], address: str) 
             y = await client.call("bench", "clone", x)
             ys = await client.call("bench", "mul", xs, 2.0)
 
-            async def backward_roundtrip(root: ag.Tensor, g: ag.Tensor, leaf: ag.Tensor) -> float:
+            async def backward_roundtrip(root: ag.Tensor = y, g: ag.Tensor = grad,
+                                         leaf: ag.Tensor = x) -> float:
                 leaf.grad = None
                 start = time.perf_counter()
                 await dist.backward(ctx, [root], [g], retain_graph=True)
@@ -125,17 +183,12 @@ async def bench(args: argparse.Namespace, ports: tuple[int, int], address: str) 
                 assert leaf.grad is not None and leaf.grad.shape == leaf.shape
                 return elapsed
 
-            results: dict[str, list[float]] = {"raw": [], "transport": [], "backward": []}
-            for rep in range(args.reps + 2):  # interleaved; the first two warm up
-                for key, fn, arg in (("raw", raw_roundtrip, payload_view),
-                                     ("transport", transport_roundtrip, payload),
-                                     ("backward", lambda _: backward_roundtrip(y, grad, x), None)):
-                    elapsed = await fn(arg)
-                    if args.verbose:
-                        print(f"{key:10} rep {rep}: {elapsed * 1e3:.1f} ms")
-                    if rep >= 2:
-                        results[key].append(elapsed)
-            np.testing.assert_allclose(x.grad.numpy()[:8], payload[:8])
+            modes = {"raw": raw_roundtrip, "transport": transport_roundtrip,
+                     "call": call_roundtrip, "backward": backward_roundtrip}
+            results = await interleave(modes, args.reps, args.verbose)
+            np.testing.assert_array_equal(x.grad.numpy()[:8], payload[:8])
+            out = await client.call("bench", "clone", x_call)
+            np.testing.assert_array_equal(out.numpy()[-8:], payload[-8:])
 
             lat: dict[str, list[float]] = {"raw": [], "transport": [], "forward": [],
                                            "backward": []}
@@ -151,27 +204,19 @@ async def bench(args: argparse.Namespace, ports: tuple[int, int], address: str) 
     raw.transport.close()
     await conn.aclose()
 
-    _, raw_gbs = median_rate(results["raw"], nbytes)
-    print(f"distributed benchmark: {args.mib} MiB float32 payload, uvloop, loopback, worker "
-          f"in another process; median of {args.reps}; GB/s = 2 x payload / time")
-    print(f"{'mode':<52}{'median ms':>10}{'GB/s':>8}{'vs raw':>8}{'best ms':>9}")
-    rows = [("(a) raw uvloop BufferedProtocol echo", "raw"),
-            ("(b) Connection.request echo (the transport alone)", "transport"),
-            ("(c) distributed backward: gradient there and back", "backward")]
-    for label, key in rows:
-        ms, gbs = median_rate(results[key], nbytes)
-        print(f"{label:<52}{ms:>10.1f}{gbs:>8.2f}{gbs / raw_gbs:>7.2f}x"
-              f"{min(results[key]) * 1e3:>9.1f}")
-    print_latencies("latency, 1 KiB",
-                    [("(a) raw uvloop echo of 1 KiB", "raw"),
-                     ("(b) Connection.request echo of 1 KiB", "transport"),
-                     ("(d) remote mul() forward, no context", "forward"),
-                     ("(c) distributed backward through remote mul()", "backward")], lat, 52)
+    print_throughput(args, results)
+    if args.latency_iters:
+        print_latencies("latency, 1 KiB",
+                        [("(a) raw uvloop echo of 1 KiB", "raw"),
+                         ("(b) Connection.request echo of 1 KiB", "transport"),
+                         ("(e) remote mul() forward, no context", "forward"),
+                         ("(d) distributed backward through remote mul()", "backward")],
+                        lat, 52)
 
 
 def main() -> None:
-    """Start the raw echo and worker processes, run the client side, print the table."""
-    args = round_trip_parser(__doc__.splitlines()[0], reps=21).parse_args()
+    """Start the raw echo and worker processes, run the client side, print the tables."""
+    args = round_trip_parser(__doc__.splitlines()[0], reps=31).parse_args()
     ctx = mp.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
     raw_proc = ctx.Process(target=raw_server_main, args=(args.mib << 20, send), daemon=True)
