@@ -80,12 +80,13 @@ def raw_server_main(capacity: int, ports: Any) -> None:
     uvloop.run(_raw_server(capacity, ports))
 
 
-def start_worker(token_file: Path) -> tuple[subprocess.Popen, str]:
+def start_worker(token_file: Path, extra: list[str]) -> tuple[subprocess.Popen, str]:
     """Start the worker process; return it and its address from the READY line."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen(
         [sys.executable, "-m", "workers", "--name", "bench", "--devices", "cpu",
-         "--token-file", str(token_file)], stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
+         "--token-file", str(token_file), *extra],
+        stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
     line = proc.stdout.readline().split()
     if len(line) != 3 or line[0] != "READY":
         proc.kill()
@@ -216,7 +217,11 @@ async def bench(args: argparse.Namespace, ports: tuple[int, int], address: str) 
 
 def main() -> None:
     """Start the raw echo and worker processes, run the client side, print the tables."""
-    args = round_trip_parser(__doc__.splitlines()[0], reps=31).parse_args()
+    parser = round_trip_parser(__doc__.splitlines()[0], reps=31)
+    parser.add_argument("--release-freed-memory", action="store_true",
+                        help="run the worker with the C library's default heap, which maps "
+                             "and zeroes every large block afresh (workers/heap.py)")
+    args = parser.parse_args()
     ctx = mp.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
     raw_proc = ctx.Process(target=raw_server_main, args=(args.mib << 20, send), daemon=True)
@@ -225,7 +230,8 @@ def main() -> None:
         token_file = Path(tmp) / "token"
         token_file.write_bytes(TOKEN)
         token_file.chmod(0o600)  # the worker refuses a token others can read
-        worker, address = start_worker(token_file)
+        extra = ["--release-freed-memory"] if args.release_freed_memory else []
+        worker, address = start_worker(token_file, extra)
         try:
             if not recv.poll(60):
                 raise SystemExit("echo process did not start")
