@@ -12,12 +12,16 @@ Measured interleaved in one run, on loopback, every server in a process of its o
       the input's gradient (the same size) comes back into `x.grad`;
 and the latency of a 1 KiB gradient handoff: a distributed backward through one remote `mul`
 (256 float32), next to the 1 KiB round trips of (a), (b) and (e) a remote `mul` forward.
+With --compare-heap, a second worker started with --release-freed-memory (the C library's
+default heap, which maps and zeroes each large block afresh: workers/heap.py) takes part in
+every round as (c').
 
 "vs raw" is the median, over rounds, of (a)'s round trip over the mode's in the same round
 (each round runs every mode back to back, so a burst of load from elsewhere hits them alike);
 its spread is the quartiles of those per-round ratios.
 
 Run:  python benchmarks/distributed.py [--mib 64] [--reps 31] [--latency-iters 2000]
+                                      [--compare-heap]
 GB/s counts the payload bytes of both directions: 2 x payload / round-trip time.
 """
 
@@ -59,6 +63,7 @@ THROUGHPUT_ROWS = [
     ("(b) Connection.request echo (the transport alone)", "transport"),
     ('(c) await client.call(w, "clone", x)', "call"),
     ("(d) distributed backward: gradient there and back", "backward"),
+    ("(c') (c), the worker on the default heap", "call_default_heap"),
 ]
 
 
@@ -80,11 +85,12 @@ def raw_server_main(capacity: int, ports: Any) -> None:
     uvloop.run(_raw_server(capacity, ports))
 
 
-def start_worker(token_file: Path, extra: list[str]) -> tuple[subprocess.Popen, str]:
-    """Start the worker process; return it and its address from the READY line."""
+def start_worker(token_file: Path, name: str = "bench",
+                 extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
+    """Start a worker process; return it and its address from the READY line."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "workers", "--name", "bench", "--devices", "cpu",
+        [sys.executable, "-m", "workers", "--name", name, "--devices", "cpu",
          "--token-file", str(token_file), *extra],
         stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
     line = proc.stdout.readline().split()
@@ -117,6 +123,8 @@ def print_throughput(args: argparse.Namespace, results: dict[str, list[float]]) 
           f"{'ratio quartiles':>17}{'best ms':>9}")
     raw = results["raw"]
     for label, key in THROUGHPUT_ROWS:
+        if key not in results:
+            continue
         ms, gbs = median_rate(results[key], nbytes)
         ratios = [r / t for r, t in zip(raw, results[key], strict=True)]
         low, high = percentile(ratios, 25), percentile(ratios, 75)
@@ -124,7 +132,8 @@ def print_throughput(args: argparse.Namespace, results: dict[str, list[float]]) 
               f"{f'{low:.2f}..{high:.2f}':>17}{min(results[key]) * 1e3:>9.1f}")
 
 
-async def bench(args: argparse.Namespace, ports: tuple[int, int], address: str) -> None:
+async def bench(args: argparse.Namespace, ports: tuple[int, int],
+                addresses: dict[str, str]) -> None:
     """Run the throughput modes interleaved, then the latencies; print the tables."""
     loop = asyncio.get_running_loop()
     raw_port, echo_port = ports
@@ -152,12 +161,12 @@ async def bench(args: argparse.Namespace, ports: tuple[int, int], address: str) 
         assert out[0].shape == a.shape
         return elapsed
 
-    async with dist.Client({"bench": address}, token=TOKEN, timeout=120.0) as client:
+    async with dist.Client(addresses, token=TOKEN, timeout=120.0) as client:
         x_call = ag.from_numpy(payload)
 
-        async def call_roundtrip() -> float:
+        async def call_roundtrip(worker: str = "bench") -> float:
             start = time.perf_counter()
-            y = await client.call("bench", "clone", x_call)
+            y = await client.call(worker, "clone", x_call)
             elapsed = time.perf_counter() - start
             assert y.shape == x_call.shape
             return elapsed
@@ -186,6 +195,8 @@ async def bench(args: argparse.Namespace, ports: tuple[int, int], address: str) 
 
             modes = {"raw": raw_roundtrip, "transport": transport_roundtrip,
                      "call": call_roundtrip, "backward": backward_roundtrip}
+            if "default-heap" in addresses:
+                modes["call_default_heap"] = lambda: call_roundtrip("default-heap")
             results = await interleave(modes, args.reps, args.verbose)
             np.testing.assert_array_equal(x.grad.numpy()[:8], payload[:8])
             out = await client.call("bench", "clone", x_call)
@@ -218,9 +229,9 @@ async def bench(args: argparse.Namespace, ports: tuple[int, int], address: str) 
 def main() -> None:
     """Start the raw echo and worker processes, run the client side, print the tables."""
     parser = round_trip_parser(__doc__.splitlines()[0], reps=31)
-    parser.add_argument("--release-freed-memory", action="store_true",
-                        help="run the worker with the C library's default heap, which maps "
-                             "and zeroes every large block afresh (workers/heap.py)")
+    parser.add_argument("--compare-heap", action="store_true",
+                        help="add (c'): the same call to a worker with the C library's default "
+                             "heap (--release-freed-memory), in every round")
     args = parser.parse_args()
     ctx = mp.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
@@ -230,15 +241,19 @@ def main() -> None:
         token_file = Path(tmp) / "token"
         token_file.write_bytes(TOKEN)
         token_file.chmod(0o600)  # the worker refuses a token others can read
-        extra = ["--release-freed-memory"] if args.release_freed_memory else []
-        worker, address = start_worker(token_file, extra)
+        workers = {"bench": start_worker(token_file)}
         try:
+            if args.compare_heap:
+                workers["default-heap"] = start_worker(token_file, "default-heap",
+                                                       ("--release-freed-memory",))
             if not recv.poll(60):
                 raise SystemExit("echo process did not start")
-            uvloop.run(bench(args, recv.recv(), address))
+            addresses = {name: address for name, (_, address) in workers.items()}
+            uvloop.run(bench(args, recv.recv(), addresses))
         finally:
-            worker.terminate()
-            worker.wait(15)
+            for worker, _ in workers.values():
+                worker.terminate()
+                worker.wait(15)
             raw_proc.kill()
             raw_proc.join(5)
 
