@@ -17,7 +17,8 @@ default heap, which maps and zeroes each large block afresh: workers/heap.py) ta
 every round as (c').
 
 "vs raw" is the median, over rounds, of (a)'s round trip over the mode's in the same round
-(each round runs every mode back to back, so a burst of load from elsewhere hits them alike);
+(each round runs every mode back to back, so a burst of load from elsewhere hits them alike,
+and starts one mode further on than the last, so that no mode always follows the same one);
 its spread is the quartiles of those per-round ratios.
 
 Run:  python benchmarks/distributed.py [--mib 64] [--reps 31] [--latency-iters 2000]
@@ -102,11 +103,13 @@ def start_worker(token_file: Path, name: str = "bench",
 
 async def interleave(modes: dict[str, Callable[[], Awaitable[float]]], rounds: int,
                      verbose: bool) -> dict[str, list[float]]:
-    """Run every mode once per round, back to back; the first rounds only warm up."""
+    """Run every mode once per round, back to back, each round starting one mode further on
+    (so that no mode always follows the same one); the first rounds only warm up."""
     results: dict[str, list[float]] = {key: [] for key in modes}
+    keys = list(modes)
     for rnd in range(rounds + WARMUP_ROUNDS):
-        for key, fn in modes.items():
-            elapsed = await fn()
+        for key in keys[rnd % len(keys):] + keys[:rnd % len(keys)]:
+            elapsed = await modes[key]()
             if verbose:
                 print(f"{key:10} round {rnd}: {elapsed * 1e3:.1f} ms")
             if rnd >= WARMUP_ROUNDS:
