@@ -19,7 +19,9 @@ every round as (c').
 "vs raw" is the median, over rounds, of (a)'s round trip over the mode's in the same round
 (each round runs every mode back to back, so a burst of load from elsewhere hits them alike,
 and starts one mode further on than the last, so that no mode always follows the same one);
-its spread is the quartiles of those per-round ratios.
+its spread is the quartiles of those per-round ratios. The CPU time each side spends per round
+trip (all its threads, from /proc) is printed too: load from elsewhere stretches wall times far
+more than it does those, so they show what a mode costs beyond the raw echo on any machine.
 
 Run:  python benchmarks/distributed.py [--mib 64] [--reps 31] [--latency-iters 2000]
                                       [--compare-heap]
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import multiprocessing as mp
 import os
 import statistics
@@ -39,7 +42,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import uvloop
@@ -101,42 +104,80 @@ def start_worker(token_file: Path, name: str = "bench",
     return proc, line[2]
 
 
-async def interleave(modes: dict[str, Callable[[], Awaitable[float]]], rounds: int,
-                     verbose: bool) -> dict[str, list[float]]:
+class Mode(NamedTuple):
+    """One way of sending the payload there and back, and the process that answers it."""
+
+    round_trip: Callable[[], Awaitable[float]]
+    server_pid: int
+
+
+class Results(NamedTuple):
+    """Per mode: round-trip seconds, and CPU seconds per round trip of both sides."""
+
+    seconds: dict[str, list[float]]
+    client_cpu: dict[str, list[float]]
+    server_cpu: dict[str, list[float]]
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds the threads of a process have run so far (NaN where /proc lacks them)."""
+    total = 0
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/schedstat") as fh:
+                total += int(fh.read().split()[0])  # nanoseconds on a CPU
+    except (OSError, ValueError, IndexError):
+        return math.nan
+    return total / 1e9
+
+
+async def interleave(modes: dict[str, Mode], rounds: int, verbose: bool) -> Results:
     """Run every mode once per round, back to back, each round starting one mode further on
     (so that no mode always follows the same one); the first rounds only warm up."""
-    results: dict[str, list[float]] = {key: [] for key in modes}
+    results = Results({key: [] for key in modes}, {key: [] for key in modes},
+                      {key: [] for key in modes})
     keys = list(modes)
     for rnd in range(rounds + WARMUP_ROUNDS):
         for key in keys[rnd % len(keys):] + keys[:rnd % len(keys)]:
-            elapsed = await modes[key]()
+            mode = modes[key]
+            client, server = time.process_time(), process_cpu(mode.server_pid)
+            elapsed = await mode.round_trip()
+            client = time.process_time() - client
+            server = process_cpu(mode.server_pid) - server
             if verbose:
                 print(f"{key:10} round {rnd}: {elapsed * 1e3:.1f} ms")
             if rnd >= WARMUP_ROUNDS:
-                results[key].append(elapsed)
+                results.seconds[key].append(elapsed)
+                results.client_cpu[key].append(client)
+                results.server_cpu[key].append(server)
     return results
 
 
-def print_throughput(args: argparse.Namespace, results: dict[str, list[float]]) -> None:
-    """The throughput table: medians, GB/s, and each mode's paired ratio to the raw echo."""
+def print_throughput(args: argparse.Namespace, results: Results) -> None:
+    """The throughput table: medians, GB/s, each mode's paired ratio to the raw echo, and the
+    CPU time each side spent per round trip (mean), which load elsewhere changes far less."""
     nbytes = args.mib << 20
     print(f"distributed benchmark: {args.mib} MiB float32 payload, uvloop, loopback, servers "
           f"in other processes; {args.reps} interleaved rounds; {load_line()}")
     print(f"{'mode':<52}{'median ms':>10}{'GB/s':>7}{'vs raw':>8}"
-          f"{'ratio quartiles':>17}{'best ms':>9}")
-    raw = results["raw"]
+          f"{'ratio quartiles':>17}{'best ms':>9}{'CPU ms: client':>16}{'server':>8}")
+    raw = results.seconds["raw"]
     for label, key in THROUGHPUT_ROWS:
-        if key not in results:
+        if key not in results.seconds:
             continue
-        ms, gbs = median_rate(results[key], nbytes)
-        ratios = [r / t for r, t in zip(raw, results[key], strict=True)]
+        times = results.seconds[key]
+        ms, gbs = median_rate(times, nbytes)
+        ratios = [r / t for r, t in zip(raw, times, strict=True)]
         low, high = percentile(ratios, 25), percentile(ratios, 75)
+        client = statistics.mean(results.client_cpu[key]) * 1e3
+        server = statistics.mean(results.server_cpu[key]) * 1e3
         print(f"{label:<52}{ms:>10.1f}{gbs:>7.2f}{statistics.median(ratios):>7.2f}x"
-              f"{f'{low:.2f}..{high:.2f}':>17}{min(results[key]) * 1e3:>9.1f}")
+              f"{f'{low:.2f}..{high:.2f}':>17}{min(times) * 1e3:>9.1f}{client:>16.1f}"
+              f"{server:>8.1f}")
 
 
-async def bench(args: argparse.Namespace, ports: tuple[int, int],
-                addresses: dict[str, str]) -> None:
+async def bench(args: argparse.Namespace, ports: tuple[int, int], echo_pid: int,
+                workers: dict[str, tuple[subprocess.Popen, str]]) -> None:
     """Run the throughput modes interleaved, then the latencies; print the tables."""
     loop = asyncio.get_running_loop()
     raw_port, echo_port = ports
@@ -164,6 +205,7 @@ async def bench(args: argparse.Namespace, ports: tuple[int, int],
         assert out[0].shape == a.shape
         return elapsed
 
+    addresses = {name: address for name, (_, address) in workers.items()}
     async with dist.Client(addresses, token=TOKEN, timeout=120.0) as client:
         x_call = ag.from_numpy(payload)
 
@@ -196,10 +238,14 @@ async def bench(args: argparse.Namespace, ports: tuple[int, int],
                 assert leaf.grad is not None and leaf.grad.shape == leaf.shape
                 return elapsed
 
-            modes = {"raw": raw_roundtrip, "transport": transport_roundtrip,
-                     "call": call_roundtrip, "backward": backward_roundtrip}
-            if "default-heap" in addresses:
-                modes["call_default_heap"] = lambda: call_roundtrip("default-heap")
+            worker_pid = workers["bench"][0].pid
+            modes = {"raw": Mode(raw_roundtrip, echo_pid),
+                     "transport": Mode(transport_roundtrip, echo_pid),
+                     "call": Mode(call_roundtrip, worker_pid),
+                     "backward": Mode(backward_roundtrip, worker_pid)}
+            if "default-heap" in workers:
+                modes["call_default_heap"] = Mode(lambda: call_roundtrip("default-heap"),
+                                                  workers["default-heap"][0].pid)
             results = await interleave(modes, args.reps, args.verbose)
             np.testing.assert_array_equal(x.grad.numpy()[:8], payload[:8])
             out = await client.call("bench", "clone", x_call)
@@ -251,8 +297,7 @@ def main() -> None:
                                                        ("--release-freed-memory",))
             if not recv.poll(60):
                 raise SystemExit("echo process did not start")
-            addresses = {name: address for name, (_, address) in workers.items()}
-            uvloop.run(bench(args, recv.recv(), addresses))
+            uvloop.run(bench(args, recv.recv(), raw_proc.pid, workers))
         finally:
             for worker, _ in workers.values():
                 worker.terminate()
