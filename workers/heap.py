@@ -7,9 +7,11 @@ each time it paid a page fault per page and the kernel zeroing all of it: for a 
 about half as much again as the copy itself. With one arena and high mmap and trim thresholds
 such blocks come from the heap, and a freed one is reused warm.
 
-The price: up to `retain_bytes` of freed memory stays with the process instead of going back to
-the system. Only the worker process does this (its entry point calls `retain_freed_blocks`);
-the library never changes the allocator of a process that imports it.
+The price: freed blocks below `retain_bytes` stay with the process for reuse instead of going
+back to the system (the heap gives its free top back only once that exceeds `retain_bytes`), so
+the worker's resident memory follows its peak use, which its byte quotas bound. Only the worker
+process does this (its entry point calls `retain_freed_blocks`); the library never changes the
+allocator of a process that imports it.
 """
 
 from __future__ import annotations
