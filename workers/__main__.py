@@ -169,9 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "before it is disconnected (default %(default)s)")
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
     parser.add_argument("--release-freed-memory", action="store_true",
-                        help="give freed memory back to the system at once (the C library's "
-                             "default) instead of keeping up to 1 GiB of freed blocks, so "
-                             "that large tensors reuse warm memory (workers/heap.py)")
+                        help="give large freed blocks back to the system at once (the C "
+                             "library's default) instead of keeping those below 1 GiB for "
+                             "reuse, which spares large tensors page faults (workers/heap.py)")
     parser.add_argument("--log-level", type=str.upper, default="WARNING",
                         choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
     return parser
