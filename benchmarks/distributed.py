@@ -64,7 +64,7 @@ LENGTH_BYTES = 8  # RawEcho's length prefix
 TOKEN = b"benchmark-token-distributed"
 WARMUP_ROUNDS = 2
 
-# (label, key) of the throughput rows, in the order each round runs them.
+# (label, key) of the throughput rows, in the order they are printed.
 THROUGHPUT_ROWS = [
     ("(a) raw uvloop BufferedProtocol echo", "raw"),
     ("(b) Connection.request echo (the transport alone)", "transport"),
