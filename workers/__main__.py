@@ -33,6 +33,7 @@ from autograd_async.distributed.quota import DEFAULT_MAX_PEER_BYTES, DEFAULT_MAX
 from autograd_async.distributed.tls import client_context, server_context
 
 from .contexts import DEFAULT_MAX_CONTEXTS_PER_PEER
+from .heap import retain_freed_blocks
 from .server import DEFAULT_CONTEXT_TTL, WorkerServer
 
 __all__ = ["build_parser", "main", "run"]
@@ -167,6 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds an authenticated peer may leave a frame half-sent "
                              "before it is disconnected (default %(default)s)")
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
+    parser.add_argument("--release-freed-memory", action="store_true",
+                        help="give large freed blocks back to the system at once (the C "
+                             "library's default) instead of keeping those below 1 GiB for "
+                             "reuse, which spares large tensors page faults (workers/heap.py)")
     parser.add_argument("--log-level", type=str.upper, default="WARNING",
                         choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
     return parser
@@ -220,6 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _check_tls_args(parser, args)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format=f"%(asctime)s {args.name}[%(process)d] %(levelname)s %(message)s")
+    if not args.release_freed_memory:
+        retain_freed_blocks()  # before any of the worker's threads start
     try:
         if args.loop == "uvloop":
             import uvloop  # noqa: PLC0415 - optional on platforms without it

@@ -98,7 +98,9 @@ def _wire_array(value: Any) -> tuple[np.ndarray, str]:
     arr = np.asarray(value)
     name = wire_dtype_name(arr.dtype)  # raises ProtocolError for object/void/str dtypes
     if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and sys.byteorder == "big"):
-        arr = arr.astype(ALLOWED_DTYPES[name])  # the wire is little-endian
+        # The wire is little-endian. One pass swaps the bytes and lays the array out in C
+        # order (the default order "K" would keep a transposed layout, costing a second copy).
+        return arr.astype(ALLOWED_DTYPES[name], order="C"), name
     # Not np.ascontiguousarray: it turns 0-d arrays into 1-d ones.
     return (arr if arr.flags.c_contiguous else arr.copy(order="C")), name
 

@@ -75,3 +75,19 @@ def test_each_loan_has_its_own_memory_owner():
     assert pool.reused == 1
     assert claim(second)
     assert not claim(second)
+
+
+def test_pooled_arrays_start_on_a_page_boundary():
+    """The kernel writes received bytes faster into cache-line aligned memory; a large
+    malloc'ed block starts 16 bytes past a page, so the pool aligns its buffers itself."""
+    from autograd_async.distributed.pool import ALIGNMENT
+
+    pool = ReceivePool(max_bytes=4 * MIB, max_buffers=1)
+    held = [pool.empty((MIB + 8,), np.uint8), pool.empty((MIB // 8, 3), np.float64)]
+    assert pool.pooled_bytes == MIB + 8  # the second did not fit: a plain, aligned block
+    for a in held:
+        assert address(a) % ALIGNMENT == 0 and a.flags.writeable and a.flags.c_contiguous
+    first = address(held[0])
+    del held
+    again = pool.empty((MIB // 4,), np.float32)
+    assert address(again) == first and pool.reused == 1
