@@ -1,8 +1,9 @@
 """Normalisation: batch_norm, instance_norm, group_norm, layer_norm.
 
-Batch norm in training mode is one node (`ops.batch_norm`); the others, and batch norm with
-running statistics, are built from differentiable ops (mean, subtraction, a reciprocal square
-root, products), so gradients of every order come from the ops' own rules. Batch and instance
+Batch norm in training mode is one node (`ops.batch_norm`), and so is layer norm of a floating
+input (`ops.layer_norm`); the others, and batch norm with running statistics, are built from
+differentiable ops (mean, subtraction, a reciprocal square root, products), so gradients of every
+order come from the ops' own rules. Batch and instance
 norm update the running statistics in place, outside the graph, as PyTorch does (the variance
 with Bessel's correction).
 """
@@ -15,6 +16,7 @@ from typing import Any
 from ..grad_mode import no_grad
 from ..tensor import Tensor
 from .batch_norm import fused_batch_norm
+from .layer_norm import fused_layer_norm
 
 
 def _standardize(x: Tensor, dims: tuple[int, ...], eps: float) -> tuple[Tensor, Tensor, Tensor]:
@@ -173,12 +175,25 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
             raise RuntimeError(
                 f"layer_norm: expected {name} of shape {list(shape)}, but got {list(t.shape)}"
             )
+    if _fusable(input, weight, bias, shape):
+        return fused_layer_norm(input, weight, bias, shape, eps)
     out, _, _ = _standardize(input, tuple(range(input.ndim - n, input.ndim)), eps)
     if weight is not None:
         out = out * weight
     if bias is not None:
         out = out + bias
     return out
+
+
+def _fusable(input: Tensor, weight: Tensor | None, bias: Tensor | None,
+             shape: tuple[int, ...]) -> bool:
+    """Whether the one-node layer norm applies: floating input, parameters of its dtype and device,
+    and no empty dims (composed ops keep PyTorch's promotions and nan for those)."""
+    if input.dtype.kind != "f" or input.numel() == 0 or math.prod(shape) == 0:
+        return False
+    return all(
+        t is None or (t.dtype == input.dtype and t.device is input.device) for t in (weight, bias)
+    )
 
 
 FUNCTIONS: dict[str, Any] = {}  # torch has these as functions, not Tensor methods
