@@ -82,26 +82,34 @@ def attention_weights(q: Any, k: Any, mask: Any, scale: float) -> Any:
 
 
 def attention_vjp(
-    g: Any, q: Any, k: Any, v: Any, weights: Any, scale: float, want_mask: bool = False
+    g: Any, q: Any, k: Any, v: Any, weights: Any, scale: float, want_mask: bool = False,
+    into: tuple[Any, Any, Any] | None = None,
 ) -> tuple[Any, Any, Any, Any]:
     """Gradients of q, k, v (and of an additive mask, when wanted) from the output's gradient.
 
     Arrays or Tensors alike; each gradient is summed back over the batch dims it was broadcast
-    along, and the mask's is left unsummed for the caller to fit to the mask's shape.
+    along, and the mask's is left unsummed for the caller to fit to the mask's shape. `into`:
+    three arrays of q's, k's and v's shapes that receive the gradients (arrays only).
     """
-    g_weights = g @ swap_last(v)
-    g_v = swap_last(weights) @ g
-    # softmax's rule: w * (dw - sum(dw * w)) along the keys
     if isinstance(g, Tensor):
+        g_weights = g @ swap_last(v)
+        g_v = swap_last(weights) @ g
+        # softmax's rule: w * (dw - sum(dw * w)) along the keys
         g_scores = (g_weights - _key_sums(g_weights * weights)) * weights
-    else:  # g_weights is a fresh array: the rule works in place
-        g_weights -= _key_sums(g_weights * weights)
-        g_weights *= weights
-        g_scores = g_weights
-    g_mask = g_scores if want_mask else None
-    g_scores = g_scores * scale
-    g_q = g_scores @ k
-    g_k = swap_last(g_scores) @ q
+        g_mask = g_scores if want_mask else None
+        g_scores = g_scores * scale
+        g_q, g_k = g_scores @ k, swap_last(g_scores) @ q
+        return sum_to(g_q, q.shape), sum_to(g_k, k.shape), sum_to(g_v, v.shape), g_mask
+    matmul = xp_of(g).matmul
+    g_q, g_k, g_v = into if into is not None else (None, None, None)
+    g_v = matmul(weights.swapaxes(-1, -2), g, out=g_v)
+    g_scores = g @ v.swapaxes(-1, -2)  # a fresh array: the softmax rule works in place
+    g_scores -= _key_sums(g_scores * weights)
+    g_scores *= weights
+    g_mask = g_scores.copy() if want_mask else None
+    g_scores *= scale
+    g_q = matmul(g_scores, k, out=g_q)
+    g_k = matmul(g_scores.swapaxes(-1, -2), q, out=g_k)
     return sum_to(g_q, q.shape), sum_to(g_k, k.shape), sum_to(g_v, v.shape), g_mask
 
 
@@ -184,9 +192,13 @@ class NativeSelfAttentionBackward0(Op):
         heads = self._heads
         g_out = dual.permute(g.reshape((a, b, heads, width // heads)),
                              _head_order(self._batch_first))
-        grads = attention_vjp(g_out, q, k, v, weights, self._scale)[:3]
-        packed = dual.concat([dual.unsqueeze(self._merge(x), 2) for x in grads], 2)
-        return packed.reshape(qkv.shape)
+        if isinstance(g, Tensor):
+            grads = attention_vjp(g_out, q, k, v, weights, self._scale)[:3]
+            packed = dual.concat([dual.unsqueeze(self._merge(x), 2) for x in grads], 2)
+            return packed.reshape(qkv.shape)
+        packed = xp_of(g).empty(qkv.shape, dtype=qkv.dtype)
+        attention_vjp(g_out, q, k, v, weights, self._scale, into=self._split(packed))
+        return packed
 
 
 def self_attention_heads(
