@@ -107,3 +107,13 @@ def test_returned_weights_equal_the_one_node_output():
     np.testing.assert_allclose(np.asarray(fused.detach()), np.asarray(composed.detach()),
                                rtol=1e-5, atol=1e-6)
     assert tuple(weights.shape) == (N, L, L)
+
+
+def test_encoder_layer_relu_leaves_a_hooked_hidden_layer_intact():
+    layer = nn.TransformerEncoderLayer(E, HEADS, dim_feedforward=16, dropout=0.0)
+    kept = []
+    layer.linear1.register_forward_hook(lambda module, args, out: kept.append(out))
+    x = aa.tensor(_x(L, N, E), dtype=aa.float32)
+    layer(x)
+    (hidden,) = kept
+    assert (np.asarray(hidden.detach()) < 0).any()  # the pre-activation, not ReLU's output
