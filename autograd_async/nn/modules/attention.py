@@ -3,6 +3,10 @@
 Inputs are (L, N, E) (or (N, L, E) with `batch_first=True`, or (L, E) unbatched). Masks follow
 PyTorch: a boolean mask is True where attention is not allowed, a float mask is added to the
 scores; `key_padding_mask` (N, S) marks padded keys; `attn_mask` is (L, S) or (N * heads, L, S).
+
+Self-attention whose weights are not returned (as `TransformerEncoderLayer` calls it) records three
+nodes: the in-projection, the heads' attention as one node on the packed projection
+(`ops.attention.self_attention_heads`), and the out-projection.
 """
 
 from __future__ import annotations
@@ -258,7 +262,8 @@ class MultiheadAttention(Module):
             batch, length, length,
         )
         packed = F.linear(x, self.in_proj_weight, self.in_proj_bias)
-        if mask is not None and mask.requires_grad:  # a mask to differentiate: composed ops
+        if mask is not None and (mask.requires_grad or mask.device is not x.device):
+            # a mask to differentiate (or on another device, which the ops report): recorded views
             return self._heads_composed(packed, mask, batch_first, batched)
         heads = self_attention_heads(
             packed, self.num_heads, batch_first, None if mask is None else mask._data
