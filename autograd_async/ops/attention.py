@@ -81,6 +81,16 @@ def attention_weights(q: Any, k: Any, mask: Any, scale: float) -> Any:
     return softmax(scores, scores.ndim - 1)
 
 
+def _product(a: Any, b: Any, out: Any) -> Any:
+    """a @ b, written into `out` (a strided view) when given."""
+    if out is None:
+        return a @ b
+    if xp_of(a) is np:
+        return np.matmul(a, b, out=out)  # NumPy writes a strided `out` without a second copy
+    out[...] = a @ b
+    return out
+
+
 def attention_vjp(
     g: Any, q: Any, k: Any, v: Any, weights: Any, scale: float, want_mask: bool = False,
     into: tuple[Any, Any, Any] | None = None,
@@ -100,16 +110,15 @@ def attention_vjp(
         g_scores = g_scores * scale
         g_q, g_k = g_scores @ k, swap_last(g_scores) @ q
         return sum_to(g_q, q.shape), sum_to(g_k, k.shape), sum_to(g_v, v.shape), g_mask
-    matmul = xp_of(g).matmul
     g_q, g_k, g_v = into if into is not None else (None, None, None)
-    g_v = matmul(weights.swapaxes(-1, -2), g, out=g_v)
+    g_v = _product(weights.swapaxes(-1, -2), g, g_v)
     g_scores = g @ v.swapaxes(-1, -2)  # a fresh array: the softmax rule works in place
     g_scores -= _key_sums(g_scores * weights)
     g_scores *= weights
     g_mask = g_scores.copy() if want_mask else None
     g_scores *= scale
-    g_q = matmul(g_scores, k, out=g_q)
-    g_k = matmul(g_scores.swapaxes(-1, -2), q, out=g_k)
+    g_q = _product(g_scores, k, g_q)
+    g_k = _product(g_scores.swapaxes(-1, -2), q, g_k)
     return sum_to(g_q, q.shape), sum_to(g_k, k.shape), sum_to(g_v, v.shape), g_mask
 
 
