@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from ..grad_mode import no_grad
-from ..tensor import Tensor
+from ..tensor import Tensor, float32, float64
 from .batch_norm import fused_batch_norm
 from .layer_norm import fused_layer_norm
 
@@ -187,9 +187,10 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
 
 def _fusable(input: Tensor, weight: Tensor | None, bias: Tensor | None,
              shape: tuple[int, ...]) -> bool:
-    """Whether the one-node layer norm applies: floating input, parameters of its dtype and device,
-    and no empty dims (composed ops keep PyTorch's promotions and nan for those)."""
-    if input.dtype.kind != "f" or input.numel() == 0 or math.prod(shape) == 0:
+    """Whether the one-node layer norm applies: a float32 or float64 input (its row sums are
+    matrix products, which NumPy accumulates in the input's precision), parameters of its dtype
+    and device, no empty dims (composed ops keep PyTorch's promotions and nan for those)."""
+    if input.dtype not in (float32, float64) or input.numel() == 0 or math.prod(shape) == 0:
         return False
     return all(
         t is None or (t.dtype == input.dtype and t.device is input.device) for t in (weight, bias)
