@@ -56,7 +56,11 @@ class LinearBackward0(Op):
 
     def forward(self, x: Any, w: Any, b: Any = None) -> Any:
         self._new_gx = None
-        out = x @ w.T
+        if x.ndim > 2 and x.flags.c_contiguous:
+            # one (rows, in) @ (in, out) product: NumPy's batched matmul loops over dim 0
+            out = (x.reshape((-1, x.shape[-1])) @ w.T).reshape(x.shape[:-1] + (w.shape[0],))
+        else:
+            out = x @ w.T
         if b is not None:
             out += b  # `out` is a fresh buffer: adding in place saves a temporary
         return as_array(out)
@@ -75,7 +79,12 @@ class LinearBackward0(Op):
         if len(need) > 2 and need[2]:
             gb = sum_dims(g, tuple(range(g.ndim - 1))) if g.ndim > 1 else g
         # x's gradient last: the next node (a ReLU's backward, say) reads it while it is in cache
-        gx = g @ w if need[0] else None
+        gx = None
+        if need[0]:
+            if g.ndim > 2 and not isinstance(g, Tensor) and g.flags.c_contiguous:
+                gx = (g.reshape((-1, g.shape[-1])) @ w).reshape(g.shape[:-1] + (w.shape[1],))
+            else:
+                gx = g @ w
         if gx is not None and not isinstance(gx, Tensor):
             self._new_gx = weakref.ref(gx)  # handed over on release, see `release_saved`
         return (gx, gw, gb) if len(need) > 2 else (gx, gw)

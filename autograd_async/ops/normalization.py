@@ -1,8 +1,9 @@
 """Normalisation: batch_norm, instance_norm, group_norm, layer_norm.
 
-Batch norm in training mode is one node (`ops.batch_norm`); the others, and batch norm with
-running statistics, are built from differentiable ops (mean, subtraction, a reciprocal square
-root, products), so gradients of every order come from the ops' own rules. Batch and instance
+Batch norm in training mode is one node (`ops.batch_norm`), and so is layer norm of a floating
+input (`ops.layer_norm`); the others, and batch norm with running statistics, are built from
+differentiable ops (mean, subtraction, a reciprocal square root, products), so gradients of every
+order come from the ops' own rules. Batch and instance
 norm update the running statistics in place, outside the graph, as PyTorch does (the variance
 with Bessel's correction).
 """
@@ -13,8 +14,9 @@ import math
 from typing import Any
 
 from ..grad_mode import no_grad
-from ..tensor import Tensor
+from ..tensor import Tensor, float32, float64
 from .batch_norm import fused_batch_norm
+from .layer_norm import fused_layer_norm
 
 
 def _standardize(x: Tensor, dims: tuple[int, ...], eps: float) -> tuple[Tensor, Tensor, Tensor]:
@@ -173,12 +175,26 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
             raise RuntimeError(
                 f"layer_norm: expected {name} of shape {list(shape)}, but got {list(t.shape)}"
             )
+    if _fusable(input, weight, bias, shape):
+        return fused_layer_norm(input, weight, bias, shape, eps)
     out, _, _ = _standardize(input, tuple(range(input.ndim - n, input.ndim)), eps)
     if weight is not None:
         out = out * weight
     if bias is not None:
         out = out + bias
     return out
+
+
+def _fusable(input: Tensor, weight: Tensor | None, bias: Tensor | None,
+             shape: tuple[int, ...]) -> bool:
+    """Whether the one-node layer norm applies: a float32 or float64 input (its row sums are
+    matrix products, which NumPy accumulates in the input's precision), parameters of its dtype
+    and device, no empty dims (composed ops keep PyTorch's promotions and nan for those)."""
+    if input.dtype not in (float32, float64) or input.numel() == 0 or math.prod(shape) == 0:
+        return False
+    return all(
+        t is None or (t.dtype == input.dtype and t.device is input.device) for t in (weight, bias)
+    )
 
 
 FUNCTIONS: dict[str, Any] = {}  # torch has these as functions, not Tensor methods

@@ -3,6 +3,10 @@
 Inputs are (L, N, E) (or (N, L, E) with `batch_first=True`, or (L, E) unbatched). Masks follow
 PyTorch: a boolean mask is True where attention is not allowed, a float mask is added to the
 scores; `key_padding_mask` (N, S) marks padded keys; `attn_mask` is (L, S) or (N * heads, L, S).
+
+Self-attention whose weights are not returned (as `TransformerEncoderLayer` calls it) records three
+nodes: the in-projection, the heads' attention as one node on the packed projection
+(`ops.attention.self_attention_heads`), and the out-projection.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from ... import creation
 from ...devices import array_module, launching
 from ...dtypes import default_float
 from ...ops import cat
+from ...ops.attention import self_attention_heads
 from ...tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
@@ -166,6 +171,8 @@ class MultiheadAttention(Module):
                 "Need attn_mask if specifying the is_causal hint. You may use "
                 "generate_square_subsequent_mask to create this mask."
             )
+        if self._takes_fused_path(query, key, value, need_weights):
+            return self._fused_self_attention(query, batched, key_padding_mask, attn_mask), None
         if not batched:
             query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
             if key_padding_mask is not None:
@@ -216,6 +223,71 @@ class MultiheadAttention(Module):
         if not batched:
             weights = weights.squeeze(0)
         return out, weights
+
+    def _takes_fused_path(self, query: Tensor, key: Tensor, value: Tensor,
+                          need_weights: bool) -> bool:
+        """Self-attention without weights to return, dropout, or extra keys: one packed node."""
+        return (
+            query is key
+            and key is value
+            and not need_weights
+            and self._qkv_same_embed_dim
+            and self.bias_k is None
+            and not self.add_zero_attn
+            and not (self.dropout > 0.0 and self.training)
+            and query.dtype.kind == "f"
+        )
+
+    def _fused_self_attention(
+        self,
+        x: Tensor,
+        batched: bool,
+        key_padding_mask: Tensor | None,
+        attn_mask: Tensor | None,
+    ) -> Tensor:
+        """One in-projection, the heads' attention as one node, then the out-projection.
+
+        The input keeps its layout (no transposes for batch_first): the node reads the heads
+        from the packed projection with strides.
+        """
+        if not batched:
+            x = x.unsqueeze(1)
+            if key_padding_mask is not None:
+                key_padding_mask = key_padding_mask.unsqueeze(0)
+        batch_first = self.batch_first and batched
+        length, batch = (x.shape[1], x.shape[0]) if batch_first else x.shape[:2]
+        dtype = x.dtype
+        mask = self._merged_mask(
+            as_additive_mask(attn_mask, "attn_mask", dtype),
+            as_additive_mask(key_padding_mask, "key_padding_mask", dtype),
+            batch, length, length,
+        )
+        packed = F.linear(x, self.in_proj_weight, self.in_proj_bias)
+        if mask is not None and (mask.requires_grad or mask.device is not x.device):
+            # a mask to differentiate (or on another device, which the ops report): recorded views
+            return self._heads_composed(packed, mask, batch_first, batched)
+        heads = self_attention_heads(
+            packed, self.num_heads, batch_first, None if mask is None else mask._data
+        )
+        out = self.out_proj(heads)
+        return out if batched else out.squeeze(1)
+
+    def _heads_composed(
+        self, packed: Tensor, mask: Tensor, batch_first: bool, batched: bool
+    ) -> Tensor:
+        """The heads' attention from recorded views and scaled_dot_product_attention."""
+        a, b, _ = packed.shape
+        heads, head_dim = self.num_heads, self.head_dim
+        order = (0, 2, 1, 3) if batch_first else (1, 2, 0, 3)
+        q, k, v = (
+            part.reshape((a, b, heads, head_dim)).permute(*order) for part in packed.chunk(3, -1)
+        )
+        if mask.ndim == 3:
+            mask = mask.reshape((q.shape[0], heads) + tuple(mask.shape[1:]))
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        back = (0, 2, 1, 3) if batch_first else (2, 0, 1, 3)
+        out = self.out_proj(out.permute(*back).reshape((a, b, self.embed_dim)))
+        return out if batched else out.squeeze(1)
 
     def _merged_mask(
         self,

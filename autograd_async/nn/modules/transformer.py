@@ -79,7 +79,23 @@ class TransformerEncoderLayer(Module):
         return self.dropout1(out)
 
     def _feed_forward(self, x: Tensor) -> Tensor:
-        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+        hidden = self.linear1(x)
+        if self.activation is F.relu and _output_unseen(self.linear1):
+            # The hidden layer is a new array only this line holds: ReLU writes over it instead
+            # of filling a second one (as Sequential does after a Linear).
+            hidden = F.relu_over_temporary(hidden)
+        else:
+            hidden = self.activation(hidden)
+        return self.dropout2(self.linear2(self.dropout(hidden)))
+
+
+def _output_unseen(layer: Module) -> bool:
+    """Whether `layer` is a plain Linear without hooks: nothing else can hold its output."""
+    return (
+        type(layer) is Linear
+        and "forward" not in layer.__dict__
+        and layer.__dict__.get("_module_hooks") is None
+    )
 
 
 class TransformerEncoder(Module):
