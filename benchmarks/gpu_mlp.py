@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _reference_mlp import torch_mlp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -77,16 +78,7 @@ class Torch:
 
     def __init__(self, torch, weights: list, x: np.ndarray, y: np.ndarray) -> None:
         self.torch = torch
-        layers = []
-        for i, (w, b) in enumerate(weights):
-            linear = torch.nn.Linear(w.shape[1], w.shape[0])
-            with torch.no_grad():
-                linear.weight.copy_(torch.from_numpy(w))
-                linear.bias.copy_(torch.from_numpy(b))
-            layers.append(linear)
-            if i < len(weights) - 1:
-                layers.append(torch.nn.ReLU())
-        self.model = torch.nn.Sequential(*layers).cuda()
+        self.model = torch_mlp(torch, weights).cuda()
         self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01)
         self.x = torch.from_numpy(x).cuda()
         self.y = torch.from_numpy(y).cuda()

@@ -55,6 +55,7 @@ from _timing import (
 use_repository_checkout()
 
 import numpy as np  # noqa: E402
+from _reference_mlp import torch_mlp  # noqa: E402
 
 import autograd_async as aa  # noqa: E402
 import autograd_async.nn  # noqa: E402, F401 - aa.nn
@@ -257,16 +258,7 @@ class TorchStep:
         import torch  # noqa: PLC0415
 
         self.torch = torch
-        layers: list[Any] = []
-        for i, (w, b) in enumerate(weights):
-            linear = torch.nn.Linear(w.shape[1], w.shape[0])
-            with torch.no_grad():
-                linear.weight.copy_(torch.from_numpy(w))
-                linear.bias.copy_(torch.from_numpy(b))
-            layers.append(linear)
-            if i < len(weights) - 1:
-                layers.append(torch.nn.ReLU())
-        self.model = torch.nn.Sequential(*layers)
+        self.model = torch_mlp(torch, weights)
         self.opt = torch.optim.SGD(self.model.parameters(), lr=LR)
         self.x = torch.from_numpy(x)
         self.y = torch.from_numpy(y)

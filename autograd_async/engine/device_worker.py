@@ -347,11 +347,7 @@ class DeviceWorker:
             return None, None
         self.running_task = previous
         self.nodes_run += 1
-        try:
-            return self._route(task, node, outputs)
-        except BaseException as exc:  # noqa: BLE001 - e.g. gradients that cannot be summed
-            self.engine.fail_task(task, exc, node, self)
-            return None, None
+        return self._route_or_fail(task, node, outputs)
 
     def _execute_on_streams(self, node: Node, task: GraphTask, inputs: list) -> tuple:
         """`_execute` on the node's stream: gradients read and written there, consumers' streams
@@ -406,11 +402,7 @@ class DeviceWorker:
             if switch:
                 self._use_stream(default)
         self.nodes_run += 1
-        try:
-            return self._route(task, node, outputs)
-        except BaseException as exc:  # noqa: BLE001 - e.g. gradients that cannot be summed
-            self.engine.fail_task(task, exc, node, self)
-            return None, None
+        return self._route_or_fail(task, node, outputs)
 
     def _deliver_when_copied(self, node: Node, target: DeviceWorker, item: tuple) -> None:
         """Hand a gradient copied to host memory to `target` once its copy has completed.
@@ -426,6 +418,14 @@ class DeviceWorker:
             backend.when_complete(event, target.loop, lambda: target.submit(item))
         except RuntimeError as exc:  # the target's loop has closed
             self.engine.reject(item, exc, target)
+
+    def _route_or_fail(self, task: GraphTask, node: Node, outputs: tuple) -> tuple:
+        """`_route`, failing the task (not the worker) when the gradients cannot be routed."""
+        try:
+            return self._route(task, node, outputs)
+        except BaseException as exc:  # noqa: BLE001 - e.g. gradients that cannot be summed
+            self.engine.fail_task(task, exc, node, self)
+            return None, None
 
     def _route(self, task: GraphTask, node: Node, outputs: tuple) -> tuple:
         """Deposit gradients for local nodes, hand the rest to their devices' workers.
