@@ -219,6 +219,13 @@ def to_cols_cf(g: Any, win: Windows) -> Any:
     return xp.ascontiguousarray(_moved(g, 1, 0)).reshape((rows, n * win.out_numel))
 
 
+# Below this many wide positions per item, col2im first sums the shifts along the last spatial
+# dim over whole contiguous rows, then adds one strided block per offset of the other dims: the
+# strided adds, whose runs are only this long, dominate for small images. Measured 8x8 and
+# 16x16 images 35% and 15% faster; 32x32 (1088 positions) 5% slower.
+SHORT_WIDE_ROWS = 1024
+
+
 def col2im_cf(cols: Any, win: Windows, n: int) -> Any:
     """The adjoint of `im2col_cf`: (C * kernel, N * positions) added back into (N, C, *size)."""
     xp = xp_of(cols)
@@ -227,12 +234,38 @@ def col2im_cf(cols: Any, win: Windows, n: int) -> Any:
         blocks = cols.reshape((c,) + win.kernel + (n,) + win.out)
         return _add_blocks(_moved(blocks, 1 + len(win.kernel), 0), win)
     steps, wide, length = _wide_geometry(win)
-    blocks = cols.reshape((c, win.kernel_numel, n, wide))
     flat = xp.zeros((n, c, length), dtype=cols.dtype)
     by_channel = flat.transpose(1, 0, 2)
-    for i, offset in enumerate(itertools.product(*(range(k) for k in win.kernel))):
-        start = sum(k * d * st for k, d, st in zip(offset, win.dilation, steps))
-        by_channel[:, :, start : start + wide] += blocks[:, i]
+    if len(win.kernel) > 1 and wide < SHORT_WIDE_ROWS:  # 1-D: the item is one row
+        lead_kernel, rows = win.kernel[:-1], _sum_last_dim_shifts(cols, win, n * wide)
+        rows = rows.reshape((c, math.prod(lead_kernel), -1))
+        for i, offset in enumerate(itertools.product(*(range(k) for k in lead_kernel))):
+            start = sum(k * d * st for k, d, st in zip(offset, win.dilation, steps))
+            by_channel[:, :, start : start + wide] += rows[:, i, : n * wide].reshape((c, n, wide))
+    else:
+        blocks = cols.reshape((c, win.kernel_numel, n, wide))
+        for i, offset in enumerate(itertools.product(*(range(k) for k in win.kernel))):
+            start = sum(k * d * st for k, d, st in zip(offset, win.dilation, steps))
+            by_channel[:, :, start : start + wide] += blocks[:, i]
     grid = flat[:, :, : math.prod(win.padded)].reshape((n, c) + win.padded)
     inner = tuple(slice(lo, lo + size) for lo, size in zip(win.pad_lo, win.size))
     return xp.ascontiguousarray(grid[(slice(None), slice(None), *inner)])
+
+
+def _sum_last_dim_shifts(cols: Any, win: Windows, span: int) -> Any:
+    """Columns (C * kernel, span) summed over the last dim's kernel offsets, each shifted by it.
+
+    Returns (C, kernel without its last dim, span + reach) rows. A shift along the last dim
+    keeps every wide row's values inside that row (its extra positions, zero in a gradient,
+    absorb it), so whole rows of the batch shift at once, as contiguous adds.
+    """
+    xp = xp_of(cols)
+    last, dilation = win.kernel[-1], win.dilation[-1]
+    lead = cols.shape[0] // last
+    blocks = cols.reshape((lead, last, span))
+    rows = xp.empty((lead, span + dilation * (last - 1)), dtype=cols.dtype)
+    rows[:, :span] = blocks[:, 0]
+    rows[:, span:] = 0
+    for k in range(1, last):
+        rows[:, k * dilation : k * dilation + span] += blocks[:, k]
+    return rows
