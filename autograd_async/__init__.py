@@ -61,6 +61,7 @@ from .grad_mode import (
     set_grad_enabled,
 )
 from .ops import *  # noqa: F403 - the op functions: add, mul, matmul, sum, ...
+from .ops.intra_op import get_num_threads, set_num_threads
 from .serialization import load, save
 from .tensor import (
     Tensor,
@@ -156,4 +157,6 @@ __all__ = [
     "randperm",
     "cuda",
     "from_dlpack",
+    "get_num_threads",
+    "set_num_threads",
 ]
