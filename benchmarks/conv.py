@@ -3,12 +3,15 @@
 One step: `out = conv2d(x, w, b, padding=1)`, `(out * v).sum().backward()` (gradients of the input,
 the weight and the bias), float32, batch 32, 16 -> 32 channels, 3x3 kernel, 32x32 images.
 Both start from the same arrays. Ours runs im2col (one strided copy) and one matmul forward,
-one matmul for the weight's gradient and a matmul plus col2im for the input's.
+one matmul for the weight's gradient and a matmul plus col2im for the input's; the copies run as
+two halves of the batch on two threads (`aa.set_num_threads`, read from OMP_NUM_THREADS like
+torch's), the matmuls on BLAS's own threads.
 
 The contenders run in blocks that alternate over several rounds (torch's OpenMP pool and NumPy's
 BLAS pool would fight for the cores if interleaved step by step), each block after a short pause
 and warm-up steps. Figures are medians of the timed steps; the target is on the ratio of medians.
-`--threads N` gives BLAS and torch the same thread count (both use their defaults otherwise).
+`--threads N` gives BLAS, our intra-op pool and torch the same thread count (each library's
+default otherwise).
 
 Run:  python benchmarks/conv.py [--reps 30] [--rounds 3] [--threads N] [--quick]
 """
@@ -142,7 +145,8 @@ def main() -> int:
     print(__doc__.splitlines()[0])
     print(machine_line())
     print(f"conv2d float32, batch {batch}, {cin} -> {cout} channels, 3x3, {size}x{size}, "
-          f"padding 1; BLAS threads: {blas_threads()}; torch threads {torch_threads}; "
+          f"padding 1; BLAS threads: {blas_threads()}; ours intra-op threads "
+          f"{aa.get_num_threads()}; torch threads {torch_threads}; "
           f"{gc_label()}; {reps} timed steps in {rounds} round(s), {warmup} warm-up per block")
 
     ours, theirs = OursStep(arrays), TorchStep(arrays)

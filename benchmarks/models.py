@@ -10,8 +10,8 @@ A step is zero_grad, forward, cross-entropy, backward and an AdamW update. Both 
 from the same weights (ours are loaded from torch's state_dict) and see the same batches.
 Rounds alternate blocks of ours and torch's steps; medians of step times, and the median of the
 per-round ratios of each library's faster setting: torch with its default threads and with one,
-ours with NumPy's default BLAS threads and with one (as the examples run, where a loader thread
-and the device worker share the cores).
+ours with NumPy's default BLAS threads and intra-op threads and with one of each (as the examples
+run, where a loader thread and the device worker share the cores).
 
 Run:  python benchmarks/models.py [--reps 7] [--steps 20] [--quick]
 """
@@ -147,10 +147,13 @@ def compare(name: str, torch, ours_model, torch_model, x, y, classes, reps, step
         "torch (1 thread)": [],
     }
     default_threads = torch.get_num_threads()
+    ours_threads = aa.get_num_threads()
     for _ in range(reps):
         results["ours"].append(time_block(contenders["ours"], steps))
+        aa.set_num_threads(1)  # our intra-op helper too, as torch.set_num_threads(1) below
         with threadpool_limits(limits=1, user_api="blas"):
             results["ours (1 BLAS thread)"].append(time_block(contenders["ours"], steps))
+        aa.set_num_threads(ours_threads)
         results["torch"].append(time_block(contenders["torch"], steps))
         torch.set_num_threads(1)
         results["torch (1 thread)"].append(time_block(contenders["torch"], steps))
