@@ -27,8 +27,10 @@ from .windows import (
 )
 
 # Below this many column elements (C * kernel * N * positions) a convolution runs whole on its
-# caller: handing half to the helper thread costs tens of microseconds.
-SPLIT_MIN_COLUMNS = 1 << 18
+# caller: handing half to the helper thread costs tens of microseconds (hundreds when the other
+# core is busy), as much as the copies of a small convolution save (the examples' CNN's second
+# convolution, 0.7M elements, ran slower split).
+SPLIT_MIN_COLUMNS = 1 << 21
 
 
 def weight_matrix(w: Any, groups: int) -> Any:
