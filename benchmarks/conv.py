@@ -3,9 +3,9 @@
 One step: `out = conv2d(x, w, b, padding=1)`, `(out * v).sum().backward()` (gradients of the input,
 the weight and the bias), float32, batch 32, 16 -> 32 channels, 3x3 kernel, 32x32 images.
 Both start from the same arrays. Ours runs im2col (one strided copy) and one matmul forward,
-one matmul for the weight's gradient and a matmul plus col2im for the input's; the copies run as
-two halves of the batch on two threads (`aa.set_num_threads`, read from OMP_NUM_THREADS like
-torch's), the matmuls on BLAS's own threads.
+one matmul for the weight's gradient and a matmul plus col2im for the input's; the matmuls run on
+BLAS's own threads (and, with `--threads 2`, the copies as two halves of the batch on two threads,
+`aa.set_num_threads`).
 
 The contenders run in blocks that alternate over several rounds (torch's OpenMP pool and NumPy's
 BLAS pool would fight for the cores if interleaved step by step), each block after a short pause
@@ -141,6 +141,8 @@ def main() -> int:
                              "pages for their large temporaries)")
     args = parser.parse_args()
     retained = not args.default_malloc and retain_freed_memory()
+    if args.threads is not None:
+        aa.set_num_threads(args.threads)
     batch, size = (2, 8) if args.quick else (args.batch, args.size)
     cin, cout = 16, 32
     reps = args.reps or (3 if args.quick else 30)

@@ -2,10 +2,10 @@
 
 The columns are laid out (C * kernel, N * positions), so the whole batch is one 2-D matmul per
 group, and so is the weight's gradient. NumPy's BLAS spreads those matmuls over the cores by
-itself, but not im2col, col2im and the layout copies, a third of the op: for a large batch each
-of those runs as two halves at once, one on the intra-op helper thread (`intra_op`). The
-matmuls stay whole on the caller: two threads each calling a multithreaded OpenBLAS at once
-made a step several times slower (measured on two cores).
+itself, but not im2col, col2im and the layout copies, a third of the op: with intra-op threads
+set (`intra_op`, one by default) each of those runs as two halves of a large batch at once, one
+on a helper thread. The matmuls stay whole on the caller: two threads each calling a
+multithreaded OpenBLAS at once made a step several times slower (measured on two cores).
 """
 
 from __future__ import annotations

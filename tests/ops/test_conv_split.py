@@ -97,4 +97,4 @@ def test_set_num_threads_validates_and_round_trips() -> None:
             set_num_threads(0)
     finally:
         set_num_threads(before)
-    assert aa.get_num_threads() == before
+    assert aa.get_num_threads() == before == 1  # one by default: nothing splits unless asked
