@@ -62,6 +62,7 @@ from .grad_mode import (
     set_grad_enabled,
 )
 from .ops import *  # noqa: F403 - the op functions: add, mul, matmul, sum, ...
+from .ops.intra_op import get_num_threads, set_num_threads
 from .serialization import load, save
 from .streams import (
     Event,
@@ -175,4 +176,6 @@ __all__ = [
     "default_stream",
     "stream",
     "synchronize",
+    "get_num_threads",
+    "set_num_threads",
 ]

@@ -3,14 +3,19 @@
 One step: `out = conv2d(x, w, b, padding=1)`, `(out * v).sum().backward()` (gradients of the input,
 the weight and the bias), float32, batch 32, 16 -> 32 channels, 3x3 kernel, 32x32 images.
 Both start from the same arrays. Ours runs im2col (one strided copy) and one matmul forward,
-one matmul for the weight's gradient and a matmul plus col2im for the input's.
+one matmul for the weight's gradient and a matmul plus col2im for the input's; the matmuls run on
+BLAS's own threads (and, with `--threads 2`, the copies as two halves of the batch on two threads,
+`aa.set_num_threads`).
 
 The contenders run in blocks that alternate over several rounds (torch's OpenMP pool and NumPy's
 BLAS pool would fight for the cores if interleaved step by step), each block after a short pause
 and warm-up steps. Figures are medians of the timed steps; the target is on the ratio of medians.
-`--threads N` gives BLAS and torch the same thread count (both use their defaults otherwise).
+`--threads N` gives BLAS, our intra-op pool and torch the same thread count (each library's
+default otherwise). The process keeps freed memory for reuse (`utils.malloc`, for both libraries
+alike) unless `--default-malloc` is given.
 
-Run:  python benchmarks/conv.py [--reps 30] [--rounds 3] [--threads N] [--quick]
+Run:  python benchmarks/conv.py [--reps 30] [--rounds 3] [--threads N] [--default-malloc]
+      [--quick]
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ import numpy as np  # noqa: E402
 
 import autograd_async as aa  # noqa: E402
 from autograd_async.nn import functional as F  # noqa: E402, N812
+from autograd_async.utils.malloc import retain_freed_memory  # noqa: E402
 
 TARGET_VS_TORCH = 2.0
 
@@ -130,7 +136,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None,
                         help="BLAS and torch threads (default: each library's own default)")
+    parser.add_argument("--default-malloc", action="store_true",
+                        help="keep glibc's default thresholds (both libraries fault in fresh "
+                             "pages for their large temporaries)")
     args = parser.parse_args()
+    retained = not args.default_malloc and retain_freed_memory()
+    if args.threads is not None:
+        aa.set_num_threads(args.threads)
     batch, size = (2, 8) if args.quick else (args.batch, args.size)
     cin, cout = 16, 32
     reps = args.reps or (3 if args.quick else 30)
@@ -142,8 +154,10 @@ def main() -> int:
     print(__doc__.splitlines()[0])
     print(machine_line())
     print(f"conv2d float32, batch {batch}, {cin} -> {cout} channels, 3x3, {size}x{size}, "
-          f"padding 1; BLAS threads: {blas_threads()}; torch threads {torch_threads}; "
-          f"{gc_label()}; {reps} timed steps in {rounds} round(s), {warmup} warm-up per block")
+          f"padding 1; BLAS threads: {blas_threads()}; ours intra-op threads "
+          f"{aa.get_num_threads()}; torch threads {torch_threads}; "
+          f"{gc_label()}; {reps} timed steps in {rounds} round(s), {warmup} warm-up per block; "
+          f"freed memory {'retained' if retained else 'returned (default malloc)'}")
 
     ours, theirs = OursStep(arrays), TorchStep(arrays)
     diffs = [float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-12))

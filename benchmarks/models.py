@@ -10,10 +10,13 @@ A step is zero_grad, forward, cross-entropy, backward and an AdamW update. Both 
 from the same weights (ours are loaded from torch's state_dict) and see the same batches.
 Rounds alternate blocks of ours and torch's steps; medians of step times, and the median of the
 per-round ratios of each library's faster setting: torch with its default threads and with one,
-ours with NumPy's default BLAS threads and with one (as the examples run, where a loader thread
-and the device worker share the cores).
+ours with NumPy's default BLAS threads and intra-op threads and with one of each (as the examples
+run, where a loader thread and the device worker share the cores).
 
-Run:  python benchmarks/models.py [--reps 7] [--steps 20] [--quick]
+The process keeps freed memory for reuse (`autograd_async.utils.malloc`, both libraries alike)
+unless `--default-malloc` is given.
+
+Run:  python benchmarks/models.py [--reps 7] [--steps 20] [--default-malloc] [--quick]
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from transformer import VOCAB, SequenceModel, make_batch  # noqa: E402
 
 import autograd_async as aa  # noqa: E402
 from autograd_async import nn  # noqa: E402
+from autograd_async.utils.malloc import retain_freed_memory  # noqa: E402
 
 TARGET_VS_TORCH = 1.5
 
@@ -147,10 +151,13 @@ def compare(name: str, torch, ours_model, torch_model, x, y, classes, reps, step
         "torch (1 thread)": [],
     }
     default_threads = torch.get_num_threads()
+    ours_threads = aa.get_num_threads()
     for _ in range(reps):
         results["ours"].append(time_block(contenders["ours"], steps))
+        aa.set_num_threads(1)  # our intra-op helper too, as torch.set_num_threads(1) below
         with threadpool_limits(limits=1, user_api="blas"):
             results["ours (1 BLAS thread)"].append(time_block(contenders["ours"], steps))
+        aa.set_num_threads(ours_threads)
         results["torch"].append(time_block(contenders["torch"], steps))
         torch.set_num_threads(1)
         results["torch (1 thread)"].append(time_block(contenders["torch"], steps))
@@ -173,7 +180,10 @@ def main() -> None:
     """Time both models' steps and print the tables and verdicts."""
     parser = argument_parser(__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=None, help="steps per timed block")
+    parser.add_argument("--default-malloc", action="store_true",
+                        help="keep glibc's default thresholds (fresh pages for large temporaries)")
     args = parser.parse_args()
+    retained = not args.default_malloc and retain_freed_memory()
     import torch  # noqa: PLC0415
 
     pin_torch_threads(None)
@@ -181,6 +191,7 @@ def main() -> None:
     steps = args.steps or (3 if args.quick else 20)
     rng = np.random.default_rng(0)
     print(machine_line())
+    print(f"freed memory {'retained' if retained else 'returned (default malloc)'}")
     torch.manual_seed(0)
     aa.manual_seed(0)
     images = rng.standard_normal((32, 64)).astype(np.float32)

@@ -14,6 +14,7 @@ from typing import Any
 from ..tensor import Tensor
 from . import dual
 from .base import Op
+from .conv_arrays import conv_backward, conv_forward, weight_matrix
 from .dual import as_array, swap_last
 from .windows import (
     Windows,
@@ -75,9 +76,10 @@ def _bias_grad(g: Any) -> Any:
 class ConvolutionBackward0(Op):
     """input (N, C, *size) * weight (O, C / groups, *kernel) + bias, via im2col and one matmul.
 
-    The columns are laid out (C * kernel, N * positions), so the whole batch is one 2-D matmul
-    (per group), and so is the weight's gradient; with unit strides the positions run over the
-    padded grid (see `windows`), which makes im2col and col2im long contiguous copies and adds.
+    The array math is `conv_arrays`: columns laid out (C * kernel, N * positions), so the whole
+    batch is one 2-D matmul (per group), and so is the weight's gradient; with unit strides the
+    positions run over the padded grid (see `windows`), which makes im2col and col2im long
+    contiguous copies and adds. A large batch runs as two halves at once.
     """
 
     __slots__ = ("_win", "_groups", "_cols", "_w_shape")
@@ -88,50 +90,30 @@ class ConvolutionBackward0(Op):
 
     def forward(self, x: Any, w: Any, b: Any = None, *, win: Windows, groups: int) -> Any:
         self._win, self._groups, self._w_shape = win, groups, w.shape
-        cols = self._grouped(im2col_cf(x, win))
-        out = self._weight_matrix(w) @ cols
         # Keep the columns for the weight's gradient (only when it is wanted): recomputing them
         # would cost backward a second copy of the whole input.
-        self._cols = cols if self.needs_input_grad[1] else None
-        out = from_cols_cf(_matrix(out), win, x.shape[0])
-        if b is not None:
-            out += b.reshape(_bias_shape(w.shape[0], len(win.out)))
+        out, self._cols = conv_forward(x, w, b, win, groups, self.needs_input_grad[1])
         return as_array(out)
-
-    def _grouped(self, rows: Any) -> Any:
-        """(R, M) as itself, or (G, R / G, M) with groups."""
-        if self._groups == 1:
-            return rows
-        return rows.reshape((self._groups, rows.shape[0] // self._groups, rows.shape[1]))
 
     def _weight_matrix(self, w: Any) -> Any:
         """The weight as (O, C / G * K), or (G, O / G, C / G * K) with groups."""
-        if self._groups == 1:
-            return w.reshape((w.shape[0], -1))
-        return w.reshape((self._groups, w.shape[0] // self._groups, -1))
+        return weight_matrix(w, self._groups)
 
     def backward(self, g: Any) -> tuple:
         x, w = self.saved(g)
         need = self.needs_input_grad
         if isinstance(g, Tensor):
             gx, gw = self._graph_backward(g, x, w)
+            gb = _bias_grad(g) if len(need) > 2 and need[2] else None
         else:
-            gx, gw = self._array_backward(g, w)
+            if need[1]:
+                self.check_released()
+            gx, gw, gb = conv_backward(
+                g, w, self._cols, self._win, self._groups, self._w_shape, need
+            )
         if len(need) < 3:
             return gx, gw
-        return gx, gw, (_bias_grad(g) if need[2] else None)
-
-    def _array_backward(self, g: Any, w: Any) -> tuple:
-        need = self.needs_input_grad
-        g_rows = self._grouped(to_cols_cf(g, self._win))
-        gx = gw = None
-        if need[1]:
-            self.check_released()
-            gw = (g_rows @ swap_last(self._cols)).reshape(self._w_shape)
-        if need[0]:
-            cols = swap_last(self._weight_matrix(w)) @ g_rows
-            gx = col2im_cf(_matrix(cols), self._win, g.shape[0])
-        return gx, gw
+        return gx, gw, gb
 
     def _grouped_per_item(self, rows: Any) -> Any:
         """(N, R, L) as itself, or (N, G, R / G, L) with groups."""

@@ -1,16 +1,14 @@
 """Pooling: max_pool1d/2d, avg_pool1d/2d, adaptive_avg_pool1d/2d, adaptive_max_pool2d.
 
-Max pools find each window's winner on the raw arrays (one strided view, one argmax) and then
-gather it through a differentiable gather node, so their gradients (a scatter-add at the winners)
-have derivatives of every order; the indices are PyTorch's, flat within each (H, W) plane.
+Max pools are one node each (`ops.max_pool`); adaptive max pools find each window's winner on
+the raw arrays and gather it through a differentiable gather node. Both have gradients of every
+order, and their indices are PyTorch's, flat within each (H, W) plane.
 Average pools are im2col, a sum and a constant divisor; adaptive average pools are products with
 constant averaging matrices.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 from typing import Any
 
 import numpy as np
@@ -18,39 +16,9 @@ import numpy as np
 from ..tensor import Tensor
 from .conv import Im2ColBackward0, expand_param
 from .dual import xp_of
+from .max_pool import max_pool
 from .plane_gather import gather_trailing
-from .windows import Windows, conv_windows, window_view
-
-
-def _flat_in_plane(coords: list[Any], size: tuple[int, ...]) -> Any:
-    """Row-major flat indices within a plane of `size` from per-dim coordinates."""
-    flat = coords[0]
-    for coord, n in zip(coords[1:], size[1:]):
-        flat = flat * n + coord
-    return flat
-
-
-def _window_winners(windows: Any, win: Windows) -> tuple[Any, Any]:
-    """Each window's winning kernel offset (flat) as (N, C, out), and its value, (N, C, *out).
-
-    One pass per kernel offset over strided views (no copy of the windows): an offset wins when
-    its value is greater than the best so far, or NaN, so the last NaN of a window wins, as in
-    PyTorch's kernel. Padding holds the lowest value and is moved off afterwards.
-    """
-    xp = xp_of(windows)
-    lead = (slice(None), slice(None))
-    offsets = itertools.product(*(range(k) for k in win.kernel))
-    best = windows[lead + next(offsets)].copy()
-    winner = xp.zeros(best.shape, dtype=np.int64)
-    floating = best.dtype.kind == "f"
-    for i, offset in enumerate(offsets, start=1):
-        value = windows[lead + offset]
-        better = value > best
-        if floating:
-            better |= value != value  # NaN
-        xp.copyto(best, value, where=better)
-        winner[better] = i
-    return winner.reshape(winner.shape[:2] + (win.out_numel,)), best
+from .windows import Windows, conv_windows
 
 
 def _last_nan_wins(stacked: Any, winner: Any, axis: int) -> Any:
@@ -65,34 +33,6 @@ def _last_nan_wins(stacked: Any, winner: Any, axis: int) -> Any:
         return winner
     backwards = xp.flip(xp.isnan(stacked), axis=axis).argmax(axis=axis)
     return xp.where(has_nan, stacked.shape[axis] - 1 - backwards, winner)
-
-
-def _skip_padding(winner: Any, win: Windows) -> Any:
-    """Winners moved off the padding to the window's first input element.
-
-    Padding holds the lowest value, so it wins only where every input element of the window is
-    that value too (-inf, say); PyTorch's kernel, which never reads padding, then picks the first
-    of them.
-    """
-    xp = xp_of(winner)
-    inside = np.ones((win.kernel_numel, win.out_numel), dtype=bool)
-    for axis, (k, d, s, lo, o, n) in enumerate(zip(win.kernel, win.dilation, win.stride,
-                                                  win.pad_lo, win.out, win.size)):
-        coord = np.add.outer(np.arange(k) * d, np.arange(o) * s) - lo  # (k, o)
-        shape_k = [1] * len(win.kernel)
-        shape_o = [1] * len(win.out)
-        shape_k[axis], shape_o[axis] = k, o
-        ok = ((coord >= 0) & (coord < n)).reshape(tuple(shape_k) + tuple(shape_o))
-        inside &= np.broadcast_to(ok, win.kernel + win.out).reshape(inside.shape)
-    first = xp.asarray(inside.argmax(axis=0))
-    inside = xp.asarray(inside)
-    chosen = inside[winner, xp.arange(win.out_numel)]
-    return xp.where(chosen, winner, first)
-
-
-def _lowest(dtype: Any) -> float | int:
-    """The value that never wins a max: -inf, or the smallest integer."""
-    return -math.inf if np.dtype(dtype).kind == "f" else np.iinfo(dtype).min
 
 
 # ---------------------------------------------------------------- arguments
@@ -148,26 +88,10 @@ def _max_pool(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilati
               ceil_mode: bool, return_indices: bool, dims: int, op: str) -> Any:
     x = _check_rank(input, dims, op)
     win = _pool_windows(x, kernel_size, stride, padding, dilation, ceil_mode, dims, op)
-    data = x._data
-    xp = xp_of(data)
-    n, c = data.shape[:2]
-    winner, best = _window_winners(window_view(data, win, _lowest(data.dtype)), win)
-    if any(win.pad_lo) or any(win.pad_hi):
-        # Only where every element of a window is the lowest value: `best` is that value still.
-        winner = _skip_padding(winner, win)
-    at_kernel = xp.unravel_index(winner, win.kernel)
-    at_window = xp.unravel_index(xp.arange(win.out_numel), win.out)
-    coords = [
-        o * s + k * d - lo
-        for o, k, s, d, lo in zip(at_window, at_kernel, win.stride, win.dilation, win.pad_lo)
-    ]
-    indices = _flat_in_plane(coords, win.size).astype(np.int64, copy=False)
-    out = gather_trailing(x, indices, dims, win.out, values=best)
-    out = _unbatch(out, input, dims)
     if not return_indices:
-        return out
-    index_tensor = Tensor._wrap(indices.reshape((n, c) + win.out), x.device)
-    return out, _unbatch(index_tensor, input, dims)
+        return _unbatch(max_pool(x, win, False), input, dims)
+    out, indices = max_pool(x, win, True)
+    return _unbatch(out, input, dims), _unbatch(indices, input, dims)
 
 
 def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,

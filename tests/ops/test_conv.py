@@ -31,6 +31,9 @@ CONV_CASES = [
     ("conv2d", (3, 6, 6), (2, 3, 2, 2), True, {"stride": 2}),
     ("conv3d", (2, 2, 4, 5, 4), (3, 2, 2, 3, 2), True, {"padding": (1, 0, 1)}),
     ("conv3d", (1, 2, 5, 5, 5), (2, 1, 3, 3, 3), False, {"stride": 2, "groups": 2}),
+    # unit strides with dilation along the last dim: col2im's two-stage sum over short rows
+    ("conv2d", (3, 4, 8, 8), (5, 4, 3, 3), True, {"padding": (1, 2), "dilation": (1, 2)}),
+    ("conv3d", (2, 2, 4, 4, 5), (3, 2, 2, 2, 3), True, {"padding": 1, "dilation": (1, 2, 2)}),
 ]
 
 
@@ -49,6 +52,7 @@ TRANSPOSED_CASES = [
     ("conv_transpose2d", (2, 4, 5, 6), (4, 3, 3, 2), True,
      {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2, "dilation": 2}),
     ("conv_transpose2d", (2, 3, 4, 4), (3, 2, 3, 3), False, {"stride": (2, 1), "padding": (0, 1)}),
+    ("conv_transpose2d", (2, 3, 5, 4), (3, 2, 3, 2), True, {"padding": (1, 0), "dilation": (1, 2)}),
 ]
 
 

@@ -156,3 +156,47 @@ def test_max_pools_pick_the_last_nan_as_torch_does(torch, device) -> None:
     against_torch(torch, lambda t: F.adaptive_max_pool2d(t, (1, 2), return_indices=True),
                   lambda t: tf.adaptive_max_pool2d(t, (1, 2), return_indices=True), x,
                   device=device, grad=[False])
+
+
+TILING_CASES = [  # windows that cover the input exactly once: the backward's one-copy path
+    (lambda m: m.max_pool2d, 2, (3, 4, 8, 8)),
+    (lambda m: m.max_pool2d, (2, 4), (2, 3, 6, 8)),
+    (lambda m: m.max_pool1d, 3, (2, 3, 9)),
+]
+
+
+@pytest.mark.parametrize(("pick", "kernel", "shape"), TILING_CASES)
+def test_max_pool_tiling_windows_match_torch_with_ties(torch, device, pick, kernel, shape) -> None:
+    tf = torch.nn.functional
+    for x in (_r(*shape), np.round(_r(*shape))):  # rounded: ties, where the first offset wins
+        against_torch(torch, lambda t: pick(F)(t, kernel, return_indices=True),
+                      lambda t: pick(tf)(t, kernel, return_indices=True), x, device=device)
+
+
+def test_max_pool_gradient_goes_to_the_last_nan_as_torch_does(torch, device) -> None:
+    x = _r(2, 2, 4, 6)
+    x[0, 0, 0, 0] = x[0, 0, 1, 1] = x[1, 1, 2, 3] = np.nan
+    g = _r(2, 2, 2, 3)
+    for kwargs in ({"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1}):
+        ours = aa.tensor(x, device=device, requires_grad=True)
+        F.max_pool2d(ours, **kwargs).backward(aa.tensor(g, device=device))
+        theirs = torch.tensor(x, requires_grad=True)
+        torch.nn.functional.max_pool2d(theirs, **kwargs).backward(torch.tensor(g))
+        # Overlapping windows add in another order than torch's: equal up to rounding.
+        np.testing.assert_allclose(to_numpy(ours.grad), theirs.grad.numpy(), rtol=1e-14)
+
+
+def test_max_pool_integer_input_matches_torch(torch, device) -> None:
+    x = RNG.integers(-5, 5, (2, 3, 6, 6))
+    for kwargs in ({"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1}):
+        ours, index = F.max_pool2d(aa.tensor(x, device=device), return_indices=True, **kwargs)
+        theirs, their_index = torch.nn.functional.max_pool2d(
+            torch.tensor(x), return_indices=True, **kwargs)
+        np.testing.assert_array_equal(to_numpy(ours), theirs.numpy())
+        np.testing.assert_array_equal(to_numpy(index), their_index.numpy())
+
+
+def test_tiling_max_pool_gradgradcheck(device) -> None:
+    x = aa.tensor(_r(1, 2, 4, 6), device=device, requires_grad=True)
+    assert gradcheck(lambda t: F.max_pool2d(t, 2), (x,))
+    assert gradgradcheck(lambda t: F.max_pool2d(t, 2), (x,))
