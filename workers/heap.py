@@ -16,16 +16,13 @@ allocator of a process that imports it.
 
 from __future__ import annotations
 
-import ctypes
 import sys
+
+from autograd_async.utils.malloc import retain_freed_memory
 
 __all__ = ["DEFAULT_RETAIN_BYTES", "retain_freed_blocks"]
 
 DEFAULT_RETAIN_BYTES = 1 << 30
-# mallopt parameters, from glibc's <malloc.h>.
-_M_TRIM_THRESHOLD = -1
-_M_MMAP_THRESHOLD = -3
-_M_ARENA_MAX = -8
 
 
 def retain_freed_blocks(retain_bytes: int = DEFAULT_RETAIN_BYTES) -> bool:
@@ -34,16 +31,5 @@ def retain_freed_blocks(retain_bytes: int = DEFAULT_RETAIN_BYTES) -> bool:
     process starts threads."""
     if not sys.platform.startswith("linux") or not 0 < retain_bytes < 2**31:
         return False
-    try:
-        libc = ctypes.CDLL(None)
-        libc.gnu_get_libc_version  # noqa: B018 - glibc only: others read these options otherwise
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
-    # One arena: another thread's arena is a heap of at most 64 MiB, so a block that size or
-    # larger made on a compute thread would be mapped afresh whatever the thresholds say.
-    options = ((_M_ARENA_MAX, 1), (_M_MMAP_THRESHOLD, retain_bytes),
-               (_M_TRIM_THRESHOLD, retain_bytes))
-    return all(mallopt(option, value) == 1 for option, value in options)
+    # One arena, so that blocks made on the worker's compute threads come from the same heap.
+    return retain_freed_memory(retain_bytes, retain_bytes, single_arena=True)

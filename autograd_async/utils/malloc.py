@@ -18,25 +18,35 @@ import sys
 # mallopt parameters (glibc's malloc.h).
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
-# glibc refuses an mmap threshold above this on 64-bit (DEFAULT_MMAP_THRESHOLD_MAX).
+M_ARENA_MAX = -8
+# glibc's own ceiling for its adaptive mmap threshold on 64-bit (DEFAULT_MMAP_THRESHOLD_MAX);
+# older releases refuse a setting above it.
 MAX_MMAP_THRESHOLD = 32 << 20
 
 
 def retain_freed_memory(
-    mmap_threshold: int = MAX_MMAP_THRESHOLD, trim_threshold: int = 256 << 20
+    mmap_threshold: int = MAX_MMAP_THRESHOLD,
+    trim_threshold: int = 256 << 20,
+    single_arena: bool = False,
 ) -> bool:
     """Serve blocks below `mmap_threshold` from the heap and trim it only past `trim_threshold`.
 
-    Returns whether the C library took both settings (False off glibc, e.g. on macOS or musl).
+    `single_arena` keeps every thread on the main heap: another thread's arena holds at most
+    64 MiB, so larger blocks made on a worker thread would be mapped afresh whatever the
+    thresholds say. Call it before the process starts threads. Returns whether the C library took
+    every setting (False, with nothing changed, off glibc: macOS, musl).
     """
     if not sys.platform.startswith("linux"):
         return False
     try:
-        mallopt = ctypes.CDLL(None).mallopt  # the process's own C library
+        libc = ctypes.CDLL(None)  # the process's own C library
+        libc.gnu_get_libc_version  # noqa: B018 - glibc only: others read these options otherwise
+        mallopt = libc.mallopt
     except (OSError, AttributeError):
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
-    took_mmap = mallopt(M_MMAP_THRESHOLD, int(mmap_threshold)) == 1
-    took_trim = mallopt(M_TRIM_THRESHOLD, int(trim_threshold)) == 1
-    return took_mmap and took_trim
+    options = [(M_MMAP_THRESHOLD, int(mmap_threshold)), (M_TRIM_THRESHOLD, int(trim_threshold))]
+    if single_arena:
+        options.insert(0, (M_ARENA_MAX, 1))
+    return all(mallopt(option, value) == 1 for option, value in options)
