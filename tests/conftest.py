@@ -24,8 +24,9 @@ def torch():
     return pytest.importorskip("torch")
 
 
-# Files that never put arrays through the library's device paths: command lines, wire fuzzing,
-# stub freshness, the benchmark scripts' smoke runs, Ray placement, plotting. The second CI pass,
+# Files that never put arrays on a sim device: command lines, wire fuzzing, stub freshness, the
+# benchmark scripts' smoke runs, Ray placement, plotting, and worker failures, limits and the
+# distributed example, whose tensors all live on the cpu. The second CI pass,
 # under the CUDA-faithful sim rules (AUTOGRAD_ASYNC_SIM=cuda), leaves them out with
 # `-m "not rules_free"`: they would pass the same way and take a third of the suite's time.
 RULES_FREE_FILES = frozenset(
@@ -37,6 +38,9 @@ RULES_FREE_FILES = frozenset(
         "tests/distributed/test_fuzz.py",
         "tests/distributed/test_ray.py",
         "tests/profiler/test_plot_and_cli.py",
+        "tests/distributed/test_failures.py",
+        "tests/distributed/test_worker_limits.py",
+        "tests/distributed/test_example.py",
     }
 )
 
