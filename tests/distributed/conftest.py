@@ -12,8 +12,10 @@ import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
+from autograd_async import distributed as dist
 from autograd_async.distributed import Client
 from autograd_async.distributed.auth import ClientHandshake
 from autograd_async.distributed.wire import BadFrame, Frame, FrameReader, encode_frame
@@ -299,3 +301,26 @@ async def client(cluster):
     """A client of the module's cluster, closed after the test."""
     async with Client(cluster.addresses, token=cluster.token, timeout=10.0) as c:
         yield c
+
+
+async def train_like_local(client, pairs, opt, local_opt, inputs) -> None:
+    """Train two remote modules in a distributed context beside the same two modules locally,
+    one step per input: the losses agree at every step and the parameters at the end.
+
+    `pairs` is ((remote_first, local_first), (remote_second, local_second)); the model is
+    `second(first(x).relu())` with the mean square as the loss."""
+    (r1, first), (r2, second) = pairs
+    for x in inputs:
+        async with dist.context(client) as ctx:
+            loss = (await r2((await r1(x)).relu())).square().mean()
+            await dist.backward(ctx, [loss])
+            await opt.step(ctx)
+        local_opt.zero_grad()
+        local_loss = second(first(x).relu()).square().mean()
+        local_loss.backward()
+        local_opt.step()
+        assert abs(loss.item() - local_loss.item()) < 1e-5
+    for rm, module in pairs:
+        state = await rm.state_dict()
+        for name, value in module.state_dict().items():
+            np.testing.assert_allclose(state[name].numpy(), value.numpy(), rtol=1e-5, atol=1e-6)

@@ -18,7 +18,7 @@ from autograd_async import nn, optim
 from autograd_async.distributed import DistributedOptimizer, RemoteModule, WorkerLostError
 from workers.ray import RAY_MISSING, RayWorkerError, RayWorkers, TlsFiles
 
-from .conftest import TOKEN, WORKER_LOAD
+from .conftest import TOKEN, WORKER_LOAD, train_like_local
 
 ray = pytest.importorskip("ray")
 
@@ -118,21 +118,8 @@ async def test_remote_modules_on_ray_workers_train_like_local_ones(client):
     opt = DistributedOptimizer(optim.SGD, r1.parameter_refs() + r2.parameter_refs(), lr=0.1,
                                momentum=0.9)
     local_opt = optim.SGD([*first.parameters(), *second.parameters()], lr=0.1, momentum=0.9)
-    for step in range(3):
-        x = ag.tensor(data((6, 5), 10 + step).astype(np.float32))
-        async with dist.context(client) as ctx:
-            loss = (await r2((await r1(x)).relu())).square().mean()
-            await dist.backward(ctx, [loss])
-            await opt.step(ctx)
-        local_opt.zero_grad()
-        local_loss = second(first(x).relu()).square().mean()
-        local_loss.backward()
-        local_opt.step()
-        assert abs(loss.item() - local_loss.item()) < 1e-5
-    for rm, module in ((r1, first), (r2, second)):
-        state = await rm.state_dict()
-        for name, value in module.state_dict().items():
-            np.testing.assert_allclose(state[name].numpy(), value.numpy(), rtol=1e-5, atol=1e-6)
+    inputs = [ag.tensor(data((6, 5), 10 + step).astype(np.float32)) for step in range(3)]
+    await train_like_local(client, ((r1, first), (r2, second)), opt, local_opt, inputs)
     await opt.aclose()
     await r1.aclose()
     await r2.aclose()

@@ -15,6 +15,8 @@ from autograd_async.distributed import (
     RemoteModule,
 )
 
+from .conftest import train_like_local
+
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -86,22 +88,8 @@ async def test_distributed_optimizer_matches_a_local_one(client, opt_class, kwar
     opt = DistributedOptimizer(opt_class, r1.parameter_refs() + r2.parameter_refs(), **kwargs)
     local_opt = opt_class([*first.parameters(), *second.parameters()], **kwargs)
     assert sorted(opt.workers) == ["w1", "w3"]
-    for step in range(3):
-        x = batch((6, 5), 10 + step)
-        async with dist.context(client) as ctx:
-            h = (await r1(x)).relu()
-            loss = (await r2(h)).square().mean()
-            await dist.backward(ctx, [loss])
-            await opt.step(ctx)
-        local_opt.zero_grad()
-        local_loss = second(first(x).relu()).square().mean()
-        local_loss.backward()
-        local_opt.step()
-        assert abs(loss.item() - local_loss.item()) < 1e-5
-    for rm, module in ((r1, first), (r2, second)):
-        state = await rm.state_dict()
-        for name, value in module.state_dict().items():
-            np.testing.assert_allclose(state[name].numpy(), value.numpy(), rtol=1e-5, atol=1e-6)
+    inputs = [batch((6, 5), 10 + step) for step in range(3)]
+    await train_like_local(client, ((r1, first), (r2, second)), opt, local_opt, inputs)
     await opt.aclose()
     stats = await client.stats("w1")
     assert stats["optimizers"] == 0
