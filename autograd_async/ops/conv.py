@@ -109,7 +109,7 @@ class ConvolutionBackward0(Op):
             if need[1]:
                 self.check_released()
             gx, gw, gb = conv_backward(
-                g, w, self._cols, self._win, self._groups, self._w_shape, need, x
+                g, w, self._cols, self._win, self._groups, self._w_shape, need
             )
         if len(need) < 3:
             return gx, gw
