@@ -18,6 +18,7 @@ import numpy as np
 
 from .backends.sanitizer import enabled as sanitizer_enabled
 from .backends.sanitizer import sanitizer
+from .backends.sanitizer import watches as sanitizer_watches
 from .devices import Device, array_module, check_entered
 from .graph import Node, init_node
 from .ops.dual import can_sum_to, cast, sum_to, xp_of
@@ -506,7 +507,7 @@ def check_sum_streams(node: Node, held: Any, grad: Any, total: Any) -> None:
     """The sanitizer: gradients summed for `node` are read and written on its stream (the
     consumer's, as PyTorch accumulates), or on the host for a cpu node."""
     device = node.device
-    if device.type == "sim":
+    if sanitizer_watches(device):
         stream = node._stream
         if stream is None:
             stream = streams_for(device).default_stream(device)

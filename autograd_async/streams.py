@@ -19,6 +19,7 @@ from typing import Any
 
 from .backends.sanitizer import StreamRaceError, sanitizer
 from .backends.sanitizer import enabled as sanitizer_enabled
+from .backends.sanitizer import watches as sanitizer_watches
 from .backends.stream_context import override_for, stream_overrides, with_override
 from .backends.streams_base import StreamBackend
 from .devices import Device, backend_for, check_available, cuda_is_available, move_array
@@ -232,7 +233,7 @@ def copy_between(array: Any, src: Device, dst: Device, non_blocking: bool = Fals
         if non_blocking and hasattr(src_streams, "copy_to_host_async"):
             return src_streams.copy_to_host_async(array, source)
         out = move_array(array, src, dst)
-        if src.type == "sim" and sanitizer_enabled():
+        if sanitizer_enabled() and sanitizer_watches(src):
             sanitizer.access(array, src, source, False, "a copy to the host")
             if non_blocking:
                 sanitizer.written_by(out, dst, source, "a copy to the host")

@@ -15,6 +15,7 @@ import numpy as np
 from . import devices as _devices
 from . import grad_mode
 from .backends.sanitizer import sanitizer
+from .backends.sanitizer import watches as sanitizer_watches
 from .backends.sim_mode import sim_mode_state
 from .devices import CPU, Device
 from .dtypes import (  # noqa: F401 - the element types, re-exported from here
@@ -244,7 +245,7 @@ class Tensor:
     def _bump_version(self) -> None:
         source = self._version_source
         (self if source is None else source)._ver += 1
-        if sim_mode_state.mode == "cuda" and self.device.type == "sim":  # an in-place write
+        if sim_mode_state.mode == "cuda" and sanitizer_watches(self.device):  # an in-place write
             sanitizer.write(self._data, self.device, "an in-place op")
 
     def _is_view(self) -> bool:
@@ -535,7 +536,7 @@ def made(t: Tensor) -> Tensor:
     """A tensor just created by a factory: an inference tensor inside inference mode."""
     if grad_mode.inference_enabled.get() and type(t) is Tensor:
         t.__class__ = InferenceTensor
-    if sim_mode_state.mode == "cuda" and t.device.type == "sim":  # creation writes, as in CSAN
+    if sim_mode_state.mode == "cuda" and sanitizer_watches(t.device):  # creation writes, as in CSAN
         sanitizer.write(t._data, t.device, "tensor creation")
     return t
 

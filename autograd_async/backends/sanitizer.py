@@ -48,6 +48,15 @@ def enabled() -> bool:
     return sim_mode_state.mode == "cuda"
 
 
+#: The device type whose arrays the sanitizer tracks: sim devices, the ones with logical streams.
+WATCHED_TYPE = "sim"
+
+
+def watches(device: Any) -> bool:
+    """True when the sanitizer tracks `device`'s arrays (the mode is checked by `enabled`)."""
+    return device.type == WATCHED_TYPE
+
+
 def _owner(array: Any) -> Any:
     """The object owning the array's memory (NumPy views point at it through `.base`)."""
     owner = array

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..backends.sanitizer import sanitizer
+from ..backends.sanitizer import watches as sanitizer_watches
 from ..backends.stream_context import override_for
 from ..streams import streams_for
 
@@ -118,7 +119,7 @@ def check_reads(node: Node, stream: Any, inputs: list) -> None:
     device = node.device
     if device.type == "cpu":
         stream = sanitizer.world.host
-    elif device.type != "sim":
+    elif not sanitizer_watches(device):
         return
     name = node.name()
     for grad in inputs:
@@ -131,13 +132,13 @@ def check_writes(node: Node, stream: Any, outputs: tuple) -> None:
     device = node.device
     name = node.name()
     variable = getattr(node, "variable", None)
-    if variable is not None and device.type == "sim" and variable._grad is not None:
+    if variable is not None and sanitizer_watches(device) and variable._grad is not None:
         sanitizer.access(variable._grad._data, device, stream, True, name)
     for (nxt, _), grad in zip(node.next_functions, outputs):
         if nxt is None or grad is None:
             continue
         where = nxt.device
-        if where.type != "sim":
+        if not sanitizer_watches(where):
             continue  # host memory: written by the host, or by a copy that recorded itself
         writer = stream if where is device else sanitizer.stream_for(where)
         sanitizer.access(_array(grad), where, writer, True, name)
