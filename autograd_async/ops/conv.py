@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from ..tensor import Tensor
-from . import dual
+from . import conv_items, dual
 from .base import Op
 from .conv_arrays import conv_backward, conv_forward, weight_matrix
 from .dual import as_array, swap_last
@@ -82,7 +82,7 @@ class ConvolutionBackward0(Op):
     contiguous copies and adds. A large batch runs as two halves at once.
     """
 
-    __slots__ = ("_win", "_groups", "_cols", "_w_shape")
+    __slots__ = ("_win", "_groups", "_cols", "_w_shape", "_by_parts")
     saved_slots = ("_cols",)
     op_name = "convolution"
     saved_inputs = (0, 1)
@@ -90,6 +90,12 @@ class ConvolutionBackward0(Op):
 
     def forward(self, x: Any, w: Any, b: Any = None, *, win: Windows, groups: int) -> Any:
         self._win, self._groups, self._w_shape = win, groups, w.shape
+        self._by_parts = conv_items.applies(x, win)
+        if self._by_parts:
+            # Keeps the padded input: backward builds each part's columns again from it.
+            out, padded = conv_items.forward(x, w, b, win, groups)
+            self._cols = padded if self.needs_input_grad[1] else None
+            return out
         # Keep the columns for the weight's gradient (only when it is wanted): recomputing them
         # would cost backward a second copy of the whole input.
         out, self._cols = conv_forward(x, w, b, win, groups, self.needs_input_grad[1])
@@ -108,9 +114,8 @@ class ConvolutionBackward0(Op):
         else:
             if need[1]:
                 self.check_released()
-            gx, gw, gb = conv_backward(
-                g, w, self._cols, self._win, self._groups, self._w_shape, need
-            )
+            rule = conv_items.backward if self._by_parts else conv_backward
+            gx, gw, gb = rule(g, w, self._cols, self._win, self._groups, self._w_shape, need)
         if len(need) < 3:
             return gx, gw
         return gx, gw, gb

@@ -1,30 +1,81 @@
-"""Intra-op parallelism: a large NumPy kernel split over the batch, one part on a helper thread.
+"""Intra-op parallelism: a large NumPy kernel run as parts, shared by its caller and helpers.
 
-NumPy's copies and ufuncs run on one core, and its BLAS spreads only the matmuls over the
-others. With more than one thread set here, a large convolution runs its im2col, col2im and
-layout copies as two halves of the batch at once, one on a helper thread (NumPy releases the
-GIL inside its kernels). PyTorch's counterpart is its intra-op pool, set by
-`torch.set_num_threads`; ours has the same setter, but it defaults to one thread: on the
-two-vCPU machine the benchmarks ran on, those copies are bound by memory bandwidth, and the
-split took 1.00 and 0.98 of the whole-batch time in paired blocks (two and one BLAS threads,
-load average 1.4), while adding a dependency on a second thread being scheduled, which cost up
-to several times the step on a busy machine. The count is process-wide, as PyTorch's is.
+NumPy's copies and ufuncs run on one core, and its BLAS spreads a matmul over the cores well
+only when the matmul is large. A large convolution instead runs as parts of its batch
+(`conv_arrays`), taken by its caller and by helper threads (NumPy releases the GIL inside its
+kernels). PyTorch's counterpart is its intra-op pool, set by `torch.set_num_threads`; ours has
+the same setter, and as in PyTorch it starts at the cores this process may use. The count is
+process-wide, as PyTorch's is.
+
+Parts are claimed, not assigned: the caller and each helper take the next unclaimed part until
+none is left, and the caller then waits only for parts a helper has already begun. A helper that
+the OS schedules late (the other core busy) finds nothing left and costs nothing; the caller
+never waits for a thread to start.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+# How long the caller waits at a time for a helper's part to end before looking again. The wait
+# is not abandoned: the helper is still writing the caller's arrays. A part is one slice of one
+# NumPy kernel, so it ends.
+_PART_WAIT_S = 1.0
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity), or the machine's count."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+class _Claims:
+    """Which parts are taken, their results, and the parts helpers still run."""
+
+    def __init__(self, count: int) -> None:
+        self._cond = threading.Condition()
+        self._next = 0
+        self._count = count
+        self._running_on_helpers = 0
+        self.results: list[Any] = [None] * count
+        self.error: BaseException | None = None
+        self.scratch: list[Any] = []
+
+    def take(self, on_helper: bool) -> int | None:
+        with self._cond:
+            if self._next >= self._count or self.error is not None:
+                return None
+            index, self._next = self._next, self._next + 1
+            self._running_on_helpers += on_helper
+            return index
+
+    def done(self, on_helper: bool, error: BaseException | None = None) -> None:
+        with self._cond:
+            if error is not None and self.error is None:
+                self.error = error
+            if on_helper:
+                self._running_on_helpers -= 1
+                self._cond.notify_all()
+
+    def wait_for_helpers(self) -> None:
+        with self._cond:
+            while self._running_on_helpers:
+                self._cond.wait(_PART_WAIT_S)
+
 
 class IntraOpPool:
-    """Runs the parts of a split kernel: the first on the caller, the second on one helper."""
+    """Runs the parts of a split kernel on its caller and up to `threads - 1` helper threads."""
 
-    def __init__(self, threads: int) -> None:
-        self._threads = threads
+    def __init__(self, threads: int | None = None) -> None:
+        self._threads = usable_cores() if threads is None else threads
         self._executor: ThreadPoolExecutor | None = None
+        self._executor_threads = 0
         self._lock = threading.Lock()
 
     @property
@@ -33,8 +84,8 @@ class IntraOpPool:
         return self._threads
 
     def set_threads(self, count: int) -> None:
-        """Set the intra-op thread count; kernels split in two only when it is 2 or more."""
-        if not isinstance(count, int) or count < 1:
+        """Set the intra-op thread count; kernels split only when it is 2 or more."""
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise ValueError(f"set_num_threads: expected a positive integer, but got {count!r}")
         self._threads = count
 
@@ -46,26 +97,65 @@ class IntraOpPool:
         return [(0, half), (half, count)]
 
     def run(self, part: Callable[[int, int], Any], bounds: Sequence[tuple[int, int]]) -> list:
-        """`part(start, stop)` for each of one or two parts; the second on the helper thread."""
-        if len(bounds) == 1 or self._threads < 2:
-            return [part(*b) for b in bounds]
-        first, second = bounds
-        future = self._helper().submit(part, *second)
-        try:
-            done = part(*first)
-        finally:
-            # Wait even when the first part failed: the helper may still write the arrays.
-            other = future.result()
-        return [done, other]
+        """`part(start, stop)` for each part, shared with the helpers; the results in order."""
+        return self.run_parts(lambda start, stop, _scratch: part(start, stop), bounds)[0]
 
-    def _helper(self) -> ThreadPoolExecutor:
+    def run_parts(
+        self,
+        part: Callable[[int, int, Any], Any],
+        bounds: Sequence[tuple[int, int]],
+        scratch: Callable[[], Any] = lambda: None,
+    ) -> tuple[list, list]:
+        """`part(start, stop, scratch)` for each part; each thread makes its `scratch()` once.
+
+        Returns the results in the order of `bounds` and the scratch objects of the threads
+        that took a part. The first error is raised once no helper is still inside a part.
+        """
+        claims = _Claims(len(bounds))
+        helpers = min(self._threads - 1, len(bounds) - 1)
+        if helpers > 0:
+            executor = self._helpers()
+            for _ in range(helpers):
+                executor.submit(self._drain, claims, part, bounds, scratch, True)
+        try:
+            self._drain(claims, part, bounds, scratch, False)
+        finally:
+            claims.wait_for_helpers()
+        if claims.error is not None:
+            raise claims.error
+        return claims.results, claims.scratch
+
+    @staticmethod
+    def _drain(claims: _Claims, part: Callable, bounds: Sequence[tuple[int, int]],
+               scratch: Callable[[], Any], on_helper: bool) -> None:
+        mine = ...
+        while (index := claims.take(on_helper)) is not None:
+            try:
+                if mine is ...:
+                    mine = scratch()
+                    claims.scratch.append(mine)
+                claims.results[index] = part(*bounds[index], mine)
+            except BaseException as error:  # noqa: BLE001  (raised on the caller)
+                claims.done(on_helper, error)
+                if not on_helper:
+                    raise
+                return
+            claims.done(on_helper)
+
+    def _helpers(self) -> ThreadPoolExecutor:
         with self._lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(1, thread_name_prefix="intra-op")
+            wanted = max(1, self._threads - 1)
+            if self._executor is None or self._executor_threads < wanted:
+                old, self._executor = self._executor, ThreadPoolExecutor(
+                    wanted, thread_name_prefix="intra-op"
+                )
+                self._executor_threads = wanted
+                if old is not None:
+                    old.shutdown(wait=False)
             return self._executor
 
 
-POOL = IntraOpPool(1)
+POOL = IntraOpPool()
 
 
 def set_num_threads(count: int) -> None:

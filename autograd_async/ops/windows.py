@@ -158,6 +158,35 @@ def _wide_geometry(win: Windows) -> tuple[tuple[int, ...], int, int]:
     return steps, wide, max(math.prod(padded), reach + wide)
 
 
+@dataclass(frozen=True, slots=True)
+class WideLayout:
+    """The wide layout of one convolution's windows, worked out once for code that runs it
+    many times over (a batch in parts): see the notes above `unit_stride`."""
+
+    wide: int  # positions per item: the output's rows, each as long as a padded row
+    length: int  # elements per channel of a `padded_flat` image
+    grid: int  # elements per channel of the padded grid (the start of `length`)
+    starts: tuple[int, ...]  # per kernel offset, in im2col's order: where its window begins
+    inner: tuple[slice, ...]  # the image inside the padded grid
+    wide_out: tuple[int, ...]  # the output's spatial shape with padded-length rows
+    crop: tuple[slice, ...]  # the output inside `wide_out`
+
+
+def wide_layout(win: Windows) -> WideLayout:
+    """The `WideLayout` of `win` (unit strides)."""
+    steps, wide, length = _wide_geometry(win)
+    starts = tuple(
+        sum(k * d * st for k, d, st in zip(offset, win.dilation, steps))
+        for offset in itertools.product(*(range(k) for k in win.kernel))
+    )
+    return WideLayout(
+        wide, length, math.prod(win.padded), starts,
+        tuple(slice(lo, lo + n) for lo, n in zip(win.pad_lo, win.size)),
+        win.out[:1] + win.padded[1:],
+        (slice(None),) + tuple(slice(0, o) for o in win.out[1:]),
+    )
+
+
 def _flat_padded(x: Any, win: Windows, length: int) -> Any:
     """(N, C, length) zeros holding `x` padded on the padded grid (the tail stays zero)."""
     xp = xp_of(x)
@@ -190,22 +219,36 @@ def im2col_cf(x: Any, win: Windows, dest: Any = None) -> Any:
     """
     n, c = x.shape[:2]
     if unit_stride(win):
-        steps, wide, length = _wide_geometry(win)
-        flat = _flat_padded(x, win, length)
-        item = flat.strides[2]
-        view = xp_of(flat).lib.stride_tricks.as_strided(
-            flat,
-            shape=(c,) + win.kernel + (n, wide),
-            strides=(flat.strides[1],)
-            + tuple(d * st * item for d, st in zip(win.dilation, steps))
-            + (flat.strides[0], item),
-        )
+        view = wide_windows(padded_flat(x, win), win)
     else:
         view = _moved(window_view(x, win), 0, 1 + len(win.kernel))  # (C, *kernel, N, *out)
     if dest is None:
         return view.reshape((c * win.kernel_numel, n * positions_per_item(win)))
     dest.reshape(view.shape)[...] = view  # splits dest's axes: always a view of it
     return dest
+
+
+def padded_flat(x: Any, win: Windows) -> Any:
+    """`x` (N, C, *size) padded and flattened over its spatial dims, as wide windows read it.
+
+    Unit strides only: (N, C, length), zero past the padded grid, so that every wide window
+    of every item lies inside its own item's row.
+    """
+    return _flat_padded(x, win, _wide_geometry(win)[2])
+
+
+def wide_windows(flat: Any, win: Windows) -> Any:
+    """The wide windows of a `padded_flat` image as a (C, *kernel, N, positions) view."""
+    n, c = flat.shape[:2]
+    steps, wide, _ = _wide_geometry(win)
+    item = flat.strides[2]
+    return xp_of(flat).lib.stride_tricks.as_strided(
+        flat,
+        shape=(c,) + win.kernel + (n, wide),
+        strides=(flat.strides[1],)
+        + tuple(d * st * item for d, st in zip(win.dilation, steps))
+        + (flat.strides[0], item),
+    )
 
 
 def from_cols_cf(out: Any, win: Windows, n: int, dest: Any = None, bias: Any = None) -> Any:

@@ -1,7 +1,9 @@
-"""Convolutions whose batch is split in halves over the intra-op helper thread, against PyTorch.
+"""Convolutions split over the intra-op threads, against PyTorch; the pool that runs the parts.
 
-The split only applies to large NumPy batches; these tests lower the threshold so that small
-cases take that path, and compare values and gradients with PyTorch as the other tests do.
+Two ways split a large NumPy convolution: by parts of a few batch items (`conv_items`, unit
+strides, BLAS on one thread per caller) and the whole-batch way with its copies in halves
+(`conv_arrays`, other strides). Both only apply to large batches; these tests lower the
+thresholds so that small cases take each path, and compare values and gradients with PyTorch.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ import pytest
 
 import autograd_async as aa
 from autograd_async.nn import functional as F  # noqa: N812
-from autograd_async.ops import conv_arrays
-from autograd_async.ops.intra_op import IntraOpPool, get_num_threads, set_num_threads
+from autograd_async.ops import conv_arrays, conv_items, intra_op
+from autograd_async.ops.intra_op import IntraOpPool, get_num_threads, set_num_threads, usable_cores
+from autograd_async.ops.windows import conv_windows
 
 from .torch_reference import against_torch
 
 RNG = np.random.default_rng(1)
+WAIT_S = 30.0  # generous: only a broken pool waits this long
 
 SPLIT_CASES = [
     # (name, input shape, weight shape, with bias, keyword arguments)
@@ -29,72 +33,229 @@ SPLIT_CASES = [
     ("conv1d", (4, 3, 12), (2, 3, 3), True, {"padding": 2}),
     ("conv3d", (2, 2, 4, 5, 4), (3, 2, 2, 3, 2), True, {"padding": (1, 0, 1)}),
 ]
+UNIT_STRIDE_CASES = [case for case in SPLIT_CASES if "stride" not in case[4]] + [
+    ("conv2d", (7, 3, 6, 5), (4, 3, 2, 2), False, {"padding": "same"}),
+    ("conv2d", (6, 4, 5, 5), (4, 1, 3, 3), True, {"padding": 1, "groups": 4}),
+]
 
 
 @pytest.fixture
 def split_every_batch(monkeypatch):
-    """Every NumPy convolution splits its batch, on a pool with two threads."""
+    """Every NumPy convolution runs the whole-batch way with its copies in halves."""
+    pool = IntraOpPool(2)
     monkeypatch.setattr(conv_arrays, "SPLIT_MIN_COLUMNS", 0)
-    monkeypatch.setattr(conv_arrays, "POOL", IntraOpPool(2))
+    monkeypatch.setattr(conv_arrays, "POOL", pool)
+    monkeypatch.setattr(conv_items, "POOL", pool)
+    monkeypatch.setattr(conv_items, "ITEMS_MIN_COLUMNS", float("inf"))
+
+
+@pytest.fixture
+def by_parts(monkeypatch):
+    """Every unit-stride NumPy convolution runs by parts of its batch, two threads, tiny parts."""
+    if not conv_items.BLAS.available:
+        pytest.skip("NumPy's BLAS is not OpenBLAS: convolutions keep the whole-batch way")
+    monkeypatch.setattr(conv_items, "ITEMS_MIN_COLUMNS", 0)
+    monkeypatch.setattr(conv_items, "PART_COLUMNS", 1)  # one item a part: many parts
+    monkeypatch.setattr(conv_items, "POOL", IntraOpPool(2))
+
+
+def _arrays(xs, ws, bias):
+    arrays = [RNG.standard_normal(xs), RNG.standard_normal(ws)]
+    return arrays + ([RNG.standard_normal(ws[0])] if bias else [])
 
 
 @pytest.mark.parametrize(("name", "xs", "ws", "bias", "kwargs"), SPLIT_CASES)
-def test_split_batches_match_torch(torch, split_every_batch, name, xs, ws, bias, kwargs) -> None:
+def test_whole_batch_split_matches_torch(torch, split_every_batch, name, xs, ws, bias,
+                                         kwargs) -> None:
     ours, theirs = getattr(F, name), getattr(torch.nn.functional, name)
-    arrays = [RNG.standard_normal(xs), RNG.standard_normal(ws)]
-    arrays += [RNG.standard_normal(ws[0])] if bias else []
-    against_torch(torch, lambda *t: ours(*t, **kwargs), lambda *t: theirs(*t, **kwargs),
-                  *arrays)
+    out = against_torch(torch, lambda *t: ours(*t, **kwargs), lambda *t: theirs(*t, **kwargs),
+                        *_arrays(xs, ws, bias))
+    assert not out.grad_fn._by_parts
 
 
-def test_split_batch_with_only_the_weight_needing_a_gradient(torch, split_every_batch) -> None:
-    x, w = RNG.standard_normal((4, 3, 6, 6)), RNG.standard_normal((2, 3, 3, 3))
-    against_torch(torch, lambda a, b: F.conv2d(a, b, padding=1),
-                  lambda a, b: torch.nn.functional.conv2d(a, b, padding=1), x, w,
-                  grad=[False, True])
-    against_torch(torch, lambda a, b: F.conv2d(a, b, padding=1),
-                  lambda a, b: torch.nn.functional.conv2d(a, b, padding=1), x, w,
-                  grad=[True, False])
+@pytest.mark.filterwarnings("ignore:Using padding='same'")  # PyTorch's, on its own copy
+@pytest.mark.parametrize(("name", "xs", "ws", "bias", "kwargs"), UNIT_STRIDE_CASES)
+def test_by_parts_matches_torch(torch, by_parts, device, name, xs, ws, bias, kwargs) -> None:
+    ours, theirs = getattr(F, name), getattr(torch.nn.functional, name)
+    out = against_torch(torch, lambda *t: ours(*t, **kwargs), lambda *t: theirs(*t, **kwargs),
+                        *_arrays(xs, ws, bias), device=device)
+    assert out.grad_fn._by_parts == (aa.device(device).type != "cuda")
 
 
-def test_pool_runs_the_second_half_on_its_helper_thread() -> None:
+@pytest.mark.parametrize("grad", [[False, True, False], [True, False, True], [True, True, False]])
+def test_by_parts_with_some_gradients_wanted(torch, by_parts, grad) -> None:
+    x, w, b = _arrays((5, 3, 6, 6), (2, 3, 3, 3), True)
+    out = against_torch(torch, lambda *t: F.conv2d(*t, padding=1),
+                        lambda *t: torch.nn.functional.conv2d(*t, padding=1), x, w, b, grad=grad)
+    assert out.grad_fn._by_parts
+
+
+def test_by_parts_float32_and_uneven_parts_match_the_whole_batch_way(monkeypatch, by_parts):
+    monkeypatch.setattr(conv_items, "PART_COLUMNS", 3 * 4 * 9 * 8 * 10)  # 3 items, 7 = 3+3+1
+    x, w, b = (a.astype(np.float32) for a in _arrays((7, 4, 8, 10), (5, 4, 3, 3), True))
+    v = aa.tensor(RNG.standard_normal((7, 5, 8, 10)).astype(np.float32))
+    results = []
+    for threshold in (0, float("inf")):
+        monkeypatch.setattr(conv_items, "ITEMS_MIN_COLUMNS", threshold)
+        inputs = [aa.tensor(a, requires_grad=True) for a in (x, w, b)]
+        out = F.conv2d(*inputs, padding=1)
+        assert out.grad_fn._by_parts == (threshold == 0)
+        (out * v).sum().backward()
+        results.append([out.detach().numpy()] + [t.grad.numpy() for t in inputs])
+    for ours, whole in zip(*results, strict=True):
+        assert ours.dtype == np.float32
+        np.testing.assert_allclose(ours, whole, rtol=1e-5, atol=1e-4)
+
+
+def test_by_parts_has_second_derivatives(by_parts) -> None:
+    x, w = (aa.tensor(a, requires_grad=True) for a in _arrays((3, 2, 5, 5), (2, 2, 3, 3), False))
+    assert F.conv2d(x, w, padding=1).grad_fn._by_parts
+    assert aa.autograd.gradgradcheck(lambda a, b: F.conv2d(a, b, padding=1), (x, w))
+
+
+def test_by_parts_frees_what_it_saved_and_honours_saved_tensor_hooks(by_parts) -> None:
+    x, w = (aa.tensor(a, requires_grad=True) for a in _arrays((3, 2, 5, 5), (2, 2, 3, 3), False))
+    packed = []
+
+    def pack(t):
+        packed.append(t.shape)
+        return t
+
+    with aa.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = F.conv2d(x, w, padding=1)
+    assert (3, 2, 7 * 7 + 2) in packed  # the padded input, kept for the weight's gradient
+    out.sum().backward()
+    reference = w.grad.numpy().copy()
+    with pytest.raises(RuntimeError, match="second time"):
+        out.sum().backward()
+    w.grad = None
+    F.conv2d(x, w, padding=1).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), reference)
+
+
+def test_by_parts_leaves_the_blas_thread_count_as_it_found_it(by_parts) -> None:
+    before = conv_items.BLAS.current()
+    x, w = (aa.tensor(a, requires_grad=True) for a in _arrays((4, 2, 6, 6), (3, 2, 3, 3), False))
+    F.conv2d(x, w, padding=1).sum().backward()
+    assert conv_items.BLAS.current() == before
+
+
+def test_no_parts_without_a_second_thread_a_blas_to_narrow_or_unit_strides(monkeypatch,
+                                                                           by_parts) -> None:
+    x = np.zeros((4, 2, 6, 6))
+    win = conv_windows((6, 6), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1))
+    strided = conv_windows((6, 6), (3, 3), (2, 2), (1, 1), (1, 1), (1, 1))
+    assert conv_items.applies(x, win)
+    assert not conv_items.applies(x, strided)
+    assert not conv_items.applies(x[:1], win)  # one item: nothing to share
+    monkeypatch.setattr(conv_items, "POOL", IntraOpPool(1))
+    assert not conv_items.applies(x, win)
+    monkeypatch.setattr(conv_items, "POOL", IntraOpPool(2))
+    monkeypatch.setattr(conv_items, "BLAS", conv_items.BLAS.__class__(None))  # no OpenBLAS
+    assert not conv_items.applies(x, win)
+
+
+# ------------------------------------------------------------------------ the pool
+def test_parts_run_on_the_caller_and_a_helper_at_once() -> None:
     pool = IntraOpPool(2)
+    began = [threading.Event(), threading.Event()]
     threads = {}
 
-    def part(start: int, stop: int) -> tuple[int, int]:
-        threads[(start, stop)] = threading.current_thread()
+    def part(start: int, stop: int, _scratch) -> tuple[int, int]:
+        threads[start] = threading.current_thread()
+        began[start].set()
+        assert began[1 - start].wait(WAIT_S)  # each part waits for the other to begin
         return start, stop
 
-    parts = pool.split(5)
-    assert parts == [(0, 2), (2, 5)]
-    assert pool.run(part, parts) == [(0, 2), (2, 5)]
-    assert threads[(0, 2)] is threading.current_thread()
-    assert threads[(2, 5)] is not threading.current_thread()
-    assert IntraOpPool(1).split(5) == [(0, 5)] and pool.split(1) == [(0, 1)]
+    results, _ = pool.run_parts(part, [(0, 1), (1, 2)])
+    assert results == [(0, 1), (1, 2)]
+    assert threads[0] is not threads[1]
+    assert threading.current_thread() in threads.values()
 
 
-def test_pool_waits_for_the_helper_when_the_callers_half_fails() -> None:
+def test_the_caller_takes_every_part_when_no_helper_starts() -> None:
     pool = IntraOpPool(2)
-    finished = threading.Event()
+    release = threading.Event()
+    pool._helpers().submit(release.wait, WAIT_S)  # the only helper is busy elsewhere
+    threads = set()
 
-    def part(start: int, stop: int) -> None:
+    def part(start: int, stop: int) -> tuple[int, int]:
+        threads.add(threading.current_thread())
+        return start, stop
+
+    try:
+        assert pool.run(part, [(0, 1), (1, 2), (2, 3)]) == [(0, 1), (1, 2), (2, 3)]
+        assert threads == {threading.current_thread()}
+    finally:
+        release.set()
+
+
+def test_each_thread_makes_its_scratch_once() -> None:
+    pool = IntraOpPool(2)
+    made = []
+
+    def scratch():
+        made.append(threading.current_thread())
+        return []
+
+    def part(start: int, stop: int, mine: list) -> int:
+        mine.append(start)
+        return start
+
+    bounds = [(i, i + 1) for i in range(40)]
+    results, scratches = pool.run_parts(part, bounds, scratch)
+    assert results == list(range(40))
+    assert len(made) == len(set(made)) == len(scratches) <= 2
+    assert sorted(i for s in scratches for i in s) == list(range(40))
+
+
+def test_a_failed_part_on_the_caller_waits_for_the_helpers_part_and_stops_the_rest() -> None:
+    pool = IntraOpPool(2)
+    helper_began, helper_ended = threading.Event(), threading.Event()
+    ran = []
+
+    def part(start: int, stop: int, _scratch) -> None:
+        ran.append(start)
         if start == 0:
-            raise ValueError("first half failed")
-        finished.wait(0.05)
-        finished.set()
+            assert helper_began.wait(WAIT_S)
+            raise ValueError("part 0 failed")
+        if start == 1:
+            helper_began.set()
+            threading.Event().wait(0.05)
+            helper_ended.set()
 
-    with pytest.raises(ValueError, match="first half failed"):
-        pool.run(part, pool.split(4))
-    assert finished.is_set()  # run() returned only after the helper's half had ended
+    with pytest.raises(ValueError, match="part 0 failed"):
+        pool.run_parts(part, [(i, i + 1) for i in range(6)])
+    assert helper_ended.is_set()  # run_parts returned only after the helper's part had ended
+    assert len(ran) < 6
 
 
-def test_set_num_threads_validates_and_round_trips() -> None:
+def test_a_failed_part_on_a_helper_is_raised_on_the_caller() -> None:
+    pool = IntraOpPool(2)
+    caller = threading.current_thread()
+    helper_failed = threading.Event()
+
+    def part(start: int, stop: int, _scratch) -> None:
+        if threading.current_thread() is caller:
+            assert helper_failed.wait(WAIT_S)  # part 0 holds the caller until a helper fails
+            return
+        helper_failed.set()
+        raise KeyError(f"part {start} failed")
+
+    with pytest.raises(KeyError, match=r"part \d failed"):
+        pool.run_parts(part, [(i, i + 1) for i in range(4)])
+
+
+def test_set_num_threads_validates_round_trips_and_starts_at_the_usable_cores() -> None:
+    assert IntraOpPool().threads == usable_cores() >= 1
     before = get_num_threads()
     try:
         set_num_threads(1)
-        assert get_num_threads() == 1
-        with pytest.raises(ValueError, match="positive integer"):
-            set_num_threads(0)
+        assert get_num_threads() == aa.get_num_threads() == 1
+        assert intra_op.POOL.split(5) == [(0, 5)]
+        for bad in (0, -1, 1.5, True):
+            with pytest.raises(ValueError, match="positive integer"):
+                set_num_threads(bad)
     finally:
         set_num_threads(before)
-    assert aa.get_num_threads() == before == 1  # one by default: nothing splits unless asked
+    assert IntraOpPool(2).split(5) == [(0, 2), (2, 5)] and IntraOpPool(2).split(1) == [(0, 1)]

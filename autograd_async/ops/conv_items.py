@@ -1,0 +1,180 @@
+"""A large NumPy convolution run a few batch items at a time, on every intra-op thread.
+
+The whole-batch way (`conv_arrays`) builds columns for the whole batch (nine times the input
+for a 3x3 kernel) and runs one large matmul on them. Those columns do not fit in a core's
+cache, so im2col, col2im and the copy out of the columns run at memory speed, and OpenBLAS's
+threads gain little on a product with only as many rows as output channels. Here each part of a
+few items builds its columns in a buffer of its thread's that stays in cache, runs its matmuls
+on one BLAS thread (`backends.blas_threads`), and writes its slice of the result; the intra-op
+threads (`intra_op`) share the parts. Backward builds each part's columns again from the padded
+input, kept by forward instead of the columns (a ninth of their size), and adds each thread's
+share of the weight's gradient at the end.
+
+Only for unit strides (the wide layout of `windows`), NumPy arrays, large batches, more than one
+intra-op thread and a BLAS whose thread count can be narrowed (`applies`); otherwise the
+whole-batch way runs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..backends.blas_threads import BLAS
+from .conv_arrays import grouped, weight_matrix
+from .dual import swap_last
+from .intra_op import POOL
+from .windows import (
+    Windows,
+    padded_flat,
+    positions_per_item,
+    unit_stride,
+    wide_layout,
+    wide_windows,
+)
+
+# Below this many column elements (C * kernel * N * positions) in all, a convolution runs the
+# whole-batch way: its columns fit in cache anyway, and parts would only add calls.
+ITEMS_MIN_COLUMNS = 1 << 21
+# About this many column elements (2 MiB of float32) per part: a part's columns and gradient
+# columns stay in cache (on the machine measured, a 2 MB copy ran at 38 GB/s and an 8 MB one at
+# 12), and its matmuls are large enough for BLAS. The benchmark's convolution (3 items a part)
+# took 18.6 ms against 19.9, 20.8 and 20.2 ms with parts of 2^18, 2^20 and 2^21 elements.
+PART_COLUMNS = 1 << 19
+
+
+def applies(x: Any, win: Windows) -> bool:
+    """Whether the convolution of `x` runs by parts of its batch."""
+    return (
+        type(x) is np.ndarray
+        and x.shape[0] > 1
+        and unit_stride(win)
+        and POOL.threads > 1
+        and x.shape[1] * win.kernel_numel * x.shape[0] * positions_per_item(win)
+        >= ITEMS_MIN_COLUMNS
+        and BLAS.available
+    )
+
+
+def _parts(n: int, columns_per_item: int) -> list[tuple[int, int]]:
+    """A batch of `n` as (start, stop) parts of about `PART_COLUMNS` columns each, and at least
+    two per thread, so that a thread that starts late still gets a share."""
+    size = max(1, min(PART_COLUMNS // columns_per_item, math.ceil(n / (2 * POOL.threads))))
+    return [(start, min(start + size, n)) for start in range(0, n, size)]
+
+
+class _Buffers:
+    """One thread's buffers, made at the size of its first part and remade for another size."""
+
+    def __init__(self, dtype: Any) -> None:
+        self._dtype = dtype
+        self._made: dict[str, Any] = {}
+        self.weight_grad: Any = None
+
+    def get(self, name: str, shape: tuple[int, ...], zeroed: bool = False) -> Any:
+        """The buffer `name` at `shape`; `zeroed` ones are zero when made (and then up to the
+        caller: the gradient rows below rewrite only the positions that are not padding)."""
+        buf = self._made.get(name)
+        if buf is None or buf.shape != shape:
+            make = np.zeros if zeroed else np.empty
+            buf = self._made[name] = make(shape, dtype=self._dtype)
+        return buf
+
+
+def _moved_out(a: Any) -> Any:
+    """(O, m, ...) as (m, O, ...)."""
+    return a.swapaxes(0, 1)
+
+
+def forward(x: Any, w: Any, b: Any, win: Windows, groups: int) -> tuple[Any, Any]:
+    """The convolution of `x` (N, C, *size) with `w` (+ `b`), and the padded input backward
+    reads (`padded_flat`)."""
+    n, o = x.shape[0], w.shape[0]
+    lay = wide_layout(win)
+    flat = padded_flat(x, win)
+    windows = wide_windows(flat, win)  # (C, *kernel, N, wide)
+    rows_of = windows.shape[:-2]
+    out = np.empty((n, o) + win.out, dtype=x.dtype)
+    matrix = weight_matrix(w, groups)
+    bias = None if b is None else b.reshape((1, o) + (1,) * len(win.out))
+    crop = (slice(None), slice(None)) + lay.crop
+
+    def part(start: int, stop: int, bufs: _Buffers) -> None:
+        m = stop - start
+        cols = bufs.get("cols", (math.prod(rows_of), m * lay.wide))
+        np.copyto(cols.reshape(rows_of + (m, lay.wide)), windows[..., start:stop, :])
+        rows = bufs.get("rows", matrix.shape[:-1] + (m * lay.wide,))
+        np.matmul(matrix, grouped(cols, groups), out=rows)
+        result = _moved_out(rows.reshape((o, m) + lay.wide_out)[crop])
+        if bias is None:
+            np.copyto(out[start:stop], result)
+        else:
+            np.add(result, bias, out=out[start:stop])
+
+    with BLAS.one_per_caller():
+        POOL.run_parts(part, _parts(n, math.prod(rows_of) * lay.wide),
+                       lambda: _Buffers(x.dtype))
+    return out, flat
+
+
+def backward(
+    g: Any, w: Any, flat: Any, win: Windows, groups: int, w_shape: tuple[int, ...],
+    need: tuple[bool, ...],
+) -> tuple[Any, Any, Any]:
+    """Gradients of the input (from `w`), the weight (from the padded input `flat`) and the
+    bias. `w` and `flat` may be None when the gradient that needs them is not wanted."""
+    n, o = g.shape[:2]
+    c = w_shape[1] * groups
+    ck = c * win.kernel_numel
+    lay = wide_layout(win)
+    crop = (slice(None), slice(None)) + lay.crop
+    inner = (slice(None), slice(None)) + lay.inner
+    gx = gw = gb = None
+    if need[0]:
+        gx = np.empty((n, c) + win.size, dtype=g.dtype)
+        matrix_t = np.ascontiguousarray(swap_last(weight_matrix(w, groups)))
+    if need[1]:
+        windows = wide_windows(flat, win)
+        rows_of = windows.shape[:-2]
+
+    def part(start: int, stop: int, bufs: _Buffers) -> None:
+        m = stop - start
+        rows = bufs.get("rows", (o, m * lay.wide), zeroed=True)
+        np.copyto(rows.reshape((o, m) + lay.wide_out)[crop], _moved_out(g[start:stop]))
+        rows = grouped(rows, groups)
+        if need[1]:
+            cols = bufs.get("cols", (ck, m * lay.wide))
+            np.copyto(cols.reshape(rows_of + (m, lay.wide)), windows[..., start:stop, :])
+            # As columns @ rows.T, like the whole-batch weight gradient (see `conv_arrays`).
+            cols = grouped(cols, groups)
+            product = bufs.get("weight", cols.shape[:-1] + rows.shape[-2:-1])
+            np.matmul(cols, swap_last(rows), out=product)
+            if bufs.weight_grad is None:
+                bufs.weight_grad = product.copy()
+            else:
+                bufs.weight_grad += product
+        if need[0]:
+            g_cols = bufs.get("g_cols", matrix_t.shape[:-1] + (m * lay.wide,))
+            np.matmul(matrix_t, rows, out=g_cols)
+            blocks = g_cols.reshape((c, len(lay.starts), m, lay.wide))
+            image = bufs.get("image", (c, m, lay.length))
+            image.fill(0)
+            for k, begin in enumerate(lay.starts):
+                image[:, :, begin : begin + lay.wide] += blocks[:, k]
+            grid = image[:, :, : lay.grid].reshape((c, m) + win.padded)
+            np.copyto(gx[start:stop], _moved_out(grid[inner]))
+
+    if need[0] or need[1]:
+        with BLAS.one_per_caller():
+            _, used = POOL.run_parts(part, _parts(n, ck * lay.wide), lambda: _Buffers(g.dtype))
+        if need[1]:
+            shares = [bufs.weight_grad for bufs in used if bufs.weight_grad is not None]
+            total = shares[0]
+            for share in shares[1:]:
+                total += share
+            gw = np.ascontiguousarray(swap_last(total)).reshape(w_shape)
+    if len(need) > 2 and need[2]:
+        gb = np.einsum("ncl->c", g.reshape(g.shape[:2] + (-1,)))
+    return gx, gw, gb
