@@ -3,9 +3,10 @@
 One step: `out = conv2d(x, w, b, padding=1)`, `(out * v).sum().backward()` (gradients of the input,
 the weight and the bias), float32, batch 32, 16 -> 32 channels, 3x3 kernel, 32x32 images.
 Both start from the same arrays. Ours runs im2col (one strided copy) and one matmul forward,
-one matmul for the weight's gradient and a matmul plus col2im for the input's; the matmuls run on
-BLAS's own threads (and, with `--threads 2`, the copies as two halves of the batch on two threads,
-`aa.set_num_threads`).
+one matmul for the weight's gradient and a matmul plus col2im for the input's. With more than one
+intra-op thread (`aa.set_num_threads`, by default the usable cores) it runs them a few batch items
+at a time on every thread, each part's columns in cache and its matmuls on one BLAS thread
+(`ops/conv_items.py`); with one, on the whole batch, the matmuls on BLAS's own threads.
 
 The contenders run in blocks that alternate over several rounds (torch's OpenMP pool and NumPy's
 BLAS pool would fight for the cores if interleaved step by step), each block after a short pause

@@ -8,6 +8,7 @@ thresholds so that small cases take each path, and compare values and gradients 
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import numpy as np
@@ -137,6 +138,32 @@ def test_by_parts_leaves_the_blas_thread_count_as_it_found_it(by_parts) -> None:
     before = conv_items.BLAS.current()
     x, w = (aa.tensor(a, requires_grad=True) for a in _arrays((4, 2, 6, 6), (3, 2, 3, 3), False))
     F.conv2d(x, w, padding=1).sum().backward()
+    assert conv_items.BLAS.current() == before
+
+
+def test_convolutions_by_parts_on_two_devices_at_once_agree_and_restore_blas(by_parts) -> None:
+    """Two device threads share the pool and the counted BLAS narrowing."""
+    before = conv_items.BLAS.current()
+    x, w = _arrays((6, 3, 9, 9), (4, 3, 3, 3), False)
+    expected = {}
+    for device in ("cpu", "sim:0"):
+        xt, wt = (aa.tensor(a, device=device, requires_grad=True) for a in (x, w))
+        F.conv2d(xt, wt, padding=1).square().sum().backward()
+        expected[device] = (xt.grad.cpu().numpy(), wt.grad.cpu().numpy())
+
+    async def both() -> dict:
+        grads = {}
+        for device in ("cpu", "sim:0"):
+            xt, wt = (aa.tensor(a, device=device, requires_grad=True) for a in (x, w))
+            grads[device] = (xt, wt, F.conv2d(xt, wt, padding=1).square().sum())
+        await asyncio.gather(*(loss.backward_async() for _, _, loss in grads.values()))
+        return {d: (xt.grad.cpu().numpy(), wt.grad.cpu().numpy())
+                for d, (xt, wt, _) in grads.items()}
+
+    for _ in range(5):
+        for device, (gx, gw) in asyncio.run(both()).items():
+            np.testing.assert_allclose(gx, expected[device][0], rtol=1e-12)
+            np.testing.assert_allclose(gw, expected[device][1], rtol=1e-12)
     assert conv_items.BLAS.current() == before
 
 
