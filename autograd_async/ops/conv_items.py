@@ -8,11 +8,11 @@ few items builds its columns in a buffer of its thread's that stays in cache, ru
 on one BLAS thread (`backends.blas_threads`), and writes its slice of the result; the intra-op
 threads (`intra_op`) share the parts. Backward builds each part's columns again from the padded
 input, kept by forward instead of the columns (a ninth of their size), and adds each thread's
-share of the weight's gradient at the end.
+share of the weight's gradient at the end. `conv_layouts` says how a part's columns are laid
+out: on the padded rows with unit strides, the exact windows otherwise.
 
-Only for unit strides (the wide layout of `windows`), NumPy arrays, large batches, more than one
-intra-op thread and a BLAS whose thread count can be narrowed (`applies`); otherwise the
-whole-batch way runs.
+Only for NumPy arrays, large batches, more than one intra-op thread and a BLAS whose thread
+count can be narrowed (`applies`); otherwise the whole-batch way runs.
 """
 
 from __future__ import annotations
@@ -24,16 +24,10 @@ import numpy as np
 
 from ..backends.blas_threads import BLAS
 from .conv_arrays import grouped, weight_matrix
+from .conv_layouts import layout_of
 from .dual import swap_last
 from .intra_op import POOL
-from .windows import (
-    Windows,
-    padded_flat,
-    positions_per_item,
-    unit_stride,
-    wide_layout,
-    wide_windows,
-)
+from .windows import Windows, positions_per_item
 
 # Below this many column elements (C * kernel * N * positions) in all, a convolution runs the
 # whole-batch way: its columns fit in cache anyway, and parts would only add calls.
@@ -50,7 +44,6 @@ def applies(x: Any, win: Windows) -> bool:
     return (
         type(x) is np.ndarray
         and x.shape[0] > 1
-        and unit_stride(win)
         and POOL.threads > 1
         and x.shape[1] * win.kernel_numel * x.shape[0] * positions_per_item(win)
         >= ITEMS_MIN_COLUMNS
@@ -83,70 +76,65 @@ class _Buffers:
         return buf
 
 
-def _moved_out(a: Any) -> Any:
-    """(O, m, ...) as (m, O, ...)."""
-    return a.swapaxes(0, 1)
+def _batch_axis(windows: Any, kernel_dims: int, start: int, stop: int) -> Any:
+    """Items `start:stop` of a (C, *kernel, N, ...) windows view."""
+    return windows[(slice(None),) * (1 + kernel_dims) + (slice(start, stop),)]
 
 
 def forward(x: Any, w: Any, b: Any, win: Windows, groups: int) -> tuple[Any, Any]:
-    """The convolution of `x` (N, C, *size) with `w` (+ `b`), and the padded input backward
-    reads (`padded_flat`)."""
+    """The convolution of `x` (N, C, *size) with `w` (+ `b`), and the padded input that
+    backward reads (the layout's `keep`)."""
     n, o = x.shape[0], w.shape[0]
-    lay = wide_layout(win)
-    flat = padded_flat(x, win)
-    windows = wide_windows(flat, win)  # (C, *kernel, N, wide)
-    rows_of = windows.shape[:-2]
+    layout = layout_of(win)
+    kept = layout.keep(x)
+    windows = layout.windows(kept)  # (C, *kernel, N, *positions)
+    rows_of, nk = windows.shape[: 1 + len(win.kernel)], len(win.kernel)
     out = np.empty((n, o) + win.out, dtype=x.dtype)
     matrix = weight_matrix(w, groups)
     bias = None if b is None else b.reshape((1, o) + (1,) * len(win.out))
-    crop = (slice(None), slice(None)) + lay.crop
 
     def part(start: int, stop: int, bufs: _Buffers) -> None:
         m = stop - start
-        cols = bufs.get("cols", (math.prod(rows_of), m * lay.wide))
-        np.copyto(cols.reshape(rows_of + (m, lay.wide)), windows[..., start:stop, :])
-        rows = bufs.get("rows", matrix.shape[:-1] + (m * lay.wide,))
+        part_windows = _batch_axis(windows, nk, start, stop)
+        cols = bufs.get("cols", (math.prod(rows_of), m * layout.positions))
+        np.copyto(cols.reshape(part_windows.shape), part_windows)
+        rows = bufs.get("rows", matrix.shape[:-1] + (m * layout.positions,))
         np.matmul(matrix, grouped(cols, groups), out=rows)
-        result = _moved_out(rows.reshape((o, m) + lay.wide_out)[crop])
-        if bias is None:
-            np.copyto(out[start:stop], result)
-        else:
-            np.add(result, bias, out=out[start:stop])
+        layout.out_into(rows.reshape((o, -1)), out[start:stop], bias)
 
     with BLAS.one_per_caller():
-        POOL.run_parts(part, _parts(n, math.prod(rows_of) * lay.wide),
+        POOL.run_parts(part, _parts(n, math.prod(rows_of) * layout.positions),
                        lambda: _Buffers(x.dtype))
-    return out, flat
+    return out, kept
 
 
 def backward(
-    g: Any, w: Any, flat: Any, win: Windows, groups: int, w_shape: tuple[int, ...],
+    g: Any, w: Any, kept: Any, win: Windows, groups: int, w_shape: tuple[int, ...],
     need: tuple[bool, ...],
 ) -> tuple[Any, Any, Any]:
-    """Gradients of the input (from `w`), the weight (from the padded input `flat`) and the
-    bias. `w` and `flat` may be None when the gradient that needs them is not wanted."""
+    """Gradients of the input (from `w`), the weight (from the padded input `kept`) and the
+    bias. `w` and `kept` may be None when the gradient that needs them is not wanted."""
     n, o = g.shape[:2]
     c = w_shape[1] * groups
     ck = c * win.kernel_numel
-    lay = wide_layout(win)
-    crop = (slice(None), slice(None)) + lay.crop
-    inner = (slice(None), slice(None)) + lay.inner
+    layout = layout_of(win)
+    nk = len(win.kernel)
     gx = gw = gb = None
     if need[0]:
         gx = np.empty((n, c) + win.size, dtype=g.dtype)
         matrix_t = np.ascontiguousarray(swap_last(weight_matrix(w, groups)))
     if need[1]:
-        windows = wide_windows(flat, win)
-        rows_of = windows.shape[:-2]
+        windows = layout.windows(kept)
 
     def part(start: int, stop: int, bufs: _Buffers) -> None:
         m = stop - start
-        rows = bufs.get("rows", (o, m * lay.wide), zeroed=True)
-        np.copyto(rows.reshape((o, m) + lay.wide_out)[crop], _moved_out(g[start:stop]))
+        rows = bufs.get("rows", (o, m * layout.positions), zeroed=layout.zeroed_rows)
+        layout.rows_from(g[start:stop], rows)
         rows = grouped(rows, groups)
         if need[1]:
-            cols = bufs.get("cols", (ck, m * lay.wide))
-            np.copyto(cols.reshape(rows_of + (m, lay.wide)), windows[..., start:stop, :])
+            part_windows = _batch_axis(windows, nk, start, stop)
+            cols = bufs.get("cols", (ck, m * layout.positions))
+            np.copyto(cols.reshape(part_windows.shape), part_windows)
             # As columns @ rows.T, like the whole-batch weight gradient (see `conv_arrays`).
             cols = grouped(cols, groups)
             product = bufs.get("weight", cols.shape[:-1] + rows.shape[-2:-1])
@@ -156,19 +144,15 @@ def backward(
             else:
                 bufs.weight_grad += product
         if need[0]:
-            g_cols = bufs.get("g_cols", matrix_t.shape[:-1] + (m * lay.wide,))
+            g_cols = bufs.get("g_cols", matrix_t.shape[:-1] + (m * layout.positions,))
             np.matmul(matrix_t, rows, out=g_cols)
-            blocks = g_cols.reshape((c, len(lay.starts), m, lay.wide))
-            image = bufs.get("image", (c, m, lay.length))
-            image.fill(0)
-            for k, begin in enumerate(lay.starts):
-                image[:, :, begin : begin + lay.wide] += blocks[:, k]
-            grid = image[:, :, : lay.grid].reshape((c, m) + win.padded)
-            np.copyto(gx[start:stop], _moved_out(grid[inner]))
+            layout.image_into(g_cols.reshape((ck, -1)), gx[start:stop],
+                              bufs.get("image", layout.image_shape(c, m)))
 
     if need[0] or need[1]:
         with BLAS.one_per_caller():
-            _, used = POOL.run_parts(part, _parts(n, ck * lay.wide), lambda: _Buffers(g.dtype))
+            _, used = POOL.run_parts(part, _parts(n, ck * layout.positions),
+                                     lambda: _Buffers(g.dtype))
         if need[1]:
             shares = [bufs.weight_grad for bufs in used if bufs.weight_grad is not None]
             total = shares[0]

@@ -34,9 +34,13 @@ SPLIT_CASES = [
     ("conv1d", (4, 3, 12), (2, 3, 3), True, {"padding": 2}),
     ("conv3d", (2, 2, 4, 5, 4), (3, 2, 2, 3, 2), True, {"padding": (1, 0, 1)}),
 ]
-UNIT_STRIDE_CASES = [case for case in SPLIT_CASES if "stride" not in case[4]] + [
+PART_CASES = SPLIT_CASES + [
     ("conv2d", (7, 3, 6, 5), (4, 3, 2, 2), False, {"padding": "same"}),
     ("conv2d", (6, 4, 5, 5), (4, 1, 3, 3), True, {"padding": 1, "groups": 4}),
+    ("conv2d", (5, 2, 9, 7), (3, 2, 3, 2), True, {"stride": (2, 1), "dilation": (1, 2)}),
+    ("conv2d", (4, 4, 8, 8), (4, 2, 3, 3), False, {"stride": 3, "padding": 2, "groups": 2}),
+    ("conv1d", (5, 2, 17), (3, 2, 4), True, {"stride": 3}),
+    ("conv3d", (3, 2, 5, 6, 5), (2, 2, 3, 2, 3), True, {"stride": 2, "padding": 1}),
 ]
 
 
@@ -52,7 +56,7 @@ def split_every_batch(monkeypatch):
 
 @pytest.fixture
 def by_parts(monkeypatch):
-    """Every unit-stride NumPy convolution runs by parts of its batch, two threads, tiny parts."""
+    """Every NumPy convolution runs by parts of its batch, on two threads, in tiny parts."""
     if not conv_items.BLAS.available:
         pytest.skip("NumPy's BLAS is not OpenBLAS: convolutions keep the whole-batch way")
     monkeypatch.setattr(conv_items, "ITEMS_MIN_COLUMNS", 0)
@@ -75,7 +79,7 @@ def test_whole_batch_split_matches_torch(torch, split_every_batch, name, xs, ws,
 
 
 @pytest.mark.filterwarnings("ignore:Using padding='same'")  # PyTorch's, on its own copy
-@pytest.mark.parametrize(("name", "xs", "ws", "bias", "kwargs"), UNIT_STRIDE_CASES)
+@pytest.mark.parametrize(("name", "xs", "ws", "bias", "kwargs"), PART_CASES)
 def test_by_parts_matches_torch(torch, by_parts, device, name, xs, ws, bias, kwargs) -> None:
     ours, theirs = getattr(F, name), getattr(torch.nn.functional, name)
     out = against_torch(torch, lambda *t: ours(*t, **kwargs), lambda *t: theirs(*t, **kwargs),
@@ -167,13 +171,11 @@ def test_convolutions_by_parts_on_two_devices_at_once_agree_and_restore_blas(by_
     assert conv_items.BLAS.current() == before
 
 
-def test_no_parts_without_a_second_thread_a_blas_to_narrow_or_unit_strides(monkeypatch,
-                                                                           by_parts) -> None:
+def test_no_parts_without_a_second_thread_or_a_blas_to_narrow(monkeypatch, by_parts) -> None:
     x = np.zeros((4, 2, 6, 6))
     win = conv_windows((6, 6), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1))
     strided = conv_windows((6, 6), (3, 3), (2, 2), (1, 1), (1, 1), (1, 1))
-    assert conv_items.applies(x, win)
-    assert not conv_items.applies(x, strided)
+    assert conv_items.applies(x, win) and conv_items.applies(x, strided)
     assert not conv_items.applies(x[:1], win)  # one item: nothing to share
     monkeypatch.setattr(conv_items, "POOL", IntraOpPool(1))
     assert not conv_items.applies(x, win)
