@@ -15,8 +15,8 @@ and warm-up steps. Figures are medians of the timed steps; the target is on the 
 default otherwise). The process keeps freed memory for reuse (`utils.malloc`, for both libraries
 alike) unless `--default-malloc` is given.
 
-Run:  python benchmarks/conv.py [--reps 30] [--rounds 3] [--threads N] [--default-malloc]
-      [--quick]
+Run:  python benchmarks/conv.py [--reps 30] [--rounds 3] [--threads N] [--stride S]
+      [--default-malloc] [--quick]
 """
 
 from __future__ import annotations
@@ -54,22 +54,24 @@ from autograd_async.utils.malloc import retain_freed_memory  # noqa: E402
 TARGET_VS_TORCH = 2.0
 
 
-def make_arrays(batch: int, cin: int, cout: int, size: int) -> list[np.ndarray]:
+def make_arrays(batch: int, cin: int, cout: int, size: int, stride: int = 1) -> list[np.ndarray]:
     """Input, weight, bias and the output's cotangent, float32, from a fixed seed."""
     rng = np.random.default_rng(0)
+    out = (size + 2 - 3) // stride + 1  # padding 1
     return [
         rng.standard_normal((batch, cin, size, size)).astype(np.float32),
         (rng.standard_normal((cout, cin, 3, 3)) / np.sqrt(cin * 9)).astype(np.float32),
         rng.standard_normal(cout).astype(np.float32),
-        rng.standard_normal((batch, cout, size, size)).astype(np.float32),
+        rng.standard_normal((batch, cout, out, out)).astype(np.float32),
     ]
 
 
 class OursStep:
     """One forward and backward with autograd_async."""
 
-    def __init__(self, arrays: list[np.ndarray]) -> None:
+    def __init__(self, arrays: list[np.ndarray], stride: int = 1) -> None:
         x, w, b, v = arrays
+        self.stride = stride
         self.x = aa.tensor(x, requires_grad=True)
         self.w = aa.tensor(w, requires_grad=True)
         self.b = aa.tensor(b, requires_grad=True)
@@ -78,7 +80,7 @@ class OursStep:
     def step(self) -> None:
         """Forward and backward; the gradients are dropped before the next step."""
         self.x.grad = self.w.grad = self.b.grad = None
-        out = F.conv2d(self.x, self.w, self.b, padding=1)
+        out = F.conv2d(self.x, self.w, self.b, stride=self.stride, padding=1)
         (out * self.v).sum().backward()
 
     def grads(self) -> list[np.ndarray]:
@@ -90,10 +92,11 @@ class OursStep:
 class TorchStep:
     """The same step with torch."""
 
-    def __init__(self, arrays: list[np.ndarray]) -> None:
+    def __init__(self, arrays: list[np.ndarray], stride: int = 1) -> None:
         import torch  # noqa: PLC0415
 
         x, w, b, v = arrays
+        self.stride = stride
         self.x = torch.tensor(x, requires_grad=True)
         self.w = torch.tensor(w, requires_grad=True)
         self.b = torch.tensor(b, requires_grad=True)
@@ -103,7 +106,7 @@ class TorchStep:
     def step(self) -> None:
         """Forward and backward; the gradients are dropped before the next step."""
         self.x.grad = self.w.grad = self.b.grad = None
-        out = self.conv2d(self.x, self.w, self.b, padding=1)
+        out = self.conv2d(self.x, self.w, self.b, stride=self.stride, padding=1)
         (out * self.v).sum().backward()
 
     def grads(self) -> list[np.ndarray]:
@@ -134,6 +137,7 @@ def main() -> int:
     parser = argument_parser(__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--size", type=int, default=32, help="image height and width")
+    parser.add_argument("--stride", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None,
                         help="BLAS and torch threads (default: each library's own default)")
@@ -150,17 +154,18 @@ def main() -> int:
     rounds = 1 if args.quick else args.rounds
     warmup = 1 if args.quick else 3
 
-    arrays = make_arrays(batch, cin, cout, size)
+    arrays = make_arrays(batch, cin, cout, size, args.stride)
     torch_threads = pin_torch_threads(args.threads)
     print(__doc__.splitlines()[0])
     print(machine_line())
     print(f"conv2d float32, batch {batch}, {cin} -> {cout} channels, 3x3, {size}x{size}, "
+          f"stride {args.stride}, "
           f"padding 1; BLAS threads: {blas_threads()}; ours intra-op threads "
           f"{aa.get_num_threads()}; torch threads {torch_threads}; "
           f"{gc_label()}; {reps} timed steps in {rounds} round(s), {warmup} warm-up per block; "
           f"freed memory {'retained' if retained else 'returned (default malloc)'}")
 
-    ours, theirs = OursStep(arrays), TorchStep(arrays)
+    ours, theirs = OursStep(arrays, args.stride), TorchStep(arrays, args.stride)
     diffs = [float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-12))
              for a, b in zip(ours.grads(), theirs.grads(), strict=True)]
     gc.collect()
