@@ -142,6 +142,13 @@ class IntraOpPool:
                 return
             claims.done(on_helper)
 
+    def close(self) -> None:
+        """Let the helper threads end once idle; a later split starts new ones."""
+        with self._lock:
+            executor, self._executor, self._executor_threads = self._executor, None, 0
+        if executor is not None:
+            executor.shutdown(wait=False)
+
     def _helpers(self) -> ThreadPoolExecutor:
         with self._lock:
             wanted = max(1, self._threads - 1)

@@ -52,6 +52,8 @@ def split_every_batch(monkeypatch):
     monkeypatch.setattr(conv_arrays, "POOL", pool)
     monkeypatch.setattr(conv_items, "POOL", pool)
     monkeypatch.setattr(conv_items, "ITEMS_MIN_COLUMNS", float("inf"))
+    yield
+    pool.close()
 
 
 @pytest.fixture
@@ -61,7 +63,10 @@ def by_parts(monkeypatch):
         pytest.skip("NumPy's BLAS is not OpenBLAS: convolutions keep the whole-batch way")
     monkeypatch.setattr(conv_items, "ITEMS_MIN_COLUMNS", 0)
     monkeypatch.setattr(conv_items, "PART_COLUMNS", 1)  # one item a part: many parts
-    monkeypatch.setattr(conv_items, "POOL", IntraOpPool(2))
+    pool = IntraOpPool(2)
+    monkeypatch.setattr(conv_items, "POOL", pool)
+    yield
+    pool.close()
 
 
 def _arrays(xs, ws, bias):
@@ -185,8 +190,15 @@ def test_no_parts_without_a_second_thread_or_a_blas_to_narrow(monkeypatch, by_pa
 
 
 # ------------------------------------------------------------------------ the pool
-def test_parts_run_on_the_caller_and_a_helper_at_once() -> None:
+
+@pytest.fixture
+def pool():
+    """A pool of two threads, its helper let go after the test."""
     pool = IntraOpPool(2)
+    yield pool
+    pool.close()
+
+def test_parts_run_on_the_caller_and_a_helper_at_once(pool) -> None:
     began = [threading.Event(), threading.Event()]
     threads = {}
 
@@ -202,8 +214,7 @@ def test_parts_run_on_the_caller_and_a_helper_at_once() -> None:
     assert threading.current_thread() in threads.values()
 
 
-def test_the_caller_takes_every_part_when_no_helper_starts() -> None:
-    pool = IntraOpPool(2)
+def test_the_caller_takes_every_part_when_no_helper_starts(pool) -> None:
     release = threading.Event()
     pool._helpers().submit(release.wait, WAIT_S)  # the only helper is busy elsewhere
     threads = set()
@@ -219,8 +230,7 @@ def test_the_caller_takes_every_part_when_no_helper_starts() -> None:
         release.set()
 
 
-def test_each_thread_makes_its_scratch_once() -> None:
-    pool = IntraOpPool(2)
+def test_each_thread_makes_its_scratch_once(pool) -> None:
     made = []
 
     def scratch():
@@ -238,8 +248,7 @@ def test_each_thread_makes_its_scratch_once() -> None:
     assert sorted(i for s in scratches for i in s) == list(range(40))
 
 
-def test_a_failed_part_on_the_caller_waits_for_the_helpers_part_and_stops_the_rest() -> None:
-    pool = IntraOpPool(2)
+def test_a_failed_part_on_the_caller_waits_for_the_helpers_part_and_stops_the_rest(pool) -> None:
     helper_began, helper_ended = threading.Event(), threading.Event()
     ran = []
 
@@ -259,8 +268,7 @@ def test_a_failed_part_on_the_caller_waits_for_the_helpers_part_and_stops_the_re
     assert len(ran) < 6
 
 
-def test_a_failed_part_on_a_helper_is_raised_on_the_caller() -> None:
-    pool = IntraOpPool(2)
+def test_a_failed_part_on_a_helper_is_raised_on_the_caller(pool) -> None:
     caller = threading.current_thread()
     helper_failed = threading.Event()
 
@@ -273,6 +281,15 @@ def test_a_failed_part_on_a_helper_is_raised_on_the_caller() -> None:
 
     with pytest.raises(KeyError, match=r"part \d failed"):
         pool.run_parts(part, [(i, i + 1) for i in range(4)])
+
+
+def test_a_closed_pool_lets_its_helper_go_and_starts_another_when_needed(pool) -> None:
+    pool.run(lambda s, e: None, [(0, 1), (1, 2)])
+    first = pool._executor
+    pool.close()
+    assert pool._executor is None
+    assert pool.run(lambda s, e: (s, e), [(0, 1), (1, 2)]) == [(0, 1), (1, 2)]
+    assert pool._executor is not first
 
 
 def test_set_num_threads_validates_round_trips_and_starts_at_the_usable_cores() -> None:
