@@ -150,7 +150,7 @@ class ConvTransposeBackward0(Op):
     the output's gradient (im2col, then one matmul each for the input and the weight).
     """
 
-    __slots__ = ("_win", "_groups", "_rows", "_x_shape", "_w_shape")
+    __slots__ = ("_win", "_groups", "_rows", "_x_shape", "_w_shape", "_by_parts")
     saved_slots = ("_rows",)
     op_name = "convolution_transpose"
     saved_inputs = (0, 1)
@@ -159,6 +159,10 @@ class ConvTransposeBackward0(Op):
     def forward(self, x: Any, w: Any, b: Any = None, *, win: Windows, groups: int) -> Any:
         self._win, self._groups = win, groups
         self._x_shape, self._w_shape = x.shape, w.shape
+        self._by_parts = conv_items.applies(x, win, channels=w.shape[1] * groups)
+        if self._by_parts:  # backward reads the input's rows again from x, part by part
+            self._rows = None
+            return conv_items.transposed_forward(x, w, b, win, groups)
         rows = self._grouped(to_cols_cf(x, win))  # (C, N * positions), per group
         self._rows = rows if self.needs_input_grad[1] else None
         cols = swap_last(self._weight_matrix(w)) @ rows
@@ -200,6 +204,9 @@ class ConvTransposeBackward0(Op):
 
     def _array_backward(self, g: Any, x: Any, w: Any) -> tuple:
         need = self.needs_input_grad
+        if self._by_parts:
+            return conv_items.transposed_backward(g, w, x, self._win, self._groups,
+                                                  self._w_shape, need)
         g_cols = self._grouped(im2col_cf(g, self._win))
         gx = gw = None
         if need[0]:

@@ -9,7 +9,8 @@ on one BLAS thread (`backends.blas_threads`), and writes its slice of the result
 threads (`intra_op`) share the parts. Backward builds each part's columns again from the padded
 input, kept by forward instead of the columns (a ninth of their size), and adds each thread's
 share of the weight's gradient at the end. `conv_layouts` says how a part's columns are laid
-out: on the padded rows with unit strides, the exact windows otherwise.
+out: on the padded rows with unit strides, the exact windows otherwise. Transposed
+convolutions run by parts the same way (at the end).
 
 Only for NumPy arrays, large batches, more than one intra-op thread and a BLAS whose thread
 count can be narrowed (`applies`); otherwise the whole-batch way runs.
@@ -39,13 +40,15 @@ ITEMS_MIN_COLUMNS = 1 << 21
 PART_COLUMNS = 1 << 19
 
 
-def applies(x: Any, win: Windows) -> bool:
-    """Whether the convolution of `x` runs by parts of its batch."""
+def applies(x: Any, win: Windows, channels: int | None = None) -> bool:
+    """Whether the convolution of `x` runs by parts of its batch. `channels` are those its
+    columns gather (the input's; for a transposed convolution, its output's)."""
+    channels = x.shape[1] if channels is None else channels
     return (
         type(x) is np.ndarray
         and x.shape[0] > 1
         and POOL.threads > 1
-        and x.shape[1] * win.kernel_numel * x.shape[0] * positions_per_item(win)
+        and channels * win.kernel_numel * x.shape[0] * positions_per_item(win)
         >= ITEMS_MIN_COLUMNS
         and BLAS.available
     )
@@ -74,6 +77,15 @@ class _Buffers:
             make = np.zeros if zeroed else np.empty
             buf = self._made[name] = make(shape, dtype=self._dtype)
         return buf
+
+
+def _sum_shares(used: list[_Buffers]) -> Any:
+    """The weight's gradient: the sum of each thread's share."""
+    shares = [bufs.weight_grad for bufs in used if bufs.weight_grad is not None]
+    total = shares[0]
+    for share in shares[1:]:
+        total += share
+    return total
 
 
 def _batch_axis(windows: Any, kernel_dims: int, start: int, stop: int) -> Any:
@@ -154,11 +166,84 @@ def backward(
             _, used = POOL.run_parts(part, _parts(n, ck * layout.positions),
                                      lambda: _Buffers(g.dtype))
         if need[1]:
-            shares = [bufs.weight_grad for bufs in used if bufs.weight_grad is not None]
-            total = shares[0]
-            for share in shares[1:]:
-                total += share
-            gw = np.ascontiguousarray(swap_last(total)).reshape(w_shape)
+            gw = np.ascontiguousarray(swap_last(_sum_shares(used))).reshape(w_shape)
     if len(need) > 2 and need[2]:
         gb = np.einsum("ncl->c", g.reshape(g.shape[:2] + (-1,)))
     return gx, gw, gb
+
+
+# ----------------------------------------------------------- transposed convolutions
+# A transposed convolution is a convolution's input gradient run forward: its columns are the
+# weight's transpose times the input's rows, added back into the output image; its backward is
+# a convolution of the output's gradient (the windows of that gradient, times the weight) and
+# the weight's gradient, the input's rows times those windows.
+def transposed_forward(x: Any, w: Any, b: Any, win: Windows, groups: int) -> Any:
+    """The transposed convolution of `x` (N, C, *in) with `w` (C, O / G, *kernel) (+ `b`);
+    `win` describes the windows over the output image."""
+    n, c = x.shape[:2]
+    o = w.shape[1] * groups
+    layout = layout_of(win)
+    out = np.empty((n, o) + win.size, dtype=x.dtype)
+    matrix_t = np.ascontiguousarray(swap_last(weight_matrix(w, groups)))  # (.., O * K, C)
+    bias = None if b is None else b.reshape((1, o) + (1,) * len(win.size))
+
+    def part(start: int, stop: int, bufs: _Buffers) -> None:
+        m = stop - start
+        rows = bufs.get("rows", (c, m * layout.positions), zeroed=layout.zeroed_rows)
+        layout.rows_from(x[start:stop], rows)
+        cols = bufs.get("cols", matrix_t.shape[:-1] + (m * layout.positions,))
+        np.matmul(matrix_t, grouped(rows, groups), out=cols)
+        layout.image_into(cols.reshape((o * win.kernel_numel, -1)), out[start:stop],
+                          bufs.get("image", layout.image_shape(o, m)))
+        if bias is not None:
+            out[start:stop] += bias
+
+    with BLAS.one_per_caller():
+        POOL.run_parts(part, _parts(n, o * win.kernel_numel * layout.positions),
+                       lambda: _Buffers(x.dtype))
+    return out
+
+
+def transposed_backward(
+    g: Any, w: Any, x: Any, win: Windows, groups: int, w_shape: tuple[int, ...],
+    need: tuple[bool, ...],
+) -> tuple[Any, Any]:
+    """Gradients of a transposed convolution's input (from `w`) and weight (from `x`); `w` or
+    `x` may be None when the gradient that needs it is not wanted."""
+    n, o = g.shape[:2]
+    c = w_shape[0]
+    ok = o * win.kernel_numel
+    layout = layout_of(win)
+    windows, nk = layout.windows(layout.keep(g)), len(win.kernel)  # (O, *kernel, N, *pos)
+    gx = gw = None
+    if need[0]:
+        gx = np.empty((n, c) + win.out, dtype=g.dtype)
+        matrix = weight_matrix(w, groups)  # (.., C, O * K)
+
+    def part(start: int, stop: int, bufs: _Buffers) -> None:
+        m = stop - start
+        part_windows = _batch_axis(windows, nk, start, stop)
+        cols = bufs.get("cols", (ok, m * layout.positions))
+        np.copyto(cols.reshape(part_windows.shape), part_windows)
+        cols = grouped(cols, groups)
+        if need[0]:
+            rows = bufs.get("g_rows", matrix.shape[:-1] + (m * layout.positions,))
+            np.matmul(matrix, cols, out=rows)
+            layout.out_into(rows.reshape((c, -1)), gx[start:stop], None)
+        if need[1]:
+            rows = bufs.get("rows", (c, m * layout.positions), zeroed=layout.zeroed_rows)
+            layout.rows_from(x[start:stop], rows)
+            rows = grouped(rows, groups)
+            product = bufs.get("weight", rows.shape[:-1] + cols.shape[-2:-1])
+            np.matmul(rows, swap_last(cols), out=product)
+            if bufs.weight_grad is None:
+                bufs.weight_grad = product.copy()
+            else:
+                bufs.weight_grad += product
+
+    with BLAS.one_per_caller():
+        _, used = POOL.run_parts(part, _parts(n, ok * layout.positions),
+                                 lambda: _Buffers(g.dtype))
+    if need[1]:
+        gw = _sum_shares(used).reshape(w_shape)
+    return gx, gw

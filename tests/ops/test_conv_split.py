@@ -92,6 +92,37 @@ def test_by_parts_matches_torch(torch, by_parts, device, name, xs, ws, bias, kwa
     assert out.grad_fn._by_parts == (aa.device(device).type != "cuda")
 
 
+TRANSPOSED_CASES = [
+    # (name, input shape, weight shape, with bias, keyword arguments)
+    ("conv_transpose2d", (5, 4, 6, 7), (4, 3, 3, 3), True, {"padding": 1}),
+    ("conv_transpose2d", (4, 4, 5, 5), (4, 2, 4, 4), True, {"stride": 2, "padding": 1,
+                                                            "groups": 2}),
+    ("conv_transpose2d", (3, 2, 5, 6), (2, 3, 3, 2), False,
+     {"stride": (2, 1), "dilation": (1, 2), "output_padding": (1, 0)}),
+    ("conv_transpose1d", (4, 3, 9), (3, 2, 5), True, {"stride": 3, "padding": 2}),
+]
+
+
+@pytest.mark.parametrize(("name", "xs", "ws", "bias", "kwargs"), TRANSPOSED_CASES)
+def test_transposed_by_parts_matches_torch(torch, by_parts, device, name, xs, ws, bias,
+                                           kwargs) -> None:
+    ours, theirs = getattr(F, name), getattr(torch.nn.functional, name)
+    arrays = [RNG.standard_normal(xs), RNG.standard_normal(ws)]
+    arrays += [RNG.standard_normal(ws[1] * kwargs.get("groups", 1))] if bias else []
+    out = against_torch(torch, lambda *t: ours(*t, **kwargs), lambda *t: theirs(*t, **kwargs),
+                        *arrays, device=device)
+    assert out.grad_fn._by_parts == (aa.device(device).type != "cuda")
+
+
+@pytest.mark.parametrize("grad", [[False, True], [True, False]])
+def test_transposed_by_parts_with_one_gradient_wanted(torch, by_parts, grad) -> None:
+    x, w = RNG.standard_normal((4, 3, 5, 5)), RNG.standard_normal((3, 2, 3, 3))
+    out = against_torch(torch, lambda *t: F.conv_transpose2d(*t, stride=2),
+                        lambda *t: torch.nn.functional.conv_transpose2d(*t, stride=2), x, w,
+                        grad=grad)
+    assert out.grad_fn._by_parts
+
+
 @pytest.mark.parametrize("grad", [[False, True, False], [True, False, True], [True, True, False]])
 def test_by_parts_with_some_gradients_wanted(torch, by_parts, grad) -> None:
     x, w, b = _arrays((5, 3, 6, 6), (2, 3, 3, 3), True)
