@@ -182,10 +182,12 @@ def test_fills_keep_the_tensor_dtype(name, dtype):
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [
-        (lambda t: t.normal_(), NotImplementedError, "\"normal_kernel_cpu\" not implemented for 'Long'"),
+        (lambda t: t.normal_(), NotImplementedError,
+         "\"normal_kernel_cpu\" not implemented for 'Long'"),
         (lambda t: t.uniform_(), NotImplementedError,
          "\"check_uniform_bounds\" not implemented for 'Long'"),
-        (lambda t: t.log_normal_(), NotImplementedError, "\"log_normal_cpu\" not implemented for 'Long'"),
+        (lambda t: t.log_normal_(), NotImplementedError,
+         "\"log_normal_cpu\" not implemented for 'Long'"),
         (lambda t: t.exponential_(), RuntimeError,
          "Exponential distribution is a continuous probability distribution. dtype must be a "
          "floating point but you specified Long"),
