@@ -17,7 +17,7 @@ from ..creation import Generator, _device, _shape
 from ..devices import enters_device, launching
 from ..dtypes import default_float
 from ..tensor import Tensor, as_dtype, made
-from .base import Op
+from .base import Op, broadcast_error
 from .dual import xp_of, zeros_like
 from .inplace import _operand
 from .random_fills import (
@@ -142,6 +142,10 @@ def normal(
         raise TypeError("normal(mean, std, size): size is only taken with a float mean and std")
     if mean_t and std_t:
         std = _operand(mean, std)
+        try:
+            np.broadcast_shapes(mean.shape, std.shape)
+        except ValueError:
+            raise broadcast_error("normal", (mean._data, std._data)) from None
     for t in (mean, std):
         if isinstance(t, Tensor):
             require_floating(t, "normal_kernel_cpu")
