@@ -21,12 +21,12 @@ from .base import Op, broadcast_error
 from .dual import xp_of, zeros_like
 from .inplace import _operand
 from .random_fills import (
-    _zeros,
     bernoulli_values,
     check_probabilities,
     device_state,
     require_floating,
     torch_type_name,
+    zeros_shaped,
 )
 
 BERNOULLI_P_GRAD_MESSAGE = "derivative for aten::bernoulli is not implemented"
@@ -101,7 +101,7 @@ class _Normal(Op):
 
     def backward(self, g: Any) -> tuple:
         return tuple(
-            _zeros(g, shape, dtype) if need else None
+            zeros_shaped(g, shape, dtype) if need else None
             for need, (shape, dtype) in zip(self.needs_input_grad, self._metas)
         )
 

@@ -155,11 +155,11 @@ class BernoulliBackward1(RandomFill):
 
     def backward(self, g: Any) -> tuple:
         shape, dtype = self._p_meta
-        gp = _zeros(g, shape, dtype) if self.needs_input_grad[1] else None
+        gp = zeros_shaped(g, shape, dtype) if self.needs_input_grad[1] else None
         return (zeros_like(g) if self.needs_input_grad[0] else None), gp
 
 
-def _zeros(like: Any, shape: tuple, dtype: Any) -> Any:
+def zeros_shaped(like: Any, shape: tuple, dtype: Any) -> Any:
     """Zeros of `shape` and `dtype` on the device of `like` (a Tensor when `like` is one)."""
     if isinstance(like, Tensor):
         return Tensor._wrap(xp_of(like._data).zeros(shape, dtype), like.device)
