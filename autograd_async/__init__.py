@@ -63,6 +63,7 @@ from .grad_mode import (
 )
 from .ops import *  # noqa: F403 - the op functions: add, mul, matmul, sum, ...
 from .ops.intra_op import get_num_threads, set_num_threads
+from .ops.random_draws import bernoulli, multinomial, normal, poisson
 from .serialization import load, save
 from .streams import (
     Event,
@@ -178,4 +179,8 @@ __all__ = [
     "synchronize",
     "get_num_threads",
     "set_num_threads",
+    "bernoulli",
+    "multinomial",
+    "normal",
+    "poisson",
 ]

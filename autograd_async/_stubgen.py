@@ -39,6 +39,7 @@ _HEADER_IMPORTS = {  # name -> (import group, module, import text)
     "builtins": (0, "builtins", "import builtins"),
     "np": (1, "numpy", "import numpy as np"),
     "Device": (2, ".devices", "Device"),
+    "Generator": (2, ".creation", "Generator"),
     "Node": (2, ".graph", "Node"),
     "RemovableHandle": (2, ".graph", "RemovableHandle"),
 }
@@ -211,8 +212,10 @@ def render_ops_stub() -> str:
     body = f"{defs}\n__all__ = [\n{names}]\n"
     header = _imports(body, ".").replace("from .tensor", "from ..tensor")
     uses_tensor = "Tensor" in {n.id for n in ast.walk(ast.parse(body)) if isinstance(n, ast.Name)}
-    if uses_tensor:
-        header += "\nfrom ..tensor import Tensor\n"
+    if uses_tensor:  # in the block of relative imports when there is one, as isort puts it
+        tensor_import = "from ..tensor import Tensor\n"
+        relative_block = header.rsplit("\n\n", 1)[-1].startswith("from ..")
+        header += tensor_import if relative_block else "\n" + tensor_import
     return _HEADER + header + "\n" + body
 
 

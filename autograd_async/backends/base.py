@@ -126,3 +126,19 @@ class Backend(ABC):
     def random_permutation(self, state: Any, n: int, dtype: Any) -> Any:
         """A random permutation of 0..n-1."""
         raise NotImplementedError(f"{self.type} devices draw no random numbers")
+
+    def random_exponential(self, state: Any, shape: tuple, dtype: Any) -> Any:
+        """Exponential samples with rate 1."""
+        raise NotImplementedError(f"{self.type} devices draw no random numbers")
+
+    def random_cauchy(self, state: Any, shape: tuple, dtype: Any) -> Any:
+        """Standard Cauchy samples (median 0, scale 1)."""
+        raise NotImplementedError(f"{self.type} devices draw no random numbers")
+
+    def random_geometric(self, state: Any, p: float, shape: tuple, dtype: Any) -> Any:
+        """The number of Bernoulli(p) trials up to the first success (1, 2, ...)."""
+        raise NotImplementedError(f"{self.type} devices draw no random numbers")
+
+    def random_poisson(self, state: Any, rates: Any, dtype: Any) -> Any:
+        """Poisson samples, one for each rate of the array `rates` (on this device)."""
+        raise NotImplementedError(f"{self.type} devices draw no random numbers")

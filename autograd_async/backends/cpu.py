@@ -115,7 +115,23 @@ class CpuBackend(Backend):
         return state.standard_normal(shape).astype(dtype)
 
     def random_integers(self, state: Any, low: int, high: int, shape: tuple, dtype: Any) -> Any:
-        return state.integers(low, high, size=shape).astype(dtype, copy=False)
+        # The closed form [low, high - 1] draws the same values and reaches high = 2**63.
+        return state.integers(low, high - 1, size=shape, endpoint=True).astype(dtype, copy=False)
 
     def random_permutation(self, state: Any, n: int, dtype: Any) -> Any:
         return state.permutation(n).astype(dtype, copy=False)
+
+    def random_exponential(self, state: Any, shape: tuple, dtype: Any) -> Any:
+        dtype = np.dtype(dtype)
+        if dtype in _DRAWN_FLOATS:
+            return state.standard_exponential(shape, dtype=dtype)
+        return state.standard_exponential(shape).astype(dtype)
+
+    def random_cauchy(self, state: Any, shape: tuple, dtype: Any) -> Any:
+        return state.standard_cauchy(shape).astype(dtype, copy=False)
+
+    def random_geometric(self, state: Any, p: float, shape: tuple, dtype: Any) -> Any:
+        return state.geometric(p, shape).astype(dtype, copy=False)
+
+    def random_poisson(self, state: Any, rates: Any, dtype: Any) -> Any:
+        return state.poisson(rates).astype(dtype, copy=False)

@@ -190,3 +190,21 @@ class CudaBackend(Backend):
 
     def random_permutation(self, state: Any, n: int, dtype: Any) -> Any:
         return state.permutation(n).astype(dtype, copy=False)
+
+    def random_exponential(self, state: Any, shape: tuple, dtype: Any) -> Any:
+        dtype = np.dtype(dtype)
+        if dtype.kind == "f" and dtype.itemsize >= 4:
+            return state.standard_exponential(shape, dtype=dtype)
+        return state.standard_exponential(shape, dtype=np.float32).astype(dtype)
+
+    def random_cauchy(self, state: Any, shape: tuple, dtype: Any) -> Any:
+        dtype = np.dtype(dtype)
+        if dtype.kind == "f" and dtype.itemsize >= 4:
+            return state.standard_cauchy(shape, dtype=dtype)
+        return state.standard_cauchy(shape, dtype=np.float32).astype(dtype)
+
+    def random_geometric(self, state: Any, p: float, shape: tuple, dtype: Any) -> Any:
+        return state.geometric(p, shape, dtype=np.int64).astype(dtype, copy=False)
+
+    def random_poisson(self, state: Any, rates: Any, dtype: Any) -> Any:
+        return state.poisson(rates, dtype=np.int64).astype(dtype, copy=False)

@@ -1,7 +1,8 @@
 """`nn.init`: fill weights in place (outside the graph) with PyTorch's fan and gain rules.
 
-Samples are drawn on the host from the default generator of `autograd_async.creation` (or the
-`generator` given), cast to the tensor's dtype and copied into its storage on its own device.
+As in PyTorch, each fill is the tensor's own in-place fill (`uniform_`, `normal_`, `fill_`) run
+under `no_grad`: samples are drawn on the tensor's device from the default generator (or the
+`generator` given), and the version counter is bumped.
 """
 
 from __future__ import annotations
@@ -10,10 +11,7 @@ import math
 import warnings
 from typing import Any
 
-import numpy as np
-
 from .. import creation
-from ..devices import asarray_on, launching
 from ..grad_mode import no_grad
 from ..tensor import Tensor
 
@@ -67,18 +65,9 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
-def _rng(generator: creation.Generator | None) -> np.random.Generator:
-    return (generator or creation.default_generator).rng
-
-
-def _fill_(tensor: Tensor, host: Any) -> Tensor:
-    """Copy host values into the tensor's storage in place and bump its version."""
+def _checked(tensor: Any) -> Tensor:
     if not isinstance(tensor, Tensor):
         raise TypeError(f"nn.init expects a Tensor, got {type(tensor).__name__}")
-    with no_grad(), launching(tensor.device, "nn.init"):
-        values = asarray_on(np.asarray(host, dtype=tensor.dtype), tensor.device)
-        tensor._data[...] = values
-        tensor._bump_version()
     return tensor
 
 
@@ -86,7 +75,8 @@ def uniform_(
     tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: creation.Generator | None = None
 ) -> Tensor:
     """Fill with samples from U(a, b)."""
-    return _fill_(tensor, _rng(generator).uniform(a, b, tensor.shape))
+    with no_grad():
+        return _checked(tensor).uniform_(a, b, generator=generator)
 
 
 def normal_(
@@ -96,12 +86,14 @@ def normal_(
     generator: creation.Generator | None = None,
 ) -> Tensor:
     """Fill with samples from N(mean, std**2)."""
-    return _fill_(tensor, _rng(generator).normal(mean, std, tensor.shape))
+    with no_grad():
+        return _checked(tensor).normal_(mean, std, generator=generator)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
     """Fill with `val`."""
-    return _fill_(tensor, np.full(tensor.shape, val))
+    with no_grad():
+        return _checked(tensor).fill_(val)
 
 
 def ones_(tensor: Tensor) -> Tensor:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..creation import Generator
 from ..tensor import Tensor
 
 def abs(input: Tensor) -> Tensor: ...
@@ -59,6 +60,12 @@ def baddbmm(
     *,
     beta: Any = ...,
     alpha: Any = ...,
+) -> Tensor: ...
+def bernoulli(
+    input: Tensor,
+    p: float | None = ...,
+    *,
+    generator: Generator | None = ...,
 ) -> Tensor: ...
 def bitwise_and(input: Tensor, other: Any) -> Tensor: ...
 def bitwise_not(input: Tensor) -> Tensor: ...
@@ -155,6 +162,13 @@ def moveaxis(input: Tensor, source: Any, destination: Any) -> Tensor: ...
 def movedim(input: Tensor, source: Any, destination: Any) -> Tensor: ...
 def msort(input: Tensor) -> Tensor: ...
 def mul(input: Any, other: Any) -> Tensor: ...
+def multinomial(
+    input: Tensor,
+    num_samples: int,
+    replacement: bool = ...,
+    *,
+    generator: Generator | None = ...,
+) -> Tensor: ...
 def multiply(input: Any, other: Any) -> Tensor: ...
 def mv(input: Tensor, vec: Tensor) -> Tensor: ...
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor: ...
@@ -169,9 +183,20 @@ def norm(
     keepdim: bool = ...,
     dtype: Any = ...,
 ) -> Tensor: ...
+def normal(
+    mean: Tensor | float,
+    std: Tensor | float = ...,
+    size: Any = ...,
+    *,
+    generator: Generator | None = ...,
+    dtype: Any = ...,
+    device: Any = ...,
+    requires_grad: bool = ...,
+) -> Tensor: ...
 def not_equal(input: Tensor, other: Any) -> Tensor: ...
 def outer(input: Tensor, vec2: Tensor) -> Tensor: ...
 def permute(input: Tensor, *dims: Any) -> Tensor: ...
+def poisson(input: Tensor, generator: Generator | None = ...) -> Tensor: ...
 def pow(input: Any, exponent: Any) -> Tensor: ...
 def prod(input: Tensor, dim: Any = ..., keepdim: bool = ..., *, dtype: Any = ...) -> Tensor: ...
 def reciprocal(input: Tensor) -> Tensor: ...
@@ -299,6 +324,7 @@ __all__ = [
     "atan",
     "atan2",
     "baddbmm",
+    "bernoulli",
     "bitwise_and",
     "bitwise_not",
     "bitwise_or",
@@ -380,6 +406,7 @@ __all__ = [
     "movedim",
     "msort",
     "mul",
+    "multinomial",
     "multiply",
     "mv",
     "narrow",
@@ -388,9 +415,11 @@ __all__ = [
     "negative",
     "nonzero",
     "norm",
+    "normal",
     "not_equal",
     "outer",
     "permute",
+    "poisson",
     "pow",
     "prod",
     "reciprocal",

@@ -113,3 +113,55 @@ def test_devices_off_the_host_draw_from_their_own_seeded_generator():
     assert [d for d, _ in seeds] == ["offhost:0"] * 3 + ["offhost:1"]
     assert seeds[0] == seeds[1] and seeds[0] != seeds[2]
     assert seeds[0][1] != seeds[3][1]
+
+
+DEVICE_FILLS = r'''
+import json
+
+import numpy as np
+
+import autograd_async as aa
+from autograd_async.backends import SimBackend, backends
+
+
+class OffHostSim(SimBackend):
+    """Sim arrays, but drawn like a GPU's: one generator per device."""
+
+    type = "offhost"
+    host_memory = False
+
+
+backends.register(OffHostSim())
+
+
+def values(t):
+    return np.asarray(t._data).tolist()
+
+
+def fills(seed, device):
+    aa.manual_seed(seed)
+    w = aa.nn.init.normal_(aa.empty(3, device=device))
+    aa.manual_seed(seed)
+    fresh = aa.randn(3, device=device)
+    aa.manual_seed(seed)
+    drawn = [
+        aa.empty(3, device=device).uniform_(), aa.empty(3, device=device).exponential_(),
+        aa.empty(3, device=device).random_(100), aa.empty(3, device=device).bernoulli_(0.5),
+        aa.multinomial(aa.ones(6, device=device), 3), aa.poisson(aa.ones(3, device=device) * 4),
+        aa.bernoulli(aa.full((3,), 0.5, device=device)), aa.normal(aa.zeros(3, device=device)),
+    ]
+    return {"init": values(w), "randn": values(fresh), "drawn": [values(t) for t in drawn]}
+
+
+print(json.dumps({"first": fills(5, "offhost:0"), "again": fills(5, "offhost:0"),
+                  "host": fills(5, "sim:0")}))
+'''
+
+
+def test_fills_and_draws_off_the_host_use_the_devices_generator():
+    got = run_json(DEVICE_FILLS)
+    first, again, host = got["first"], got["again"], got["host"]
+    assert first == again
+    assert first["init"] == first["randn"]  # nn.init draws on the device, as randn does
+    assert first["init"] != host["init"]  # from the device's generator, not the host's
+    assert first["drawn"] != host["drawn"]

@@ -175,3 +175,29 @@ def test_layer_norm_and_embedding_init():
     assert not frozen.weight.requires_grad and frozen.num_embeddings == 3
     with pytest.raises(ValueError, match="Padding_idx must be within"):
         nn.Embedding(3, 2, padding_idx=3)
+
+
+def test_fills_draw_on_the_device_what_its_random_creation_draws(device):
+    # nn.init is the tensor's own fill: the values randn/rand give on that device for the seed.
+    aa.manual_seed(5)
+    w = init.normal_(aa.empty(4, 3, device=device), 1.0, 2.0)
+    aa.manual_seed(5)
+    expected = np.asarray(aa.randn(4, 3, device=device).cpu()) * 2.0 + 1.0
+    np.testing.assert_allclose(np.asarray(w.cpu()), expected, rtol=1e-6)
+    b = init.uniform_(aa.empty(6, device=device), generator=aa.Generator(2))
+    np.testing.assert_array_equal(
+        np.asarray(b.cpu()), np.asarray(aa.rand(6, device=device, generator=aa.Generator(2)).cpu())
+    )
+
+
+def test_bad_ranges_raise_torchs_errors(torch):
+    for call in (
+        lambda lib: lib.nn.init.uniform_(lib.zeros(3), 1.0, 0.0),
+        lambda lib: lib.nn.init.normal_(lib.zeros(3), 0.0, -1.0),
+        lambda lib: lib.nn.init.uniform_(lib.zeros(3, dtype=lib.int64)),
+    ):
+        with pytest.raises(Exception) as theirs:
+            call(torch)
+        with pytest.raises(type(theirs.value)) as ours:
+            call(aa)
+        assert str(ours.value) == str(theirs.value)
