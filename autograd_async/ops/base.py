@@ -76,6 +76,11 @@ _TORCH_TYPE_NAMES = {
 }
 
 
+def torch_type_name(dtype: Any) -> str:
+    """A dtype as PyTorch's messages name it: `Float`, `Double`, `Long`."""
+    return _TORCH_TYPE_NAMES.get(str(dtype), str(dtype))
+
+
 def torch_description(t: Tensor) -> str:
     """A tensor as PyTorch's messages show it: `[torch.FloatTensor [2, 3]]` (device if not cpu)."""
     kind = _TORCH_TYPE_NAMES.get(str(t.dtype), str(t.dtype)) + "Tensor"

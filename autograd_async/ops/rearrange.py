@@ -192,6 +192,11 @@ def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
     return transpose(input, dim0, dim1)
 
 
+def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
+    """Swap two dimensions (a view); PyTorch's alias of `transpose`, with NumPy's argument names."""
+    return transpose(input, axis0, axis1)
+
+
 def unflatten(input: Tensor, dim: int, sizes: Any) -> Tensor:
     """Split dimension `dim` into `sizes` (one may be -1), as a view."""
     axis = normalize_dim(dim, input.ndim)
@@ -224,6 +229,7 @@ FUNCTIONS = {
     "movedim": movedim,
     "moveaxis": movedim,
     "swapdims": swapdims,
+    "swapaxes": swapaxes,
     "unflatten": unflatten,
 }
 METHODS = {"repeat": repeat, "reshape_as": reshape_as}

@@ -453,7 +453,6 @@ FUNCTIONS = {
     "reshape": reshape,
     "flatten": flatten,
     "transpose": transpose,
-    "swapaxes": transpose,
     "t": t,
     "permute": permute,
     "squeeze": squeeze,
