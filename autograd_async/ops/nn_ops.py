@@ -15,7 +15,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from . import dual
-from .base import Op
+from .base import Op, require_tensor
 from .dual import as_array, exp, mul_const, sum_dims, xp_of
 from .reduction import logsumexp_array
 from .special import special_array
@@ -320,6 +320,9 @@ def log_softmax(input: Tensor, dim: int) -> Tensor:
 
 def erf(input: Tensor) -> Tensor:
     """Elementwise error function."""
+    require_tensor("erf", input)
+    if input.dtype.kind == "c":  # as the other special functions
+        raise RuntimeError(f"erf: complex tensors are not supported, got {input.dtype}")
     return ErfBackward0.apply(input)
 
 
