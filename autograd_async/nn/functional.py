@@ -126,6 +126,10 @@ def tanh(input: Tensor) -> Tensor:
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x * Phi(x), exactly (`approximate='none'`) or with the tanh approximation."""
+    _require_tensor(input, "gelu", "input", 1)
+    if input.dtype.kind != "f":  # PyTorch's kernel has no integer form (silu's does not either)
+        got = _TORCH_NAMES.get(input.dtype.name, input.dtype.name)
+        raise NotImplementedError(f"\"GeluKernelImpl\" not implemented for '{got}'")
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
     return GeluBackward0.apply(input, approximate=approximate)
