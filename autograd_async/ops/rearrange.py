@@ -125,9 +125,14 @@ def repeat_interleave(
     return index_select(input, axis, Tensor._wrap(index, input.device))
 
 
-def flip(input: Tensor, *dims: Any) -> Tensor:
-    """The tensor with the order of elements reversed along `dims` (a copy)."""
-    axes = tuple(normalize_dim(d, input.ndim) for d in _sizes(dims))
+def flip(input: Tensor, *args: Any, dims: Any = None) -> Tensor:
+    """The tensor with the order of elements reversed along `dims` (a copy).
+
+    The dims come as PyTorch takes them: `flip(x, [0, 1])`, `x.flip(0, 1)` or `dims=[0, 1]`.
+    """
+    if dims is not None and args:
+        raise TypeError("flip(): got dims both positionally and as a keyword")
+    axes = tuple(normalize_dim(d, input.ndim) for d in _sizes(args if dims is None else (dims,)))
     if len(set(axes)) != len(axes):
         raise RuntimeError(f"flip: dims has duplicates, original flip dims size={len(axes)}")
     return FlipBackward0.apply(input, dims=axes)
