@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 import pytest
-from gradients import to_numpy
+from gradients import to_numpy, versus_torch
 from torch_reference import check_like_torch
 
 import autograd_async as aa
@@ -177,6 +177,7 @@ def test_torch_keyword_names_are_accepted(torch, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["max_pool1d", "max_pool2d", "adaptive_max_pool2d", "softmax",
+                                  "mse_loss",
                                   "log_softmax", "l1_loss", "smooth_l1_loss", "huber_loss",
                                   "kl_div", "nll_loss", "cross_entropy", "binary_cross_entropy",
                                   "binary_cross_entropy_with_logits", "margin_ranking_loss",
@@ -198,3 +199,18 @@ def test_functional_signatures_match_torch(torch, name: str) -> None:
     expected = [(p.name, p.default) for p in expected if not p.name.startswith("_")]
     ours = [(p.name, p.default) for p in inspect.signature(getattr(aa_F, name)).parameters.values()]
     assert ours == expected
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_mse_loss_with_weight_matches_torch(torch, device: str, reduction: str) -> None:
+    versus_torch(torch, device,
+                 lambda x, t, w: aa_F.mse_loss(x, t, reduction=reduction, weight=w),
+                 lambda x, t, w: torch.nn.functional.mse_loss(x, t, reduction=reduction,
+                                                              weight=w),
+                 A, B, np.abs(A) + 0.5)
+    with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated"):
+        legacy = aa_F.mse_loss(aa.ones(2, device=device), aa.zeros(2, device=device),
+                               size_average=False)
+    assert legacy.item() == 2.0  # summed, as PyTorch's legacy arguments ask
+    with pytest.raises(ValueError, match="Weights and input must have the same size."):
+        aa_F.mse_loss(aa.zeros(3), aa.zeros(3), weight=aa.ones(2))
