@@ -82,7 +82,12 @@ def _device(device: Any) -> Device:
     return dev
 
 
-def _shape(size: tuple) -> tuple[int, ...]:
+def _shape(size: tuple, keyword: Any = None) -> tuple[int, ...]:
+    """The shape from sizes given positionally, as one sequence, or as PyTorch's `size=`."""
+    if keyword is not None:
+        if size:
+            raise TypeError("got the size both positionally and as size=")
+        size = (keyword,) if isinstance(keyword, (int, np.integer)) else tuple(keyword)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     for position, n in enumerate(size):
@@ -160,23 +165,32 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 def _filled(fill: Any, size: tuple, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
     dtype = as_dtype(dtype) or default_float()
-    return _make(np.full(_shape(size), fill, dtype=dtype), device, requires_grad)
+    return _make(np.full(size, fill, dtype=dtype), device, requires_grad)
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros(
+    *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """A tensor of zeros."""
-    return _filled(0, size, dtype, device, requires_grad)
+    return _filled(0, _shape(sizes, size), dtype, device, requires_grad)
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def ones(
+    *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """A tensor of ones."""
-    return _filled(1, size, dtype, device, requires_grad)
+    return _filled(1, _shape(sizes, size), dtype, device, requires_grad)
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def empty(
+    *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """An uninitialised tensor."""
     dtype = as_dtype(dtype) or default_float()
-    return _make(np.empty(_shape(size), dtype=dtype), device, requires_grad)
+    return _make(np.empty(_shape(sizes, size), dtype=dtype), device, requires_grad)
 
 
 def full(
@@ -185,8 +199,8 @@ def full(
     """A tensor filled with `fill_value` (dtype inferred from it, as PyTorch does)."""
     if dtype is None:
         dtype = infer_array(fill_value, None, CPU).dtype
-    return _filled(fill_value, (size,) if isinstance(size, int) else tuple(size), dtype, device,
-                   requires_grad)
+    shape = _shape((size,) if isinstance(size, int) else tuple(size))
+    return _filled(fill_value, shape, dtype, device, requires_grad)
 
 
 def arange(
@@ -207,21 +221,21 @@ def arange(
 
 
 def randn(
-    *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-    generator: Generator | None = None,
+    *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False, generator: Generator | None = None,
 ) -> Tensor:
     """Standard normal samples."""
     dtype = as_dtype(dtype) or default_float()
-    return _drawn("random_normal", generator, _shape(size), dtype, device, requires_grad)
+    return _drawn("random_normal", generator, _shape(sizes, size), dtype, device, requires_grad)
 
 
 def rand(
-    *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-    generator: Generator | None = None,
+    *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False, generator: Generator | None = None,
 ) -> Tensor:
     """Uniform samples in [0, 1)."""
     dtype = as_dtype(dtype) or default_float()
-    return _drawn("random_uniform", generator, _shape(size), dtype, device, requires_grad)
+    return _drawn("random_uniform", generator, _shape(sizes, size), dtype, device, requires_grad)
 
 
 def _like_input(name: str, input: Any) -> None:

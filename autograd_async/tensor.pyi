@@ -332,7 +332,8 @@ class Tensor:
     def nelement(self) -> builtins.int: ...
     def new_empty(
         self,
-        *size: Any,
+        *sizes: Any,
+        size: Any = ...,
         dtype: Any = ...,
         device: Any = ...,
         requires_grad: builtins.bool = ...,
@@ -348,7 +349,8 @@ class Tensor:
     ) -> Tensor: ...
     def new_ones(
         self,
-        *size: Any,
+        *sizes: Any,
+        size: Any = ...,
         dtype: Any = ...,
         device: Any = ...,
         requires_grad: builtins.bool = ...,
@@ -363,7 +365,8 @@ class Tensor:
     ) -> Tensor: ...
     def new_zeros(
         self,
-        *size: Any,
+        *sizes: Any,
+        size: Any = ...,
         dtype: Any = ...,
         device: Any = ...,
         requires_grad: builtins.bool = ...,

@@ -123,6 +123,20 @@ def test_integer_inputs_give_torchs_float_dtype(torch, device: str) -> None:
         np.testing.assert_allclose(to_numpy(ours), ref.numpy(), rtol=1e-6)
 
 
+def test_factories_take_the_size_keyword(torch, device: str) -> None:
+    x, t = aa.zeros(1, device=device), torch.zeros(1)
+    for name in ("zeros", "ones", "empty", "rand", "randn"):
+        for size in ((2, 3), [4], ()):
+            ours = getattr(aa, name)(size=size, device=device)
+            assert tuple(ours.shape) == tuple(getattr(torch, name)(size=size).shape), (name, size)
+            assert ours.device == aa.device(device)
+    for name in ("new_zeros", "new_ones", "new_empty"):
+        ours, ref = getattr(x, name)(size=(3, 1)), getattr(t, name)(size=(3, 1))
+        assert tuple(ours.shape) == tuple(ref.shape) and ours.device == aa.device(device)
+    with pytest.raises(TypeError, match="size both positionally and as size="):
+        aa.zeros(2, size=(2,))
+
+
 def test_close_and_equal_follow_torch(torch, device: str) -> None:
     a = np.array([[1.0, 2.0], [3.0, np.nan]])
     b = np.array([1.0 + 1e-9, 2.0])
