@@ -82,12 +82,22 @@ def _device(device: Any) -> Device:
     return dev
 
 
-def _shape(size: tuple) -> tuple[int, ...]:
+def _shape(size: tuple, keyword: Any = None) -> tuple[int, ...]:
+    """The shape from sizes given positionally, as one sequence, or as PyTorch's `size=`."""
+    if keyword is not None:
+        if size:
+            raise TypeError("got the size both positionally and as size=")
+        size = (keyword,) if isinstance(keyword, (int, np.integer)) else tuple(keyword)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    for n in size:
-        if not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"sizes must be non-negative integers, got {size!r}")
+    for position, n in enumerate(size):
+        if not isinstance(n, (int, np.integer)):
+            raise TypeError(f"argument 'size' must be tuple of ints, but found element of type "
+                            f"{type(n).__name__} at pos {position}")
+    if any(n < 0 for n in size):  # PyTorch's type and words
+        bad = next(n for n in size if n < 0)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {bad}: "
+                           f"{[int(n) for n in size]}")
     return tuple(int(n) for n in size)
 
 
@@ -155,23 +165,32 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 def _filled(fill: Any, size: tuple, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
     dtype = as_dtype(dtype) or default_float()
-    return _make(np.full(_shape(size), fill, dtype=dtype), device, requires_grad)
+    return _make(np.full(size, fill, dtype=dtype), device, requires_grad)
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros(
+    *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """A tensor of zeros."""
-    return _filled(0, size, dtype, device, requires_grad)
+    return _filled(0, _shape(sizes, size), dtype, device, requires_grad)
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def ones(
+    *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """A tensor of ones."""
-    return _filled(1, size, dtype, device, requires_grad)
+    return _filled(1, _shape(sizes, size), dtype, device, requires_grad)
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def empty(
+    *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """An uninitialised tensor."""
     dtype = as_dtype(dtype) or default_float()
-    return _make(np.empty(_shape(size), dtype=dtype), device, requires_grad)
+    return _make(np.empty(_shape(sizes, size), dtype=dtype), device, requires_grad)
 
 
 def full(
@@ -180,8 +199,8 @@ def full(
     """A tensor filled with `fill_value` (dtype inferred from it, as PyTorch does)."""
     if dtype is None:
         dtype = infer_array(fill_value, None, CPU).dtype
-    return _filled(fill_value, (size,) if isinstance(size, int) else tuple(size), dtype, device,
-                   requires_grad)
+    shape = _shape((size,) if isinstance(size, int) else tuple(size))
+    return _filled(fill_value, shape, dtype, device, requires_grad)
 
 
 def arange(
@@ -202,61 +221,71 @@ def arange(
 
 
 def randn(
-    *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-    generator: Generator | None = None,
+    *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False, generator: Generator | None = None,
 ) -> Tensor:
     """Standard normal samples."""
     dtype = as_dtype(dtype) or default_float()
-    return _drawn("random_normal", generator, _shape(size), dtype, device, requires_grad)
+    return _drawn("random_normal", generator, _shape(sizes, size), dtype, device, requires_grad)
 
 
 def rand(
-    *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-    generator: Generator | None = None,
+    *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False, generator: Generator | None = None,
 ) -> Tensor:
     """Uniform samples in [0, 1)."""
     dtype = as_dtype(dtype) or default_float()
-    return _drawn("random_uniform", generator, _shape(size), dtype, device, requires_grad)
+    return _drawn("random_uniform", generator, _shape(sizes, size), dtype, device, requires_grad)
+
+
+def _like_input(name: str, input: Any) -> None:
+    # PyTorch's words: without the check a list fails later on a missing `.shape`.
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
 
 
 def _like(maker: Any, t: Tensor, dtype: Any, device: Any, requires_grad: bool, *extra: Any):
+    _like_input(f"{maker.__name__}_like", t)
     return maker(
         *t.shape, *extra, dtype=dtype or t.dtype, device=device or t.device,
         requires_grad=requires_grad,
     )
 
 
-def zeros_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False):
-    """Zeros shaped like `t`."""
-    return _like(zeros, t, dtype, device, requires_grad)
+def zeros_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False):
+    """Zeros shaped like `input`."""
+    return _like(zeros, input, dtype, device, requires_grad)
 
 
-def ones_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False):
-    """Ones shaped like `t`."""
-    return _like(ones, t, dtype, device, requires_grad)
+def ones_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False):
+    """Ones shaped like `input`."""
+    return _like(ones, input, dtype, device, requires_grad)
 
 
-def empty_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False):
-    """Uninitialised, shaped like `t`."""
-    return _like(empty, t, dtype, device, requires_grad)
+def empty_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False):
+    """Uninitialised, shaped like `input`."""
+    return _like(empty, input, dtype, device, requires_grad)
 
 
-def rand_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False):
-    """Uniform samples shaped like `t`."""
-    return _like(rand, t, dtype, device, requires_grad)
+def rand_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False):
+    """Uniform samples shaped like `input`."""
+    return _like(rand, input, dtype, device, requires_grad)
 
 
-def randn_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False):
-    """Normal samples shaped like `t`."""
-    return _like(randn, t, dtype, device, requires_grad)
+def randn_like(input: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False):
+    """Normal samples shaped like `input`."""
+    return _like(randn, input, dtype, device, requires_grad)
 
 
 def full_like(
-    t: Tensor, fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
+    input: Tensor, fill_value: Any, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
 ) -> Tensor:
-    """`fill_value` shaped like `t`."""
-    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device,
-                requires_grad=requires_grad)
+    """`fill_value` shaped like `input`."""
+    _like_input("full_like", input)
+    return full(input.shape, fill_value, dtype=dtype or input.dtype,
+                device=device or input.device, requires_grad=requires_grad)
 
 
 # ------------------------------------------------------- ranges, matrices, random integers
@@ -347,6 +376,7 @@ def is_tensor(obj: Any) -> bool:
 
 def numel(input: Tensor) -> int:
     """The number of elements of `input`."""
+    _like_input("numel", input)
     return input.numel()
 
 

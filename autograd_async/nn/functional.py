@@ -126,6 +126,10 @@ def tanh(input: Tensor) -> Tensor:
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x * Phi(x), exactly (`approximate='none'`) or with the tanh approximation."""
+    _require_tensor(input, "gelu", "input", 1)
+    if input.dtype.kind != "f":  # PyTorch's kernel has no integer form (silu's does not either)
+        got = _TORCH_NAMES.get(input.dtype.name, input.dtype.name)
+        raise NotImplementedError(f"\"GeluKernelImpl\" not implemented for '{got}'")
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
     return GeluBackward0.apply(input, approximate=approximate)
@@ -233,8 +237,9 @@ def cross_entropy(
 
 
 def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
-             reduction: str = "mean") -> Tensor:
-    """Mean (or sum, or elementwise) squared error."""
+             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """Mean (or sum, or elementwise) squared error; with `weight`, the weighted mean."""
+    reduction = _losses.legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _require_tensor(input, "mse_loss", "input", 1)
     _require_tensor(target, "mse_loss", "target", 2)
@@ -253,6 +258,14 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
         if dtype.kind not in "fc":
             raise NotImplementedError(f'"mse_loss" not implemented for \'{_dtype_name(dtype)}\'')
         input, target = input.to(dtype=dtype), target.to(dtype=dtype)
+    if weight is not None:  # PyTorch's weighted form: composed, divided by the weights' sum
+        if not isinstance(weight, Tensor) or weight.shape != input.shape:
+            raise ValueError("Weights and input must have the same size.")
+        difference = input - target
+        losses = difference * difference * weight
+        if reduction == "mean":
+            return losses.sum() / weight.sum()
+        return losses.sum() if reduction == "sum" else losses
     return MseLossBackward0.apply(input, target, reduction=reduction)
 
 

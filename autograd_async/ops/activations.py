@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor
-from .base import Op
+from .base import Op, require_tensor
 from .dual import as_array, data_of, exp, mul_const, quiet, tanh, where, xp_of
 from .elementwise import SigmoidBackward0, sigmoid_array
 from .promotion import FLOAT32
@@ -214,8 +214,12 @@ _TORCH_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char
                 "uint8": "Byte", "bool": "Bool"}
 
 
-def _checked_input(input: Any, name: str, integers: str) -> Tensor:
-    """`input`, checked as PyTorch's kernel does: integers are refused, kept or made float32."""
+def _checked_input(input: Any, name: str, integers: str, kernel: str | None = None) -> Tensor:
+    """`input`, checked as PyTorch's kernel does: integers are refused, kept or made float32.
+
+    `name` is the function called (named for a non-tensor), `kernel` the one PyTorch runs (named
+    for a dtype it lacks): selu and celu run elu's, relu6 hardtanh's.
+    """
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
     if input.dtype.kind == "f" or (integers == "keep" and input.dtype.kind in "iu"):
@@ -223,12 +227,12 @@ def _checked_input(input: Any, name: str, integers: str) -> Tensor:
     if integers == "float" and input.dtype.kind in "biu":
         return input.to(dtype=FLOAT32)
     got = _TORCH_NAMES.get(input.dtype.name, input.dtype.name)
-    raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{got}'")
+    raise NotImplementedError(f"\"{kernel or name}_cpu\" not implemented for '{got}'")
 
 
 def _run(op: type[_Activation], name: str, input: Tensor, inplace: bool, *,
-         integers: str = "refuse", **args: Any) -> Tensor:
-    input = _checked_input(input, name, integers)
+         integers: str = "refuse", kernel: str | None = None, **args: Any) -> Tensor:
+    input = _checked_input(input, name, integers, kernel)
     if inplace:
         from .inplace import _through_copy  # noqa: PLC0415 - inplace imports the elementwise ops
 
@@ -253,15 +257,15 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """scale * elu(x, alpha) with the self-normalising constants."""
-    return _run(EluBackward0, "elu", input, inplace, alpha=SELU_ALPHA, scale=SELU_SCALE,
-                input_scale=1.0)
+    return _run(EluBackward0, "selu", input, inplace, kernel="elu", alpha=SELU_ALPHA,
+                scale=SELU_SCALE, input_scale=1.0)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: celu: alpha must not be 0")
-    return _run(EluBackward0, "elu", input, inplace, alpha=alpha, scale=1.0,
+    return _run(EluBackward0, "celu", input, inplace, kernel="elu", alpha=alpha, scale=1.0,
                 input_scale=1 / alpha)
 
 
@@ -286,8 +290,8 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """min(max(0, x), 6)."""
-    return _run(HardtanhBackward0, "hardtanh", input, inplace, integers="keep", min_val=0,
-                max_val=6)
+    return _run(HardtanhBackward0, "relu6", input, inplace, integers="keep", kernel="hardtanh",
+                min_val=0, max_val=6)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
@@ -333,8 +337,11 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x where x > 0, else weight * x, with one weight or one per channel (dim 1)."""
-    if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
-        raise TypeError("prelu(): input and weight must be Tensors")
+    require_tensor("prelu", input)
+    require_tensor("prelu", weight, "weight", 2)
+    if input.dtype.kind != "f":
+        got = _TORCH_NAMES.get(input.dtype.name, input.dtype.name)
+        raise NotImplementedError(f"\"prelu_cpu\" not implemented for '{got}'")
     if weight.ndim > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
                            f"ndim = {weight.ndim}")

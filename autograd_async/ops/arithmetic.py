@@ -18,7 +18,7 @@ import numpy as np
 
 from ..dtypes import default_float
 from ..tensor import Tensor
-from .base import Op
+from .base import Op, torch_type_name
 from .dual import (
     as_array,
     data_of,
@@ -405,13 +405,24 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     return matmul(input, mat2)
 
 
-def dot(input: Tensor, other: Tensor) -> Tensor:
-    """Inner product of two 1-D tensors."""
-    if input.ndim != 1 or other.ndim != 1:
+def dot(input: Tensor, tensor: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors of one dtype (PyTorch does not promote here)."""
+    if input.ndim != 1 or tensor.ndim != 1:
         raise RuntimeError(
-            f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors"
+            f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D tensors"
         )
-    return matmul(input, other)
+    if input.shape != tensor.shape:
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
+            f"[{tensor.shape[0]}] to have the same number of elements, but got "
+            f"{input.shape[0]} and {tensor.shape[0]} elements respectively"
+        )
+    if input.dtype != tensor.dtype:
+        raise RuntimeError(
+            f"dot : expected both vectors to have same dtype, but found "
+            f"{torch_type_name(input.dtype)} and {torch_type_name(tensor.dtype)}"
+        )
+    return matmul(input, tensor)
 
 
 def _reflected(fn: Any) -> Any:

@@ -20,7 +20,7 @@ from ..creation import default_generator
 from ..devices import launching
 from ..tensor import Tensor
 from . import dual
-from .base import Op
+from .base import Op, broadcast_error
 from .dual import as_array, sum_dims, sum_to, swap_last, xp_of
 from .elementwise import where
 from .nn_ops import NativeDropoutBackward0, softmax
@@ -296,6 +296,17 @@ def _composed(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | Non
     return weights @ value
 
 
+def _check_mask_shape(query: Tensor, key: Tensor, attn_mask: Tensor) -> None:
+    """PyTorch's error for a mask that does not broadcast to the (..., L, S) scores."""
+    scores = np.broadcast_shapes(query.shape[:-2], key.shape[:-2]) + (
+        query.shape[-2], key.shape[-2])
+    try:
+        np.broadcast_shapes(scores, tuple(attn_mask.shape))
+    except ValueError:
+        shaped = np.broadcast_to(np.empty((), np.bool_), scores)  # the scores' shape, no memory
+        raise broadcast_error("scaled_dot_product_attention", [shaped, attn_mask]) from None
+
+
 def scaled_dot_product_attention(
     query: Tensor,
     key: Tensor,
@@ -319,8 +330,10 @@ def scaled_dot_product_attention(
             "_scaled_dot_product_attention: Explicit attn_mask should not be set when "
             "is_causal=True"
         )
-    if not 0 <= dropout_p <= 1:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    if not 0 <= dropout_p <= 1:  # a RuntimeError here, unlike F.dropout's ValueError
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    if attn_mask is not None:
+        _check_mask_shape(query, key, attn_mask)
     factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     fusable = (
         dropout_p == 0

@@ -45,6 +45,19 @@ DETACHED_MESSAGE = (
 )
 
 
+def require_tensor(name: str, value: Any, argument: str = "input", position: int = 1) -> None:
+    """PyTorch's TypeError for an argument that is not a Tensor, naming the function.
+
+    Without it a list gets as far as `.ndim` or `._data` and fails with an AttributeError that
+    names neither the function nor what it expected.
+    """
+    if not isinstance(value, Tensor):
+        raise TypeError(
+            f"{name}(): argument '{argument}' (position {position}) must be Tensor, not "
+            f"{type(value).__name__}"
+        )
+
+
 def describe(t: Tensor) -> str:
     """A short description of a tensor for error messages: dtype, shape, device."""
     return f"[{t.dtype} tensor of shape {tuple(t.shape)} on {t.device}]"
@@ -74,6 +87,11 @@ _TORCH_TYPE_NAMES = {
     "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
     "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble",
 }
+
+
+def torch_type_name(dtype: Any) -> str:
+    """A dtype as PyTorch's messages name it: `Float`, `Double`, `Long`."""
+    return _TORCH_TYPE_NAMES.get(str(dtype), str(dtype))
 
 
 def torch_description(t: Tensor) -> str:

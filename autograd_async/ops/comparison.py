@@ -5,8 +5,11 @@ from __future__ import annotations
 from numbers import Number
 from typing import Any
 
+import numpy as np
+
 from ..devices import DeviceError, launching
 from ..tensor import Tensor
+from .base import broadcast_error, require_tensor, torch_type_name
 from .dual import as_array, xp_of
 from .promotion import promote, scalar
 from .reduction import normalize_dims
@@ -55,6 +58,7 @@ ge = _compare("ge", "greater_equal")
 
 def _unary(name: str, ufunc: str) -> Any:
     def test(input: Tensor) -> Tensor:
+        require_tensor(name, input)
         return _no_grad_op(name, lambda a: getattr(xp_of(a), ufunc)(a), input)
 
     test.__name__ = name
@@ -119,7 +123,17 @@ def floor_divide(input: Any, other: Any) -> Tensor:
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8,
              equal_nan: bool = False) -> bool:
     """True when all elements are close (|a - b| <= atol + rtol * |b|)."""
+    require_tensor("allclose", input)
+    require_tensor("allclose", other, "other", 2)
+    if input.dtype != other.dtype:  # PyTorch compares within one dtype only
+        raise RuntimeError(
+            f"{torch_type_name(input.dtype)} did not match {torch_type_name(other.dtype)}"
+        )
     a, b = input._data, other._data
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise broadcast_error("allclose", [a, b]) from None
     return bool(xp_of(a).allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
@@ -165,6 +179,8 @@ any = _all_or_any("any", "any")  # noqa: A001
 
 def equal(input: Tensor, other: Tensor) -> bool:
     """True when both tensors have the same shape and elements."""
+    require_tensor("equal", input)
+    require_tensor("equal", other, "other", 2)
     return input.shape == other.shape and bool((input._data == other._data).all())
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor
+from .base import require_tensor
 
 
 def _powered_sum(x: Tensor, p: float, dim: Any, keepdim: bool) -> Tensor:
@@ -29,6 +30,7 @@ def _norm(x: Tensor, p: float, dim: Any, keepdim: bool, floor: float = 0.0) -> T
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out: Any = None) -> Tensor:
     """input / max(||input||_p, eps) along `dim`."""
+    require_tensor("normalize", input)
     if out is not None:
         raise NotImplementedError("normalize: the out= argument is not supported")
     if p <= 0:
@@ -36,8 +38,10 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
     return input / _norm(input, p, dim, True, eps)
 
 
-def _check_broadcast(a: Tensor, b: Tensor) -> None:
-    """PyTorch's error for shapes that do not broadcast."""
+def _check_broadcast(name: str, a: Tensor, b: Tensor) -> None:
+    """Two tensors (PyTorch's TypeError otherwise) of shapes that broadcast (its error else)."""
+    require_tensor(name, a, "x1", 1)
+    require_tensor(name, b, "x2", 2)
     for i, (m, n) in enumerate(zip(a.shape[::-1], b.shape[::-1])):
         if m != n and m != 1 and n != 1:
             dim = max(a.ndim, b.ndim) - 1 - i
@@ -49,7 +53,7 @@ def _check_broadcast(a: Tensor, b: Tensor) -> None:
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) along `dim` (broadcasting)."""
-    _check_broadcast(x1, x2)
+    _check_broadcast("cosine_similarity", x1, x2)
     a = x1 / _norm(x1, 2, dim, True, eps)
     b = x2 / _norm(x2, 2, dim, True, eps)
     return (a * b).sum(dim=dim)
@@ -58,7 +62,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
                       keepdim: bool = False) -> Tensor:
     """||x1 - x2 + eps||_p along the last dim (broadcasting)."""
-    _check_broadcast(x1, x2)
+    _check_broadcast("pairwise_distance", x1, x2)
     if p <= 0:
         raise ValueError(f"pairwise_distance: p must be positive, but got {p}")
     return _norm(x1 - x2 + eps, p, -1, keepdim)

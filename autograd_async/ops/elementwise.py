@@ -9,7 +9,7 @@ from typing import Any
 
 from ..tensor import Tensor
 from . import dual
-from .base import Op
+from .base import Op, require_tensor
 from .dual import as_array, data_of, mul_const, quiet, sign, xp_of
 from .promotion import as_float, promote, result_type, scalar
 
@@ -373,13 +373,23 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
     return clamp(input, max=max)
 
 
+def _two_real_tensors(name: str, input: Any, other: Any) -> None:
+    # PyTorch takes no numbers here (clamp does) and refuses complex values, which lack an order.
+    require_tensor(name, input)
+    require_tensor(name, other, "other", 2)
+    if input.dtype.kind == "c" or other.dtype.kind == "c":
+        raise RuntimeError(f"{name} not implemented for complex tensors.")
+
+
 def maximum(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise maximum of two tensors (ties share the gradient)."""
+    _two_real_tensors("maximum", input, other)
     return MaximumBackward0.apply(input, other)
 
 
 def minimum(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise minimum of two tensors (ties share the gradient)."""
+    _two_real_tensors("minimum", input, other)
     return MinimumBackward0.apply(input, other)
 
 
@@ -397,11 +407,13 @@ def where(condition: Tensor, input: Any, other: Any) -> Tensor:
 
 def square(input: Tensor) -> Tensor:
     """input ** 2."""
+    require_tensor("square", input)
     return input**2
 
 
 def reciprocal(input: Tensor) -> Tensor:
     """Elementwise 1 / input (integers give float32)."""
+    require_tensor("reciprocal", input)
     return ReciprocalBackward0.apply(input)
 
 

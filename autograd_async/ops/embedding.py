@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor
-from .base import Op
+from .base import Op, require_tensor
 from .dual import mul_const, xp_of
 from .plane_gather import ScatterAddBackward0, scatter_planes
 
@@ -90,7 +90,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot vectors of the class indices in `tensor` (a trailing dim of num_classes)."""
-    if not isinstance(tensor, Tensor) or tensor.dtype != np.int64:
+    require_tensor("one_hot", tensor)
+    if tensor.dtype != np.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     data = tensor._data
     xp = xp_of(data)

@@ -9,27 +9,30 @@ from ..tensor import Tensor
 
 
 def new_zeros(
-    self: Tensor, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
+    self: Tensor, *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
 ) -> Tensor:
     """Zeros of `size`, with this tensor's dtype and device unless given."""
-    return creation.zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
-                          requires_grad=requires_grad)
+    return creation.zeros(*sizes, size=size, dtype=dtype or self.dtype,
+                          device=device or self.device, requires_grad=requires_grad)
 
 
 def new_ones(
-    self: Tensor, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
+    self: Tensor, *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
 ) -> Tensor:
     """Ones of `size`, with this tensor's dtype and device unless given."""
-    return creation.ones(*size, dtype=dtype or self.dtype, device=device or self.device,
-                         requires_grad=requires_grad)
+    return creation.ones(*sizes, size=size, dtype=dtype or self.dtype,
+                         device=device or self.device, requires_grad=requires_grad)
 
 
 def new_empty(
-    self: Tensor, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
+    self: Tensor, *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
 ) -> Tensor:
     """An uninitialised tensor of `size`, with this tensor's dtype and device unless given."""
-    return creation.empty(*size, dtype=dtype or self.dtype, device=device or self.device,
-                          requires_grad=requires_grad)
+    return creation.empty(*sizes, size=size, dtype=dtype or self.dtype,
+                          device=device or self.device, requires_grad=requires_grad)
 
 
 def new_full(

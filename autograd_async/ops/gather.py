@@ -17,7 +17,7 @@ import numpy as np
 
 from ..devices import DeviceError, backend_of
 from ..tensor import Tensor
-from .base import Op, describe
+from .base import Op, describe, require_tensor
 from .dual import getitem, mul_const, sum_dims, where, xp_of
 from .indexing import IndexAccumulateBackward0, IndexBackward0
 from .reduction import normalize_dim
@@ -379,6 +379,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
 
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     """Indices of the non-zero elements: an (n, ndim) int64 tensor, or one 1-D tensor per dim."""
+    require_tensor("nonzero", input)
     data = input._data
     xp = xp_of(data)
     found = xp.nonzero(xp.atleast_1d(data))

@@ -111,6 +111,7 @@ def baddbmm(
 ) -> Tensor:
     """beta * input + alpha * bmm(batch1, batch2), with input broadcast to the product's shape."""
     _need_tensor("baddbmm", input=input, batch1=batch1, batch2=batch2)
+    _need_dims("baddbmm", 3, batch1=batch1, batch2=batch2)  # named here, not as bmm's
     return _scaled_sum("baddbmm", input, bmm(batch1, batch2), beta, alpha)
 
 
@@ -452,7 +453,7 @@ def linalg_norm(
         return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype)
     if ord is None:
         return vector_norm(A, 2, None, keepdim, dtype=dtype)
-    if A.ndim == 2:
+    if A.ndim == 2 or (A.ndim == 1 and isinstance(ord, str)):  # a 1-D 'fro': matrix_norm's error
         return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
     if A.ndim == 1:
         return vector_norm(A, ord, None, keepdim, dtype=dtype)

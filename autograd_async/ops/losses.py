@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor
-from .base import Op
+from .base import Op, torch_type_name
 from .dual import as_array, data_of, log, mul_const, quiet, unsqueeze, where, xp_of
 from .nn_ops import log_softmax
 
@@ -349,6 +349,9 @@ def binary_cross_entropy(
     check_reduction(reduction)
     _tensor_args("binary_cross_entropy", input=input, target=target)
     _same_size("binary_cross_entropy", input, target)
+    if target.dtype != input.dtype:  # PyTorch's kernel takes one dtype for both
+        raise RuntimeError(f"Found dtype {torch_type_name(target.dtype)} but expected "
+                           f"{torch_type_name(input.dtype)}")
     data = input._data
     if data.size and not bool(((data >= 0) & (data <= 1)).all()):
         raise RuntimeError("all elements of input should be between 0 and 1")

@@ -15,8 +15,9 @@ import numpy as np
 
 from ..tensor import Tensor
 from . import dual
-from .base import Op
+from .base import Op, require_tensor
 from .dual import as_array, exp, mul_const, sum_dims, xp_of
+from .promotion import as_float
 from .reduction import logsumexp_array
 from .special import special_array
 
@@ -35,7 +36,7 @@ class ErfBackward0(Op):
     saved_inputs = (0,)
 
     def forward(self, a: Any) -> Any:
-        return erf_array(a)
+        return erf_array(as_float(a))  # integers give the default float dtype, as in PyTorch
 
     def backward(self, g: Any) -> Any:
         (a,) = self.saved(g)
@@ -320,6 +321,9 @@ def log_softmax(input: Tensor, dim: int) -> Tensor:
 
 def erf(input: Tensor) -> Tensor:
     """Elementwise error function."""
+    require_tensor("erf", input)
+    if input.dtype.kind == "c":  # as the other special functions
+        raise RuntimeError(f"erf: complex tensors are not supported, got {input.dtype}")
     return ErfBackward0.apply(input)
 
 

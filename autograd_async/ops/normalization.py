@@ -15,6 +15,7 @@ from typing import Any
 
 from ..grad_mode import no_grad
 from ..tensor import Tensor, float32, float64
+from .base import require_tensor
 from .batch_norm import fused_batch_norm
 from .layer_norm import fused_layer_norm
 
@@ -74,6 +75,7 @@ def batch_norm(
     eps: float = 1e-5,
 ) -> Tensor:
     """Normalise each channel of (N, C, *) by batch statistics (training) or running ones."""
+    require_tensor("batch_norm", input)
     channels = input.shape[1] if input.ndim > 1 else 0
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
@@ -115,6 +117,7 @@ def instance_norm(
     eps: float = 1e-5,
 ) -> Tensor:
     """Normalise each channel of each sample of (N, C, *spatial) over its spatial dims."""
+    require_tensor("instance_norm", input)
     if input.ndim < 3:
         raise ValueError(
             "instance_norm: expected an input of at least 3 dims (N, C, *spatial), but got "
@@ -143,6 +146,7 @@ def instance_norm(
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise (N, C, *) over groups of C / num_groups channels (and all spatial dims)."""
+    require_tensor("group_norm", input)
     if input.ndim < 2:
         raise RuntimeError(
             f"Expected at least 2 dimensions for input tensor but received {input.ndim}"
@@ -163,6 +167,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
 def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise over the trailing `normalized_shape` dims, then scale and shift elementwise."""
+    require_tensor("layer_norm", input)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     n = len(shape)
     if input.ndim < n or tuple(input.shape[input.ndim - n :]) != shape:
@@ -173,7 +178,8 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != shape:
             raise RuntimeError(
-                f"layer_norm: expected {name} of shape {list(shape)}, but got {list(t.shape)}"
+                f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
+                f"shape {list(t.shape)} and normalized_shape = {list(shape)}"
             )
     if _fusable(input, weight, bias, shape):
         return fused_layer_norm(input, weight, bias, shape, eps)

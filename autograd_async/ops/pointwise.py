@@ -10,8 +10,10 @@ from __future__ import annotations
 from numbers import Number
 from typing import Any
 
+import numpy as np
+
 from ..tensor import Tensor
-from .base import Op
+from .base import Op, torch_type_name
 from .comparison import _binary_method
 from .dual import as_array, data_of, log, mul_const, quiet, where, xp_of
 from .promotion import as_float, promote, result_type, scalar
@@ -184,6 +186,9 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise sqrt(input ** 2 + other ** 2) without overflow."""
     _tensors("hypot", input, other)
     _no_complex("hypot", input, other)
+    if input.dtype.kind in "biu" and other.dtype.kind in "biu":  # PyTorch has no integer kernel
+        kind = torch_type_name(np.result_type(input.dtype, other.dtype))
+        raise NotImplementedError(f"\"hypot_cpu\" not implemented for '{kind}'")
     return HypotBackward0.apply(*_operands("hypot", input, other))
 
 

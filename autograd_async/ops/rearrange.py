@@ -125,9 +125,14 @@ def repeat_interleave(
     return index_select(input, axis, Tensor._wrap(index, input.device))
 
 
-def flip(input: Tensor, *dims: Any) -> Tensor:
-    """The tensor with the order of elements reversed along `dims` (a copy)."""
-    axes = tuple(normalize_dim(d, input.ndim) for d in _sizes(dims))
+def flip(input: Tensor, *args: Any, dims: Any = None) -> Tensor:
+    """The tensor with the order of elements reversed along `dims` (a copy).
+
+    The dims come as PyTorch takes them: `flip(x, [0, 1])`, `x.flip(0, 1)` or `dims=[0, 1]`.
+    """
+    if dims is not None and args:
+        raise TypeError("flip(): got dims both positionally and as a keyword")
+    axes = tuple(normalize_dim(d, input.ndim) for d in _sizes(args if dims is None else (dims,)))
     if len(set(axes)) != len(axes):
         raise RuntimeError(f"flip: dims has duplicates, original flip dims size={len(axes)}")
     return FlipBackward0.apply(input, dims=axes)
@@ -192,6 +197,11 @@ def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
     return transpose(input, dim0, dim1)
 
 
+def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
+    """Swap two dimensions (a view); PyTorch's alias of `transpose`, with NumPy's argument names."""
+    return transpose(input, axis0, axis1)
+
+
 def unflatten(input: Tensor, dim: int, sizes: Any) -> Tensor:
     """Split dimension `dim` into `sizes` (one may be -1), as a view."""
     axis = normalize_dim(dim, input.ndim)
@@ -224,6 +234,7 @@ FUNCTIONS = {
     "movedim": movedim,
     "moveaxis": movedim,
     "swapdims": swapdims,
+    "swapaxes": swapaxes,
     "unflatten": unflatten,
 }
 METHODS = {"repeat": repeat, "reshape_as": reshape_as}

@@ -297,6 +297,15 @@ def _float_only(input: Tensor, name: str) -> None:
         )
 
 
+def _float_spread(input: Tensor, name: str) -> None:
+    # PyTorch's words for var and std (and var_mean, std_mean), unlike mean's.
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.dtype.kind not in "fc":
+        which = "std and var" if name in ("var", "std") else name
+        raise RuntimeError(f"{which} only support floating point and complex dtypes")
+
+
 def _nonempty(input: Tensor, name: str) -> None:
     if input.numel() == 0:
         raise RuntimeError(
@@ -386,7 +395,7 @@ def var(
     """Variance over `dim` with `correction` (1: Bessel's, the default) or `unbiased`."""
     if isinstance(dim, bool):  # var(unbiased) in PyTorch's older positional form
         dim, unbiased = None, dim
-    _float_only(input, "var")
+    _float_spread(input, "var")
     dims = normalize_dims(dim, input.ndim)
     return VarBackward0.apply(
         input, dims=dims, correction=_correction(unbiased, correction), keepdim=keepdim
@@ -400,7 +409,7 @@ def std(
     """Standard deviation over `dim` with `correction` (1 by default) or `unbiased`."""
     if isinstance(dim, bool):
         dim, unbiased = None, dim
-    _float_only(input, "std")
+    _float_spread(input, "std")
     dims = normalize_dims(dim, input.ndim)
     return StdBackward0.apply(
         input, dims=dims, correction=_correction(unbiased, correction), keepdim=keepdim
@@ -414,6 +423,7 @@ def var_mean(
     """(var, mean) over `dim`, with var's `correction`/`unbiased`."""
     if isinstance(dim, bool):
         dim, unbiased = None, dim
+    _float_spread(input, "var_mean")
     out = var(input, dim, unbiased, keepdim, correction=correction)
     return out, mean(input, dim, keepdim) if dim is not None else _full_mean(input, keepdim)
 
@@ -425,6 +435,7 @@ def std_mean(
     """(std, mean) over `dim`, with std's `correction`/`unbiased`."""
     if isinstance(dim, bool):
         dim, unbiased = None, dim
+    _float_spread(input, "std_mean")
     out = std(input, dim, unbiased, keepdim, correction=correction)
     return out, mean(input, dim, keepdim) if dim is not None else _full_mean(input, keepdim)
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor
-from .base import Op
+from .base import Op, require_tensor
 from .dual import xp_of
 from .plane_gather import gather_trailing
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
@@ -104,6 +104,7 @@ def _check_non_constant(input: Tensor, pads: tuple[tuple[int, int], ...], mode: 
 
 def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = None) -> Tensor:
     """Pad the trailing dims: `pad` is (last_before, last_after, second_last_before, ...)."""
+    require_tensor("pad", input)
     pad = tuple(int(p) for p in pad)
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")

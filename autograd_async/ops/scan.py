@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor, int64
-from .base import Op
+from .base import Op, require_tensor
 from .dual import as_array, data_of, mul_const, sum_dims, unsqueeze, where, xp_of
 from .reduction import normalize_dim
 
@@ -170,6 +170,7 @@ def _cumprod_grad(a: Any, out: Any, g: Any, axis: int) -> Any:
 
 # ---------------------------------------------------------------- functions
 def _dim_arg(input: Tensor, dim: Any, name: str) -> int:
+    require_tensor(name, input)
     if dim is None:
         raise TypeError(f"{name}() missing required argument 'dim'")
     return normalize_dim(dim, input.ndim)

@@ -425,12 +425,23 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
     n = tensor.shape[axis]
     if isinstance(split_size_or_sections, int):
         size = split_size_or_sections
-        if size <= 0 and n:
-            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got {size}")
+        if size < 0:
+            raise RuntimeError(
+                f"split expects split_size be non-negative, but got split_size={size}"
+            )
+        if size == 0 and n:
+            raise RuntimeError(
+                f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}"
+            )
         starts = list(range(0, n, size)) if n else [0]
         bounds = [(lo, min(lo + size, n)) for lo in starts]
         return _split(tensor, bounds, axis, SplitBackward0)
     sizes = [int(s) for s in split_size_or_sections]
+    if any(s < 0 for s in sizes):  # a negative piece would make the others overlap
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+            f"split_sizes={sizes}"
+        )
     if sum(sizes) != n:
         raise RuntimeError(
             f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
@@ -453,7 +464,6 @@ FUNCTIONS = {
     "reshape": reshape,
     "flatten": flatten,
     "transpose": transpose,
-    "swapaxes": transpose,
     "t": t,
     "permute": permute,
     "squeeze": squeeze,

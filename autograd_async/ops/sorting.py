@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor
-from .base import Op
+from .base import Op, require_tensor
 from .dual import as_array, unsqueeze, xp_of
 from .gather import grid_key
 from .indexing import IndexAccumulateBackward0, scatter_into_zeros
@@ -101,6 +101,7 @@ def sort(
     input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool | None = None
 ) -> Any:
     """(values, indices) of `input` sorted along `dim`; equal values keep their order."""
+    require_tensor("sort", input)
     n = input.shape[normalize_dim(dim, input.ndim)] if input.ndim else 1
     op = SortBackward0 if stable is None else SortBackward1
     return sort_result(*_apply(op, input, dim, descending=bool(descending), start=0, stop=n))
@@ -110,6 +111,7 @@ def argsort(
     input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False
 ) -> Tensor:
     """The indices that sort `input` along `dim` (no gradient)."""
+    require_tensor("argsort", input)
     axis = normalize_dim(dim, input.ndim)
     data = input._data
     if data.ndim == 0:
@@ -127,6 +129,7 @@ def topk(
     input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True  # noqa: A002
 ) -> Any:
     """(values, indices) of the `k` largest (or smallest) elements along `dim`, in order."""
+    require_tensor("topk", input)
     n = input.shape[normalize_dim(dim, input.ndim)] if input.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError(f"topk(): selected index k out of range (k={k}, dimension size {n})")
@@ -136,6 +139,7 @@ def topk(
 
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any:
     """(values, indices) of the `k`-th smallest element (from 1) along `dim`."""
+    require_tensor("kthvalue", input)
     axis = normalize_dim(dim, input.ndim)
     n = input.shape[axis] if input.ndim else 1
     if not 1 <= k <= n:
