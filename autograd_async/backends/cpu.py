@@ -34,6 +34,15 @@ def host_values(data: Any) -> Any:
     return data
 
 
+
+def _in_dtype(draw: Any, shape: tuple, dtype: Any) -> Any:
+    """`draw(shape)` in `dtype`: NumPy's generator draws float32 and float64 directly, other
+    dtypes are drawn in float64 and cast."""
+    dtype = np.dtype(dtype)
+    if dtype in _DRAWN_FLOATS:
+        return draw(shape, dtype=dtype)
+    return draw(shape).astype(dtype)
+
 class CpuBackend(Backend):
     """NumPy on the host. Also the base of `sim`, whose arrays are NumPy arrays too."""
 
@@ -103,16 +112,10 @@ class CpuBackend(Backend):
         return np.random.default_rng(seed)
 
     def random_uniform(self, state: Any, shape: tuple, dtype: Any) -> Any:
-        dtype = np.dtype(dtype)
-        if dtype in _DRAWN_FLOATS:
-            return state.random(shape, dtype=dtype)
-        return state.random(shape).astype(dtype)
+        return _in_dtype(state.random, shape, dtype)
 
     def random_normal(self, state: Any, shape: tuple, dtype: Any) -> Any:
-        dtype = np.dtype(dtype)
-        if dtype in _DRAWN_FLOATS:
-            return state.standard_normal(shape, dtype=dtype)
-        return state.standard_normal(shape).astype(dtype)
+        return _in_dtype(state.standard_normal, shape, dtype)
 
     def random_integers(self, state: Any, low: int, high: int, shape: tuple, dtype: Any) -> Any:
         # The closed form [low, high - 1] draws the same values and reaches high = 2**63.
@@ -122,10 +125,7 @@ class CpuBackend(Backend):
         return state.permutation(n).astype(dtype, copy=False)
 
     def random_exponential(self, state: Any, shape: tuple, dtype: Any) -> Any:
-        dtype = np.dtype(dtype)
-        if dtype in _DRAWN_FLOATS:
-            return state.standard_exponential(shape, dtype=dtype)
-        return state.standard_exponential(shape).astype(dtype)
+        return _in_dtype(state.standard_exponential, shape, dtype)
 
     def random_cauchy(self, state: Any, shape: tuple, dtype: Any) -> Any:
         return state.standard_cauchy(shape).astype(dtype, copy=False)

@@ -37,6 +37,15 @@ def load_cupy() -> ModuleType:
     return cupy
 
 
+
+def _in_dtype(draw: Any, shape: tuple, dtype: Any) -> Any:
+    """`draw(shape, dtype=...)` in `dtype`: CuPy draws float32 and float64 only, so other
+    dtypes are drawn in float32 and cast."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f" and dtype.itemsize >= 4:
+        return draw(shape, dtype=dtype)
+    return draw(shape, dtype=np.float32).astype(dtype)
+
 class CudaBackend(Backend):
     """CuPy on `cuda:N`: entering a device is CuPy's `Device` context; copies between GPUs go
     through a contiguous array on the source GPU (CuPy refuses other layouts)."""
@@ -174,16 +183,10 @@ class CudaBackend(Backend):
             return cupy.random.RandomState(seed)
 
     def random_uniform(self, state: Any, shape: tuple, dtype: Any) -> Any:
-        dtype = np.dtype(dtype)
-        if dtype.kind == "f" and dtype.itemsize >= 4:
-            return state.random_sample(shape, dtype=dtype)
-        return state.random_sample(shape, dtype=np.float32).astype(dtype)
+        return _in_dtype(state.random_sample, shape, dtype)
 
     def random_normal(self, state: Any, shape: tuple, dtype: Any) -> Any:
-        dtype = np.dtype(dtype)
-        if dtype.kind == "f" and dtype.itemsize >= 4:
-            return state.standard_normal(shape, dtype=dtype)
-        return state.standard_normal(shape, dtype=np.float32).astype(dtype)
+        return _in_dtype(state.standard_normal, shape, dtype)
 
     def random_integers(self, state: Any, low: int, high: int, shape: tuple, dtype: Any) -> Any:
         return state.randint(low, high, size=shape, dtype=np.int64).astype(dtype, copy=False)
@@ -192,16 +195,10 @@ class CudaBackend(Backend):
         return state.permutation(n).astype(dtype, copy=False)
 
     def random_exponential(self, state: Any, shape: tuple, dtype: Any) -> Any:
-        dtype = np.dtype(dtype)
-        if dtype.kind == "f" and dtype.itemsize >= 4:
-            return state.standard_exponential(shape, dtype=dtype)
-        return state.standard_exponential(shape, dtype=np.float32).astype(dtype)
+        return _in_dtype(state.standard_exponential, shape, dtype)
 
     def random_cauchy(self, state: Any, shape: tuple, dtype: Any) -> Any:
-        dtype = np.dtype(dtype)
-        if dtype.kind == "f" and dtype.itemsize >= 4:
-            return state.standard_cauchy(shape, dtype=dtype)
-        return state.standard_cauchy(shape, dtype=np.float32).astype(dtype)
+        return _in_dtype(state.standard_cauchy, shape, dtype)
 
     def random_geometric(self, state: Any, p: float, shape: tuple, dtype: Any) -> Any:
         return state.geometric(p, shape, dtype=np.int64).astype(dtype, copy=False)

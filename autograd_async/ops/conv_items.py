@@ -78,6 +78,15 @@ class _Buffers:
             buf = self._made[name] = make(shape, dtype=self._dtype)
         return buf
 
+    def add_to_weight_grad(self, a: Any, b: Any) -> None:
+        """Add `a @ b` to this thread's share of the weight's gradient."""
+        product = self.get("weight", a.shape[:-1] + b.shape[-1:])
+        np.matmul(a, b, out=product)
+        if self.weight_grad is None:
+            self.weight_grad = product.copy()
+        else:
+            self.weight_grad += product
+
 
 def _sum_shares(used: list[_Buffers]) -> Any:
     """The weight's gradient: the sum of each thread's share."""
@@ -149,12 +158,7 @@ def backward(
             np.copyto(cols.reshape(part_windows.shape), part_windows)
             # As columns @ rows.T, like the whole-batch weight gradient (see `conv_arrays`).
             cols = grouped(cols, groups)
-            product = bufs.get("weight", cols.shape[:-1] + rows.shape[-2:-1])
-            np.matmul(cols, swap_last(rows), out=product)
-            if bufs.weight_grad is None:
-                bufs.weight_grad = product.copy()
-            else:
-                bufs.weight_grad += product
+            bufs.add_to_weight_grad(cols, swap_last(rows))
         if need[0]:
             g_cols = bufs.get("g_cols", matrix_t.shape[:-1] + (m * layout.positions,))
             np.matmul(matrix_t, rows, out=g_cols)
@@ -234,12 +238,7 @@ def transposed_backward(
             rows = bufs.get("rows", (c, m * layout.positions), zeroed=layout.zeroed_rows)
             layout.rows_from(x[start:stop], rows)
             rows = grouped(rows, groups)
-            product = bufs.get("weight", rows.shape[:-1] + cols.shape[-2:-1])
-            np.matmul(rows, swap_last(cols), out=product)
-            if bufs.weight_grad is None:
-                bufs.weight_grad = product.copy()
-            else:
-                bufs.weight_grad += product
+            bufs.add_to_weight_grad(rows, swap_last(cols))
 
     with BLAS.one_per_caller():
         _, used = POOL.run_parts(part, _parts(n, ok * layout.positions),

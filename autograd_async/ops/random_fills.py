@@ -67,6 +67,18 @@ def check_probabilities(p: Any) -> None:
         raise RuntimeError(P_RANGE_MESSAGE)
 
 
+def scaled_draw(generator: Generator | None, kind: str, scale: float, shift: float) -> Draw:
+    """A draw of the backend's standard `kind` (`random_normal`, ...), times `scale` plus
+    `shift` (skipped when they change nothing)."""
+
+    def draw(dev: Device, shape: tuple, dtype: Any) -> Any:
+        backend, state = device_state(generator, dev)
+        values = getattr(backend, kind)(state, shape, dtype)
+        return values * scale + shift if (scale, shift) != (1.0, 0.0) else values
+
+    return draw
+
+
 def uniform_dtype(dtype: Any) -> np.dtype:
     """The float dtype uniform draws are compared in: float64 for float64, else float32."""
     return np.dtype(np.float64 if np.dtype(dtype) == np.float64 else np.float32)
@@ -205,12 +217,7 @@ def normal_(
     if not std >= 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
 
-    def draw(dev: Device, shape: tuple, dtype: Any) -> Any:
-        backend, state = device_state(generator, dev)
-        values = backend.random_normal(state, shape, dtype)
-        return values * std + mean if (mean, std) != (0.0, 1.0) else values
-
-    return fill_with(input, NormalBackward0, draw)
+    return fill_with(input, NormalBackward0, scaled_draw(generator, "random_normal", std, mean))
 
 
 @enters_device
@@ -230,12 +237,8 @@ def uniform_(
         )
     span = high - low
 
-    def draw(dev: Device, shape: tuple, dtype: Any) -> Any:
-        backend, state = device_state(generator, dev)
-        values = backend.random_uniform(state, shape, dtype)
-        return values * span + low if (low, high) != (0.0, 1.0) else values
-
-    return fill_with(input, UniformBackward0, draw)
+    return fill_with(input, UniformBackward0,
+                     scaled_draw(generator, "random_uniform", span, low))
 
 
 def _keyword_from(kwargs: dict, default: Any, op: str) -> Any:
@@ -317,12 +320,8 @@ def cauchy_(
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
 
-    def draw(dev: Device, shape: tuple, dtype: Any) -> Any:
-        backend, state = device_state(generator, dev)
-        values = backend.random_cauchy(state, shape, dtype)
-        return values * sigma + median if (median, sigma) != (0.0, 1.0) else values
-
-    return fill_with(input, CauchyBackward0, draw)
+    return fill_with(input, CauchyBackward0,
+                     scaled_draw(generator, "random_cauchy", sigma, median))
 
 
 # ------------------------------------------------------------------- random_

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from seeding import assert_follows_the_seed, host
 
 import autograd_async as aa
 
@@ -25,40 +26,26 @@ DRAWS = {
 }
 
 
-def _host(t: aa.Tensor) -> np.ndarray:
-    return np.asarray(t.cpu())
-
-
 @pytest.mark.parametrize("draw", sorted(DRAWS))
 def test_the_same_seed_gives_the_same_values(device, draw):
-    make = DRAWS[draw]
-    aa.manual_seed(7)
-    first = _host(make(device, None))
-    aa.manual_seed(7)
-    again = _host(make(device, None))
-    aa.manual_seed(8)
-    other = _host(make(device, None))
-    np.testing.assert_array_equal(first, again)
-    assert not np.array_equal(first, other)
-    seeded = _host(make(device, aa.Generator(7)))
-    np.testing.assert_array_equal(seeded, _host(make(device, aa.Generator(7))))
+    assert_follows_the_seed(DRAWS[draw], device)
 
 
 def test_dropout_follows_the_seed(device):
     x = aa.ones(64, device=device)
     aa.manual_seed(3)
-    first = _host(aa.nn.functional.dropout(x, 0.5))
+    first = host(aa.nn.functional.dropout(x, 0.5))
     aa.manual_seed(3)
-    again = _host(aa.nn.functional.dropout(x, 0.5))
+    again = host(aa.nn.functional.dropout(x, 0.5))
     np.testing.assert_array_equal(first, again)
     assert set(np.unique(first)) <= {0.0, 2.0} and 0 < (first == 0).sum() < 64
 
 
 def test_the_same_seed_gives_the_same_values_on_cpu_and_sim():
     aa.manual_seed(11)
-    on_cpu = _host(aa.randn(8))
+    on_cpu = host(aa.randn(8))
     aa.manual_seed(11)
-    np.testing.assert_array_equal(on_cpu, _host(aa.randn(8, device="sim:1")))
+    np.testing.assert_array_equal(on_cpu, host(aa.randn(8, device="sim:1")))
 
 
 DEVICE_GENERATORS = r'''

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from seeding import assert_follows_the_seed, host
 
 import autograd_async as aa
 
@@ -29,10 +30,6 @@ DRAWS = {
 }
 
 
-def _host(t: aa.Tensor) -> np.ndarray:
-    return np.asarray(t.cpu())
-
-
 def _fraction_within(hits: np.ndarray, p: float) -> None:
     """The observed frequency lies within 6 standard errors of `p`."""
     hits = hits.astype(np.float64)
@@ -41,26 +38,15 @@ def _fraction_within(hits: np.ndarray, p: float) -> None:
 
 @pytest.mark.parametrize("name", sorted(DRAWS))
 def test_the_same_seed_gives_the_same_values(device, name):
-    make = DRAWS[name]
-    aa.manual_seed(7)
-    first = _host(make(device, None))
-    aa.manual_seed(7)
-    again = _host(make(device, None))
-    aa.manual_seed(8)
-    other = _host(make(device, None))
-    np.testing.assert_array_equal(first, again)
-    assert not np.array_equal(first, other)
-    np.testing.assert_array_equal(
-        _host(make(device, aa.Generator(3))), _host(make(device, aa.Generator(3)))
-    )
+    assert_follows_the_seed(DRAWS[name], device)
 
 
 @pytest.mark.parametrize("name", sorted(DRAWS))
 def test_cpu_and_sim_draw_the_same_values_from_one_seed(name):
     aa.manual_seed(17)
-    on_cpu = _host(DRAWS[name]("cpu", None))
+    on_cpu = host(DRAWS[name]("cpu", None))
     aa.manual_seed(17)
-    np.testing.assert_array_equal(on_cpu, _host(DRAWS[name]("sim:1", None)))
+    np.testing.assert_array_equal(on_cpu, host(DRAWS[name]("sim:1", None)))
 
 
 # ------------------------------------------------------------- bernoulli
@@ -68,15 +54,15 @@ def test_bernoulli_frequencies_and_dtype(device):
     probs = aa.tensor([0.0, 1.0, 0.25], dtype=aa.float64, device=device).expand(N // 10, 3)
     draws = aa.bernoulli(probs)
     assert draws.dtype == aa.float64 and draws.shape == (N // 10, 3)
-    values = _host(draws)
+    values = host(draws)
     assert set(np.unique(values)) <= {0.0, 1.0}
     assert not values[:, 0].any() and values[:, 1].all()
     _fraction_within(values[:, 2], 0.25)
     method = aa.full((N,), 0.7, device=device, dtype=aa.float16).bernoulli()
     assert method.dtype == aa.float16
-    _fraction_within(_host(method), 0.7)
+    _fraction_within(host(method), 0.7)
     fixed = aa.zeros(N, device=device).bernoulli(0.1)
-    _fraction_within(_host(fixed), 0.1)
+    _fraction_within(host(fixed), 0.1)
 
 
 def test_bernoulli_has_a_zero_gradient_like_torch(torch):
@@ -89,7 +75,7 @@ def test_bernoulli_has_a_zero_gradient_like_torch(torch):
 
     ours, theirs = run(aa), run(torch)
     assert ours[:3] == theirs[:3] == ("BernoulliBackward0", True, True)
-    assert _host(aa.tensor(ours[3])).tolist() == theirs[3] == [1.0, 1.0, 1.0]
+    assert host(aa.tensor(ours[3])).tolist() == theirs[3] == [1.0, 1.0, 1.0]
 
 
 def test_bernoulli_with_a_float_p_refuses_backward_like_torch(torch):
@@ -158,11 +144,11 @@ def _node_name(t) -> str | None:
 
 def test_normal_moments(device):
     mean = aa.full((N,), 2.0, device=device)
-    values = _host(aa.normal(mean, 3.0)).astype(np.float64)
+    values = host(aa.normal(mean, 3.0)).astype(np.float64)
     assert abs(values.mean() - 2.0) <= 6 * 3.0 / math.sqrt(N)
     assert np.std(values) == pytest.approx(3.0, rel=0.03)
     std = aa.tensor([0.0, 1.0], device=device).expand(N // 2, 2)
-    values = _host(aa.normal(5.0, std))
+    values = host(aa.normal(5.0, std))
     assert np.all(values[:, 0] == 5.0)
     assert np.std(values[:, 1]) == pytest.approx(1.0, rel=0.04)
 
@@ -187,29 +173,29 @@ def test_normal_errors_like_torch(torch):
 def test_multinomial_without_replacement_draws_distinct_categories(device):
     probs = aa.tensor([[0.0, 1.0, 2.0, 0.0, 3.0], [1.0, 1.0, 1.0, 1.0, 1.0]], device=device)
     for _ in range(20):
-        picked = _host(aa.multinomial(probs, 3))
+        picked = host(aa.multinomial(probs, 3))
         assert picked.dtype == np.int64 and picked.shape == (2, 3)
         assert sorted(picked[0]) == [1, 2, 4]  # every category of nonzero probability first
         assert len(set(picked[1])) == 3
-    all_of_them = _host(aa.multinomial(probs, 5))
+    all_of_them = host(aa.multinomial(probs, 5))
     assert sorted(all_of_them[0]) == list(range(5))
 
 
 def test_multinomial_with_replacement_follows_the_weights(device):
     probs = aa.tensor([0.0, 1.0, 3.0, 0.0], device=device)  # weights, not normalised
-    picked = _host(aa.multinomial(probs, N, replacement=True))
+    picked = host(aa.multinomial(probs, N, replacement=True))
     assert picked.shape == (N,) and set(np.unique(picked)) <= {1, 2}
     _fraction_within(picked == 2, 0.75)
-    rows = _host(aa.multinomial(aa.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 2.0]], device=device),
+    rows = host(aa.multinomial(aa.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 2.0]], device=device),
                                 50, True))
     assert np.all(rows[0] == 0) and np.all(rows[1] == 1) and np.all(rows[2] == 1)
-    first_draw = _host(aa.multinomial(aa.tensor([1.0, 1.0], device=device), N, True))
+    first_draw = host(aa.multinomial(aa.tensor([1.0, 1.0], device=device), N, True))
     _fraction_within(first_draw == 0, 0.5)
 
 
 def test_multinomial_without_replacement_first_pick_follows_the_weights():
     probs = aa.tensor([1.0, 3.0]).expand(N, 2)
-    first = _host(aa.multinomial(probs, 1))[:, 0]
+    first = host(aa.multinomial(probs, 1))[:, 0]
     _fraction_within(first == 1, 0.75)
 
 
@@ -240,7 +226,7 @@ def test_multinomial_errors_like_torch(torch):
 # --------------------------------------------------------------- poisson
 def test_poisson_mean_dtype_and_zero_gradient(device):
     rates = aa.tensor([0.0, 4.0], dtype=aa.float64, device=device).expand(N, 2)
-    counts = _host(aa.poisson(rates))
+    counts = host(aa.poisson(rates))
     assert counts.dtype == np.float64 and np.all(counts == np.round(counts))
     assert np.all(counts[:, 0] == 0)
     assert abs(counts[:, 1].mean() - 4.0) <= 6 * 2.0 / math.sqrt(N)
@@ -248,7 +234,7 @@ def test_poisson_mean_dtype_and_zero_gradient(device):
     y = aa.poisson(x * 1)
     assert y.grad_fn.name() == "PoissonBackward0"
     (y + x).sum().backward()
-    np.testing.assert_array_equal(_host(x.grad), np.ones(3, np.float32))
+    np.testing.assert_array_equal(host(x.grad), np.ones(3, np.float32))
 
 
 def test_poisson_like_torch(torch):

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from seeding import assert_follows_the_seed, host
 
 import autograd_async as aa
 from autograd_async.ops.inplace import LEAF_MESSAGE, OVERLAP_MESSAGE
@@ -33,31 +34,21 @@ FILLS = {
 }
 
 
-def _host(t: aa.Tensor) -> np.ndarray:
-    return np.asarray(t.cpu())
-
-
 def _filled(name: str, device: str, generator=None, shape=(6, 5)) -> np.ndarray:
     t = aa.zeros(*shape, device=device)
     out = FILLS[name][0](t, generator)
     assert out is t
-    return _host(t)
+    return host(t)
 
 
 # ------------------------------------------------------------------ seeds
 @pytest.mark.parametrize("name", sorted(FILLS))
 def test_the_same_seed_gives_the_same_values(device, name):
-    aa.manual_seed(7)
-    first = _filled(name, device)
-    aa.manual_seed(7)
-    again = _filled(name, device)
-    aa.manual_seed(8)
-    other = _filled(name, device)
-    np.testing.assert_array_equal(first, again)
-    assert not np.array_equal(first, other)
-    np.testing.assert_array_equal(
-        _filled(name, device, aa.Generator(5)), _filled(name, device, aa.Generator(5))
-    )
+    def fill(dev: str, generator) -> aa.Tensor:
+        t = aa.zeros(6, 5, device=dev)
+        return FILLS[name][0](t, generator)
+
+    assert_follows_the_seed(fill, device)
 
 
 @pytest.mark.parametrize("name", sorted(FILLS))
@@ -70,13 +61,13 @@ def test_cpu_and_sim_draw_the_same_values_from_one_seed(name):
 
 def test_normal_and_uniform_fills_draw_what_randn_and_rand_draw(device):
     aa.manual_seed(3)
-    expected = _host(aa.randn(4, 3, device=device))
+    expected = host(aa.randn(4, 3, device=device))
     aa.manual_seed(3)
-    np.testing.assert_array_equal(_host(aa.empty(4, 3, device=device).normal_()), expected)
+    np.testing.assert_array_equal(host(aa.empty(4, 3, device=device).normal_()), expected)
     g = aa.Generator(9)
-    expected = _host(aa.rand(7, device=device, dtype=aa.float64, generator=g))
+    expected = host(aa.rand(7, device=device, dtype=aa.float64, generator=g))
     filled = aa.empty(7, device=device, dtype=aa.float64).uniform_(generator=aa.Generator(9))
-    np.testing.assert_array_equal(_host(filled), expected)
+    np.testing.assert_array_equal(host(filled), expected)
 
 
 # ---------------------------------------------------------- distributions
@@ -91,41 +82,41 @@ def _fraction_within(hits: np.ndarray, p: float) -> None:
 
 
 def test_normal_and_log_normal_moments(device):
-    values = _host(aa.empty(N, device=device).normal_(2.0, 3.0))
+    values = host(aa.empty(N, device=device).normal_(2.0, 3.0))
     _mean_within(values, 2.0, 3.0)
     assert np.std(values) == pytest.approx(3.0, rel=0.03)
-    logs = np.log(_host(aa.empty(N, device=device, dtype=aa.float64).log_normal_(0.5, 0.25)))
+    logs = np.log(host(aa.empty(N, device=device, dtype=aa.float64).log_normal_(0.5, 0.25)))
     _mean_within(logs, 0.5, 0.25)
     assert np.std(logs) == pytest.approx(0.25, rel=0.03)
 
 
 def test_uniform_stays_in_its_range_with_the_right_mean(device):
-    values = _host(aa.empty(N, device=device).uniform_(-1.0, 3.0))
+    values = host(aa.empty(N, device=device).uniform_(-1.0, 3.0))
     assert values.min() >= -1.0 and values.max() < 3.0
     _mean_within(values, 1.0, 4 / math.sqrt(12))
-    same = _host(aa.empty(5, device=device).uniform_(2.5, 2.5))
+    same = host(aa.empty(5, device=device).uniform_(2.5, 2.5))
     assert np.all(same == 2.5)  # from == to is allowed, as in PyTorch
 
 
 def test_exponential_geometric_and_cauchy(device):
-    values = _host(aa.empty(N, device=device).exponential_(2.0))
+    values = host(aa.empty(N, device=device).exponential_(2.0))
     assert values.min() >= 0
     _mean_within(values, 0.5, 0.5)
-    counts = _host(aa.empty(N, device=device, dtype=aa.int64).geometric_(0.25))
+    counts = host(aa.empty(N, device=device, dtype=aa.int64).geometric_(0.25))
     assert counts.min() >= 1 and np.all(counts == np.round(counts))
     _mean_within(counts, 4.0, math.sqrt(0.75) / 0.25)
-    cauchy = _host(aa.empty(N, device=device, dtype=aa.float64).cauchy_(1.0, 2.0))
+    cauchy = host(aa.empty(N, device=device, dtype=aa.float64).cauchy_(1.0, 2.0))
     # Cauchy has no mean: half its mass is below the median, half within a scale of it.
     _fraction_within(cauchy < 1.0, 0.5)
     _fraction_within(np.abs(cauchy - 1.0) < 2.0, 0.5)
 
 
 def test_bernoulli_fill_frequencies(device):
-    hits = _host(aa.empty(N, device=device).bernoulli_(0.3))
+    hits = host(aa.empty(N, device=device).bernoulli_(0.3))
     assert set(np.unique(hits)) <= {0.0, 1.0}
     _fraction_within(hits, 0.3)
     probs = aa.tensor([0.0, 1.0, 0.5], device=device)
-    rows = _host(aa.empty(N // 10, 3, device=device, dtype=aa.bool).bernoulli_(probs))
+    rows = host(aa.empty(N // 10, 3, device=device, dtype=aa.bool).bernoulli_(probs))
     assert rows.dtype == np.bool_
     assert not rows[:, 0].any() and rows[:, 1].all()
     _fraction_within(rows[:, 2], 0.5)
@@ -138,7 +129,7 @@ def test_bernoulli_fill_frequencies(device):
      ("float64", 2**53)],
 )
 def test_random_default_range_per_dtype(device, dtype, top):
-    values = _host(aa.empty(20_000, device=device, dtype=dtype).random_())
+    values = host(aa.empty(20_000, device=device, dtype=dtype).random_())
     assert values.dtype == np.dtype(dtype)
     assert values.min() >= 0 and int(values.max()) <= top
     # The draws cover the range: their largest is near its top (for bool: both values).
@@ -147,23 +138,23 @@ def test_random_default_range_per_dtype(device, dtype, top):
 
 def test_random_ranges_and_keywords(device):
     t = aa.empty(N, device=device)
-    values = _host(t.random_(-3, 4))
+    values = host(t.random_(-3, 4))
     assert set(np.unique(values)) == set(range(-3, 4))
     for value in range(-3, 4):
         _fraction_within(values == value, 1 / 7)
-    assert set(np.unique(_host(t.random_(3)))) == {0, 1, 2}
-    assert set(np.unique(_host(t.random_(**{"from": 5, "to": 7})))) == {5, 6}
-    assert set(np.unique(_host(t.random_(to=2)))) == {0, 1}
-    big = _host(aa.empty(1000, device=device, dtype=aa.int64).random_(2**62, None))
+    assert set(np.unique(host(t.random_(3)))) == {0, 1, 2}
+    assert set(np.unique(host(t.random_(**{"from": 5, "to": 7})))) == {5, 6}
+    assert set(np.unique(host(t.random_(to=2)))) == {0, 1}
+    big = host(aa.empty(1000, device=device, dtype=aa.int64).random_(2**62, None))
     assert big.min() >= 2**62
-    small = _host(aa.empty(1000, device=device, dtype=aa.int8).random_(100, None))
+    small = host(aa.empty(1000, device=device, dtype=aa.int8).random_(100, None))
     assert small.min() >= 100 and small.max() <= 127
 
 
 def test_uniform_takes_from_as_a_keyword_or_positionally(device):
-    a = _host(aa.empty(1000, device=device).uniform_(**{"from": -5, "to": -4}))
-    b = _host(aa.empty(1000, device=device).uniform_(-5, -4))
-    c = _host(aa.empty(1000, device=device).uniform_(to=-4, from_=-5))
+    a = host(aa.empty(1000, device=device).uniform_(**{"from": -5, "to": -4}))
+    b = host(aa.empty(1000, device=device).uniform_(-5, -4))
+    c = host(aa.empty(1000, device=device).uniform_(to=-4, from_=-5))
     for values in (a, b, c):
         assert values.min() >= -5 and values.max() < -4
     with pytest.raises(TypeError, match="unexpected keyword argument 'low'"):
@@ -176,7 +167,7 @@ def test_uniform_takes_from_as_a_keyword_or_positionally(device):
 def test_fills_keep_the_tensor_dtype(name, dtype):
     t = aa.zeros(4, 3, dtype=dtype)
     FILLS[name][0](t, None)
-    assert t.dtype == np.dtype(dtype) and _host(t).dtype == np.dtype(dtype)
+    assert t.dtype == np.dtype(dtype) and host(t).dtype == np.dtype(dtype)
 
 
 @pytest.mark.parametrize(
@@ -205,8 +196,8 @@ def test_continuous_fills_refuse_integer_tensors(call, error, message):
 
 
 def test_integer_fills_on_integer_and_bool_tensors():
-    assert set(np.unique(_host(aa.zeros(500, dtype=aa.int32).bernoulli_(0.5)))) == {0, 1}
-    assert _host(aa.zeros(50, dtype=aa.int32).geometric_(0.5)).min() >= 1
+    assert set(np.unique(host(aa.zeros(500, dtype=aa.int32).bernoulli_(0.5)))) == {0, 1}
+    assert host(aa.zeros(50, dtype=aa.int32).geometric_(0.5)).min() >= 1
     with pytest.raises(NotImplementedError, match="\"geometric_cpu\" not implemented for 'Bool'"):
         aa.zeros(3, dtype=aa.bool).geometric_(0.5)
     with pytest.raises(NotImplementedError, match="bernoulli_tensor_cpu_p_"):
@@ -266,12 +257,12 @@ def test_an_expanded_tensor_is_refused():
 def test_a_view_writes_into_its_base(device):
     base = aa.zeros(4, 3, device=device)
     base[1:3].normal_()
-    values = _host(base)
+    values = host(base)
     assert np.all(values[[0, 3]] == 0) and np.all(values[1:3] != 0)
     column = base[:, 1]
     column.fill_(0.0)
     column.uniform_(5.0, 6.0)
-    values = _host(base)
+    values = host(base)
     assert np.all(values[:, 1] >= 5) and np.all(values[:, [0, 2]] < 5)
     assert base._version == column._version
 
@@ -282,7 +273,7 @@ def test_zero_gradient_through_the_filled_values(name, device):
     y = x * 2
     FILLS[name][0](y, None)
     (y * 3 + x).sum().backward()
-    np.testing.assert_array_equal(_host(x.grad), np.ones((3, 2), np.float32))
+    np.testing.assert_array_equal(host(x.grad), np.ones((3, 2), np.float32))
 
 
 def test_a_filled_view_gives_its_base_copy_slices_like_torch(torch):
@@ -292,7 +283,7 @@ def test_a_filled_view_gives_its_base_copy_slices_like_torch(torch):
         c[1:3].uniform_()
         names = (type(c.grad_fn).__name__, type(c[1:3].grad_fn).__name__)
         c.sum().backward()
-        return names, a.grad.tolist() if lib is torch else _host(a.grad).tolist()
+        return names, a.grad.tolist() if lib is torch else host(a.grad).tolist()
 
     ours, theirs = run(aa), run(torch)
     assert ours[1] == theirs[1] == [2.0, 0.0, 0.0, 2.0]
@@ -332,8 +323,8 @@ def test_create_graph_backward_through_a_fill():
     z = (y + x * x).sum()
     (gx,) = aa.autograd.grad(z, x, create_graph=True)
     (gxx,) = aa.autograd.grad(gx.sum(), x)
-    np.testing.assert_allclose(_host(gx), 2 * _host(x.detach()))
-    np.testing.assert_allclose(_host(gxx), np.full(3, 2.0))
+    np.testing.assert_allclose(host(gx), 2 * host(x.detach()))
+    np.testing.assert_allclose(host(gxx), np.full(3, 2.0))
 
 
 # ---------------------------------------------------------- bad arguments
@@ -386,7 +377,7 @@ def test_bad_arguments_leave_the_tensor_alone():
             call(aa)
     with pytest.raises(RuntimeError, match="normal expects std >= 0.0, but found std -1.5"):
         t.normal_(0, -1.5)
-    assert t._version == 0 and np.all(_host(t) == 1)
+    assert t._version == 0 and np.all(host(t) == 1)
 
 
 def test_float_random_range_past_exact_integers_warns_like_torch():
@@ -399,5 +390,5 @@ def test_fills_on_a_device_that_is_not_current():
     aa.manual_seed(4)
     t = aa.zeros(5, device="sim:1").normal_()
     aa.manual_seed(4)
-    np.testing.assert_array_equal(_host(t), _host(aa.randn(5)))
+    np.testing.assert_array_equal(host(t), host(aa.randn(5)))
     assert t.device == aa.device("sim:1")
