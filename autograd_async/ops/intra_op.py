@@ -15,6 +15,7 @@ never waits for a thread to start.
 
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -115,8 +116,12 @@ class IntraOpPool:
         helpers = min(self._threads - 1, len(bounds) - 1)
         if helpers > 0:
             executor = self._helpers()
-            for _ in range(helpers):
-                executor.submit(self._drain, claims, part, bounds, scratch, True)
+            try:
+                for _ in range(helpers):  # each in a copy of the caller's context, as handoffs go
+                    executor.submit(contextvars.copy_context().run, self._drain, claims, part,
+                                    bounds, scratch, True)
+            except RuntimeError:  # closed meanwhile by another thread: the caller takes the rest
+                pass
         try:
             self._drain(claims, part, bounds, scratch, False)
         finally:

@@ -9,6 +9,7 @@ thresholds so that small cases take each path, and compare values and gradients 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 
 import numpy as np
@@ -259,6 +260,26 @@ def test_the_caller_takes_every_part_when_no_helper_starts(pool) -> None:
         assert threads == {threading.current_thread()}
     finally:
         release.set()
+
+
+def test_helpers_run_parts_in_the_callers_context(pool) -> None:
+    marker = contextvars.ContextVar("marker", default="unset")
+    marker.set("caller's")
+    seen = {}
+    began = [threading.Event(), threading.Event()]
+
+    def part(start: int, stop: int, _scratch) -> None:
+        seen[threading.current_thread()] = marker.get()
+        began[start].set()
+        assert began[1 - start].wait(WAIT_S)  # both parts at once: one is on the helper
+
+    pool.run_parts(part, [(0, 1), (1, 2)])
+    assert len(seen) == 2 and set(seen.values()) == {"caller's"}
+
+
+def test_parts_finish_on_the_caller_when_the_helpers_were_shut_down_meanwhile(pool) -> None:
+    pool._helpers().shutdown(wait=True)  # as a close() from another thread between two steps
+    assert pool.run(lambda s, e: (s, e), [(0, 1), (1, 2)]) == [(0, 1), (1, 2)]
 
 
 def test_each_thread_makes_its_scratch_once(pool) -> None:
