@@ -9,6 +9,7 @@ from typing import Any
 
 from ..creation import default_generator
 from ..ops.attention import scaled_dot_product_attention
+from ..ops.base import torch_type_name
 from ..ops.conv import (
     conv1d,
     conv2d,
@@ -43,7 +44,7 @@ from ..ops.pooling import (
     max_pool2d,
 )
 from ..ops.promotion import result_type
-from ..ops.reduction import _TORCH_NAMES, normalize_dim
+from ..ops.reduction import normalize_dim
 from ..ops.sampling import interpolate, pad
 from ..tensor import Tensor
 from ..type_names import type_name
@@ -128,7 +129,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x * Phi(x), exactly (`approximate='none'`) or with the tanh approximation."""
     _require_tensor(input, "gelu", "input", 1)
     if input.dtype.kind != "f":  # PyTorch's kernel has no integer form (silu's does not either)
-        got = _TORCH_NAMES.get(input.dtype.name, input.dtype.name)
+        got = torch_type_name(input.dtype)
         raise NotImplementedError(f"\"GeluKernelImpl\" not implemented for '{got}'")
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
@@ -166,11 +167,6 @@ def _implicit_dim(input: Tensor, dim: int | None, function: str) -> int:
     return 0 if input.ndim in (0, 1, 3) else 1
 
 
-def _dtype_name(dtype: Any) -> str:
-    """PyTorch's name for a dtype in its messages (Float, Double, Long...)."""
-    return _TORCH_NAMES.get(dtype.name, dtype.name)
-
-
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """input @ weight.T + bias, as one node."""
     _require_tensor(input, "linear", "input", 1)
@@ -187,12 +183,12 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if input.dtype != weight.dtype:
         raise RuntimeError(
             "mat1 and mat2 must have the same dtype, but got "
-            f"{_dtype_name(input.dtype)} and {_dtype_name(weight.dtype)}"
+            f"{torch_type_name(input.dtype)} and {torch_type_name(weight.dtype)}"
         )
     if bias is not None and bias.dtype != weight.dtype:
         raise RuntimeError(
             "self and mat2 must have the same dtype, but got "
-            f"{_dtype_name(bias.dtype)} and {_dtype_name(weight.dtype)}"
+            f"{torch_type_name(bias.dtype)} and {torch_type_name(weight.dtype)}"
         )
     if bias is None:
         return LinearBackward0.apply(input, weight)
@@ -256,7 +252,9 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
         # float64), and like PyTorch no integer loss.
         dtype = result_type(input._data, target._data)
         if dtype.kind not in "fc":
-            raise NotImplementedError(f'"mse_loss" not implemented for \'{_dtype_name(dtype)}\'')
+            raise NotImplementedError(
+                f'"mse_loss" not implemented for \'{torch_type_name(dtype)}\''
+            )
         input, target = input.to(dtype=dtype), target.to(dtype=dtype)
     if weight is not None:  # PyTorch's weighted form: composed, divided by the weights' sum
         if not isinstance(weight, Tensor) or weight.shape != input.shape:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor
-from .base import Op, require_tensor
+from .base import Op, require_tensor, torch_type_name
 from .dual import as_array, data_of, exp, mul_const, quiet, tanh, where, xp_of
 from .elementwise import SigmoidBackward0, sigmoid_array
 from .promotion import FLOAT32
@@ -210,8 +210,6 @@ class TanhshrinkBackward0(_Activation):
 
 
 # ---------------------------------------------------------------- functions
-_TORCH_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-                "uint8": "Byte", "bool": "Bool"}
 
 
 def _checked_input(input: Any, name: str, integers: str, kernel: str | None = None) -> Tensor:
@@ -226,7 +224,7 @@ def _checked_input(input: Any, name: str, integers: str, kernel: str | None = No
         return input
     if integers == "float" and input.dtype.kind in "biu":
         return input.to(dtype=FLOAT32)
-    got = _TORCH_NAMES.get(input.dtype.name, input.dtype.name)
+    got = torch_type_name(input.dtype)
     raise NotImplementedError(f"\"{kernel or name}_cpu\" not implemented for '{got}'")
 
 
@@ -340,7 +338,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     require_tensor("prelu", input)
     require_tensor("prelu", weight, "weight", 2)
     if input.dtype.kind != "f":
-        got = _TORCH_NAMES.get(input.dtype.name, input.dtype.name)
+        got = torch_type_name(input.dtype)
         raise NotImplementedError(f"\"prelu_cpu\" not implemented for '{got}'")
     if weight.ndim > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "

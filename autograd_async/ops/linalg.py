@@ -15,7 +15,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from .arithmetic import BmmBackward0, MvBackward0, matmul
-from .base import Op
+from .base import Op, torch_type_name
 from .dual import as_array, data_of, expand, mul_const, quiet, unsqueeze_dims, where, xp_of
 from .reduction import amax, amin, normalize_dims
 from .reduction import sum as sum_  # noqa: A004
@@ -337,7 +337,8 @@ def svdvals(A: Tensor) -> Tensor:
         )
     if A.dtype.kind != "f":
         raise RuntimeError(
-            f"linalg.svdvals: Expected a floating point tensor as input. Got {_torch_dtype(A)}"
+            "linalg.svdvals: Expected a floating point tensor as input. Got "
+            f"{torch_type_name(A.dtype)}"
         )
     return LinalgSvdvalsBackward0.apply(A)
 
@@ -358,15 +359,11 @@ def _check_float(name: str, input: Tensor, dtype: Any) -> Tensor:
     if input.dtype.kind not in "fc":
         raise RuntimeError(
             f"{name}: Expected a floating point or complex tensor as input. Got "
-            f"{_torch_dtype(input)}"
+            f"{torch_type_name(input.dtype)}"
         )
     return input
 
 
-def _torch_dtype(t: Tensor) -> str:
-    from .reduction import _TORCH_NAMES  # noqa: PLC0415
-
-    return _TORCH_NAMES.get(t.dtype.name, t.dtype.name)
 
 
 def vector_norm(

@@ -56,13 +56,6 @@ def reduce_loss(losses: Tensor, reduction: str) -> Tensor:
     return losses.mean() if reduction == "mean" else losses.sum()
 
 
-def _torch_dtype(dtype: Any) -> str:
-    names = {"int64": "Long", "uint8": "Byte", "int32": "Int", "float32": "Float",
-             "float64": "Double", "int16": "Short", "int8": "Char", "bool": "Bool",
-             "float16": "Half"}
-    return names.get(np.dtype(dtype).name, str(dtype))
-
-
 def _tensor_args(name: str, **values: Any) -> None:
     for arg, v in values.items():
         if not isinstance(v, Tensor):
@@ -157,7 +150,7 @@ def _check_class_targets(name: str, input: Tensor, target: Tensor) -> int:
         raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
     if target.dtype.kind not in "iu" or (target.dtype.kind == "u" and target.dtype.itemsize > 1):
         raise RuntimeError(
-            f"expected target dtype to be Long or Byte, but got {_torch_dtype(target.dtype)}"
+            f"expected target dtype to be Long or Byte, but got {torch_type_name(target.dtype)}"
         )
     if input.ndim == 1:
         if target.ndim > 1 or (target.ndim == 1 and target.shape[0] != 1):
@@ -249,7 +242,7 @@ def cross_entropy(
     if target.shape == input.shape and target.dtype.kind in "iu":
         raise RuntimeError(
             "Expected floating point type for target with class probabilities, got "
-            f"{_torch_dtype(target.dtype)}"
+            f"{torch_type_name(target.dtype)}"
         )
     logp = log_softmax(input, axis)
     if target.dtype.kind == "f" and target.shape == input.shape:

@@ -20,18 +20,13 @@ import numpy as np
 from ..creation import Generator, default_generator
 from ..devices import Device, enters_device
 from ..tensor import Tensor
-from .base import Op
+from .base import Op, torch_type_name
 from .dual import xp_of, zeros_like
 from .inplace import _commit, _operand, _recording, _snapshot
 
 # (device, shape, dtype, *arrays of the other inputs) -> the new values, on the device.
 Draw = Callable[..., Any]
 
-_TORCH_NAMES = {
-    "float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "uint8": "Byte",
-    "int16": "Short", "int32": "Int", "int64": "Long", "bool": "Bool",
-    "complex64": "ComplexFloat", "complex128": "ComplexDouble",
-}
 # The C++ names PyTorch's range checks print (`to - 1 is out of bounds for signed char`).
 _CPP_NAMES = {
     "float16": "c10::Half", "float32": "float", "float64": "double", "int8": "signed char",
@@ -39,12 +34,6 @@ _CPP_NAMES = {
     "bool": "bool",
 }
 P_RANGE_MESSAGE = "Expected p_in >= 0 && p_in <= 1 to be true, but got false."
-
-
-def torch_type_name(dtype: Any) -> str:
-    """PyTorch's name of a dtype in kernel messages: `Float`, `Long`, `Bool`."""
-    name = str(np.dtype(dtype))
-    return _TORCH_NAMES.get(name, name)
 
 
 def device_state(generator: Generator | None, dev: Device) -> tuple[Any, Any]:

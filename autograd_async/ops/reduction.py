@@ -12,7 +12,7 @@ from typing import Any
 
 from ..devices import enters_device
 from ..tensor import Tensor
-from .base import Op
+from .base import Op, torch_type_name
 from .dual import (
     as_array,
     data_of,
@@ -30,10 +30,6 @@ from .dual import (
 max_result = namedtuple("max", ["values", "indices"])
 min_result = namedtuple("min", ["values", "indices"])
 
-_TORCH_NAMES = {
-    "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
-    "int64": "Long", "float16": "Half", "float32": "Float", "float64": "Double",
-}
 
 
 def normalize_dim(dim: int, ndim: int) -> int:
@@ -290,7 +286,7 @@ class LogsumexpBackward0(_Reduction):
 # ---------------------------------------------------------------- functions
 def _float_only(input: Tensor, name: str) -> None:
     if input.dtype.kind not in "fc":
-        got = _TORCH_NAMES.get(input.dtype.name, input.dtype.name)
+        got = torch_type_name(input.dtype)
         raise RuntimeError(
             f"{name}(): could not infer output dtype. Input dtype must be either a floating point "
             f"or complex dtype. Got: {got}"
