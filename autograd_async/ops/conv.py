@@ -79,7 +79,8 @@ class ConvolutionBackward0(Op):
     The array math is `conv_arrays`: columns laid out (C * kernel, N * positions), so the whole
     batch is one 2-D matmul (per group), and so is the weight's gradient; with unit strides the
     positions run over the padded grid (see `windows`), which makes im2col and col2im long
-    contiguous copies and adds. A large batch runs as two halves at once.
+    contiguous copies and adds. A large NumPy convolution runs by parts of its batch on every
+    intra-op thread instead (`conv_items`).
     """
 
     __slots__ = ("_win", "_groups", "_cols", "_w_shape", "_by_parts")

@@ -12,15 +12,16 @@ moves a part's results in and out of the column layout.
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
 
 from .windows import (
     Windows,
+    block_targets,
     pad_spatial,
     padded_flat,
+    padded_windows,
     unit_stride,
     wide_layout,
     wide_windows,
@@ -92,11 +93,7 @@ class ExactWindows:
         self._inner = (slice(None), slice(None)) + tuple(
             slice(lo, lo + n) for lo, n in zip(win.pad_lo, win.size)
         )
-        self._targets = [
-            tuple(slice(k * d, k * d + s * (o - 1) + 1, s)
-                  for k, d, s, o in zip(offset, win.dilation, win.stride, win.out))
-            for offset in itertools.product(*(range(k) for k in win.kernel))
-        ]
+        self._targets = block_targets(win)
 
     def keep(self, x: Any) -> Any:
         """The padded input (N, C, *padded): `x` itself when there is no padding."""
@@ -104,17 +101,7 @@ class ExactWindows:
 
     def windows(self, kept: Any) -> Any:
         """The batch's windows as a (C, *kernel, N, *out) view of `kept`."""
-        win = self.win
-        spatial = kept.strides[2:]
-        view = np.lib.stride_tricks.as_strided(
-            kept,
-            shape=kept.shape[:2] + win.kernel + win.out,
-            strides=kept.strides[:2]
-            + tuple(st * d for st, d in zip(spatial, win.dilation))
-            + tuple(st * s for st, s in zip(spatial, win.stride)),
-            writeable=False,
-        )
-        return np.moveaxis(view, 0, 1 + len(win.kernel))
+        return np.moveaxis(padded_windows(kept, self.win), 0, 1 + len(self.win.kernel))
 
     def out_into(self, rows: Any, dest: Any, bias: Any) -> None:
         """Results (O, m * positions) into `dest` (m, O, *out), plus `bias` when given."""

@@ -2,7 +2,7 @@
 
 NumPy's copies and ufuncs run on one core, and its BLAS spreads a matmul over the cores well
 only when the matmul is large. A large convolution instead runs as parts of its batch
-(`conv_arrays`), taken by its caller and by helper threads (NumPy releases the GIL inside its
+(`conv_items`), taken by its caller and by helper threads (NumPy releases the GIL inside its
 kernels). PyTorch's counterpart is its intra-op pool, set by `torch.set_num_threads`; ours has
 the same setter, and as in PyTorch it starts at the cores this process may use. The count is
 process-wide, as PyTorch's is.
@@ -89,17 +89,6 @@ class IntraOpPool:
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise ValueError(f"set_num_threads: expected a positive integer, but got {count!r}")
         self._threads = count
-
-    def split(self, count: int) -> list[tuple[int, int]]:
-        """`count` items as (start, stop) parts: two halves when a helper may run, else one."""
-        if self._threads < 2 or count < 2:
-            return [(0, count)]
-        half = count // 2
-        return [(0, half), (half, count)]
-
-    def run(self, part: Callable[[int, int], Any], bounds: Sequence[tuple[int, int]]) -> list:
-        """`part(start, stop)` for each part, shared with the helpers; the results in order."""
-        return self.run_parts(lambda start, stop, _scratch: part(start, stop), bounds)[0]
 
     def run_parts(
         self,

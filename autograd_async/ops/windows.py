@@ -89,7 +89,11 @@ def pad_spatial(x: Any, win: Windows, value: float = 0.0) -> Any:
 
 def window_view(x: Any, win: Windows, value: float = 0.0) -> Any:
     """A read-only strided view (N, C, *kernel, *out) of the windows of `x` (padded first)."""
-    padded = pad_spatial(x, win, value)
+    return padded_windows(pad_spatial(x, win, value), win)
+
+
+def padded_windows(padded: Any, win: Windows) -> Any:
+    """The windows (N, C, *kernel, *out) of an image already padded, as a strided view."""
     xp = xp_of(padded)
     lead = padded.strides[:2]
     spatial = padded.strides[2:]
@@ -124,17 +128,23 @@ def _add_blocks(blocks: Any, win: Windows) -> Any:
     """
     xp = xp_of(blocks)
     image = xp.zeros(blocks.shape[:2] + win.padded, dtype=blocks.dtype)
-    for offset in itertools.product(*(range(k) for k in win.kernel)):
-        target = tuple(
-            slice(k * d, k * d + s * (o - 1) + 1, s)
-            for k, d, s, o in zip(offset, win.dilation, win.stride, win.out)
-        )
+    offsets = itertools.product(*(range(k) for k in win.kernel))
+    for offset, target in zip(offsets, block_targets(win)):
         image[(slice(None), slice(None), *target)] += blocks[(slice(None), slice(None), *offset)]
     if not any(win.pad_lo) and not any(win.pad_hi):
         return image
     inner = tuple(slice(lo, lo + size) for lo, size in zip(win.pad_lo, win.size))
     # A compact copy: a gradient that is a view would keep the whole padded image alive.
     return xp.ascontiguousarray(image[(slice(None), slice(None), *inner)])
+
+
+def block_targets(win: Windows) -> list[tuple[slice, ...]]:
+    """Per kernel offset, in im2col's order: the padded image's elements its windows read."""
+    return [
+        tuple(slice(k * d, k * d + s * (o - 1) + 1, s)
+              for k, d, s, o in zip(offset, win.dilation, win.stride, win.out))
+        for offset in itertools.product(*(range(k) for k in win.kernel))
+    ]
 
 
 # ------------------------------------------------------- stride-1 fast path
@@ -328,8 +338,7 @@ def col2im_cf(cols: Any, win: Windows, n: int, dest: Any = None) -> Any:
             by_channel[:, :, start : start + wide] += rows[:, i, : n * wide].reshape((c, n, wide))
     else:
         blocks = cols.reshape((c, win.kernel_numel, n, wide))
-        for i, offset in enumerate(itertools.product(*(range(k) for k in win.kernel))):
-            start = sum(k * d * st for k, d, st in zip(offset, win.dilation, steps))
+        for i, start in enumerate(wide_layout(win).starts):
             by_channel[:, :, start : start + wide] += blocks[:, i]
     grid = flat[:, :, : math.prod(win.padded)].reshape((n, c) + win.padded)
     inner = tuple(slice(lo, lo + size) for lo, size in zip(win.pad_lo, win.size))

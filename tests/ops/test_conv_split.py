@@ -1,9 +1,10 @@
-"""Convolutions split over the intra-op threads, against PyTorch; the pool that runs the parts.
+"""Convolutions by parts of the batch over the intra-op threads, against PyTorch; the pool that
+runs the parts.
 
-Two ways split a large NumPy convolution: by parts of a few batch items (`conv_items`, unit
-strides, BLAS on one thread per caller) and the whole-batch way with its copies in halves
-(`conv_arrays`, other strides). Both only apply to large batches; these tests lower the
-thresholds so that small cases take each path, and compare values and gradients with PyTorch.
+A large NumPy convolution runs by parts of a few batch items (`conv_items`, BLAS on one thread
+per caller); others run the whole-batch way (`conv_arrays`). These tests lower the threshold so
+that small cases run by parts (or raise it so that they run whole), and compare values and
+gradients with PyTorch.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 
 import autograd_async as aa
 from autograd_async.nn import functional as F  # noqa: N812
-from autograd_async.ops import conv_arrays, conv_items, intra_op
+from autograd_async.ops import conv_items
 from autograd_async.ops.intra_op import IntraOpPool, get_num_threads, set_num_threads, usable_cores
 from autograd_async.ops.windows import conv_windows
 
@@ -46,15 +47,9 @@ PART_CASES = SPLIT_CASES + [
 
 
 @pytest.fixture
-def split_every_batch(monkeypatch):
-    """Every NumPy convolution runs the whole-batch way with its copies in halves."""
-    pool = IntraOpPool(2)
-    monkeypatch.setattr(conv_arrays, "SPLIT_MIN_COLUMNS", 0)
-    monkeypatch.setattr(conv_arrays, "POOL", pool)
-    monkeypatch.setattr(conv_items, "POOL", pool)
+def whole_batch(monkeypatch):
+    """Every convolution runs the whole-batch way, two intra-op threads or not."""
     monkeypatch.setattr(conv_items, "ITEMS_MIN_COLUMNS", float("inf"))
-    yield
-    pool.close()
 
 
 @pytest.fixture
@@ -76,7 +71,7 @@ def _arrays(xs, ws, bias):
 
 
 @pytest.mark.parametrize(("name", "xs", "ws", "bias", "kwargs"), SPLIT_CASES)
-def test_whole_batch_split_matches_torch(torch, split_every_batch, name, xs, ws, bias,
+def test_whole_batch_matches_torch(torch, whole_batch, name, xs, ws, bias,
                                          kwargs) -> None:
     ours, theirs = getattr(F, name), getattr(torch.nn.functional, name)
     out = against_torch(torch, lambda *t: ours(*t, **kwargs), lambda *t: theirs(*t, **kwargs),
@@ -251,12 +246,12 @@ def test_the_caller_takes_every_part_when_no_helper_starts(pool) -> None:
     pool._helpers().submit(release.wait, WAIT_S)  # the only helper is busy elsewhere
     threads = set()
 
-    def part(start: int, stop: int) -> tuple[int, int]:
+    def part(start: int, stop: int, _scratch) -> tuple[int, int]:
         threads.add(threading.current_thread())
         return start, stop
 
     try:
-        assert pool.run(part, [(0, 1), (1, 2), (2, 3)]) == [(0, 1), (1, 2), (2, 3)]
+        assert pool.run_parts(part, [(0, 1), (1, 2), (2, 3)])[0] == [(0, 1), (1, 2), (2, 3)]
         assert threads == {threading.current_thread()}
     finally:
         release.set()
@@ -279,7 +274,7 @@ def test_helpers_run_parts_in_the_callers_context(pool) -> None:
 
 def test_parts_finish_on_the_caller_when_the_helpers_were_shut_down_meanwhile(pool) -> None:
     pool._helpers().shutdown(wait=True)  # as a close() from another thread between two steps
-    assert pool.run(lambda s, e: (s, e), [(0, 1), (1, 2)]) == [(0, 1), (1, 2)]
+    assert pool.run_parts(lambda s, e, _: (s, e), [(0, 1), (1, 2)])[0] == [(0, 1), (1, 2)]
 
 
 def test_each_thread_makes_its_scratch_once(pool) -> None:
@@ -336,11 +331,11 @@ def test_a_failed_part_on_a_helper_is_raised_on_the_caller(pool) -> None:
 
 
 def test_a_closed_pool_lets_its_helper_go_and_starts_another_when_needed(pool) -> None:
-    pool.run(lambda s, e: None, [(0, 1), (1, 2)])
+    pool.run_parts(lambda s, e, _: None, [(0, 1), (1, 2)])
     first = pool._executor
     pool.close()
     assert pool._executor is None
-    assert pool.run(lambda s, e: (s, e), [(0, 1), (1, 2)]) == [(0, 1), (1, 2)]
+    assert pool.run_parts(lambda s, e, _: (s, e), [(0, 1), (1, 2)])[0] == [(0, 1), (1, 2)]
     assert pool._executor is not first
 
 
@@ -350,10 +345,8 @@ def test_set_num_threads_validates_round_trips_and_starts_at_the_usable_cores() 
     try:
         set_num_threads(1)
         assert get_num_threads() == aa.get_num_threads() == 1
-        assert intra_op.POOL.split(5) == [(0, 5)]
         for bad in (0, -1, 1.5, True):
             with pytest.raises(ValueError, match="positive integer"):
                 set_num_threads(bad)
     finally:
         set_num_threads(before)
-    assert IntraOpPool(2).split(5) == [(0, 2), (2, 5)] and IntraOpPool(2).split(1) == [(0, 1)]
