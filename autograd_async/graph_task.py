@@ -384,6 +384,9 @@ def call_node(node: Node, grad_outputs: tuple) -> Any:
     As PyTorch's, the results are what the node returns: not yet summed to its inputs' shapes
     (the engine does that between nodes).
     """
+    expected = len(node._out_meta)
+    if len(grad_outputs) != expected:
+        raise TypeError(f"expected {expected} arguments, got {len(grad_outputs)} instead")
     grads = [g if g is None or isinstance(g, Tensor) else Tensor._wrap(g, node.device)
              for g in grad_outputs]
     if any(g is None for g in grads) and not all(g is None for g in grads):

@@ -13,6 +13,7 @@ from ..grad_mode import anomaly_check_nan, anomaly_enabled
 from ..graph import Node, claim
 from ..graph_task import GraphRoot, GraphTask
 from ..history import gradient_edge
+from ..ops.shape import stack
 from ..ops.views import refresh_if_stale
 from ..tensor import Tensor
 
@@ -263,13 +264,21 @@ def grad(
     grad_outputs: Any = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
+    only_inputs: bool = True,
     allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
     materialize_grads: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """Gradients of `outputs` with respect to `inputs`, running only the graph that leads there.
 
-    With `materialize_grads=True`, unused inputs get zeros instead of None.
+    With `materialize_grads=True`, unused inputs get zeros instead of None. With
+    `is_grads_batched=True`, the first dimension of each of `grad_outputs` is a batch: each row
+    is backpropagated (through the same graph) and the results are stacked along a first dim.
     """
+    _check_only_inputs(only_inputs)
+    if is_grads_batched:
+        return _batched(grad, outputs, inputs, grad_outputs, retain_graph, create_graph,
+                        allow_unused, materialize_grads)
     allow = _unused_policy(allow_unused, materialize_grads)
     engine, prepared = _launch(
         "grad", outputs, grad_outputs, retain_graph, create_graph, inputs, allow
@@ -285,10 +294,23 @@ async def grad_async(
     grad_outputs: Any = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
+    only_inputs: bool = True,
     allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
     materialize_grads: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """Like `grad`, awaited without blocking the caller's event loop."""
+    _check_only_inputs(only_inputs)
+    if is_grads_batched:
+        rows = _batch_rows(outputs, grad_outputs)
+        results = []
+        for k, row in enumerate(rows):
+            keep = True if k < len(rows) - 1 else retain_graph
+            results.append(await grad_async(
+                outputs, inputs, row, keep, create_graph, allow_unused=allow_unused,
+                materialize_grads=materialize_grads,
+            ))
+        return _stack_rows(results)
     allow = _unused_policy(allow_unused, materialize_grads)
     engine, prepared = _launch(
         "grad", outputs, grad_outputs, retain_graph, create_graph, inputs, allow
@@ -296,3 +318,51 @@ async def grad_async(
     await engine.run_async(prepared, kind="grad_async")
     result = prepared.result()
     return _materialized(result, inputs, create_graph) if materialize_grads else result
+
+
+def _batch_rows(outputs: Any, grad_outputs: Any) -> list[tuple]:
+    """The rows of batched `grad_outputs`: one tuple of per-output gradients per batch entry."""
+    grads = _as_tuple(grad_outputs)
+    if not grads or any(not isinstance(g, Tensor) for g in grads):
+        raise RuntimeError("grad(): is_grads_batched=True needs a Tensor grad_output per output")
+    sizes = {g.shape[0] if g.ndim else None for g in grads}
+    if None in sizes or len(sizes) != 1:
+        raise RuntimeError(
+            "grad(): with is_grads_batched=True every grad_output needs the same size in its "
+            f"first (batch) dimension, got shapes {[tuple(g.shape) for g in grads]}"
+        )
+    (size,) = sizes
+    del outputs
+    return [tuple(g[k] for g in grads) for k in range(size)]
+
+
+def _stack_rows(results: list[tuple]) -> tuple:
+    """Per-row gradients stacked along a new first dimension (None where a row had none)."""
+    stacked = []
+    for column in zip(*results, strict=True):
+        stacked.append(None if any(g is None for g in column) else stack(column))
+    return tuple(stacked)
+
+
+def _batched(run: Any, outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: Any,
+             create_graph: bool, allow_unused: Any, materialize_grads: bool) -> tuple:
+    """`grad(..., is_grads_batched=True)`: one pass per batch row over the retained graph."""
+    rows = _batch_rows(outputs, grad_outputs)
+    results = []
+    for k, row in enumerate(rows):
+        keep = True if k < len(rows) - 1 else retain_graph
+        results.append(run(outputs, inputs, row, keep, create_graph, allow_unused=allow_unused,
+                           materialize_grads=materialize_grads))
+    return _stack_rows(results)
+
+
+def _check_only_inputs(only_inputs: bool) -> None:
+    """PyTorch's deprecated `only_inputs`: accepted in its place, ignored with its warning."""
+    if not only_inputs:
+        warnings.warn(
+            "only_inputs argument is deprecated and is ignored now (defaults to True). To "
+            "accumulate gradient for other parts of the graph, please use "
+            "torch.autograd.backward.",
+            FutureWarning,
+            stacklevel=3,
+        )

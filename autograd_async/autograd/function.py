@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -114,12 +115,12 @@ class BackwardCFunction(Node):
         )
 
     def backward(self, *grads: Any) -> Any:
-        """Call the Function's backward with Tensors."""
-        return self._trim(self._function.backward(self, *self._wrap_grads(grads)))
+        """Call the Function's backward (or its `vjp`) with Tensors."""
+        return self._trim(self._function._user_backward(self, *self._wrap_grads(grads)))
 
     async def backward_async(self, *grads: Any) -> Any:
-        """Await the Function's async backward with Tensors."""
-        return self._trim(await self._function.backward(self, *self._wrap_grads(grads)))
+        """Await the Function's async backward (or its `vjp`) with Tensors."""
+        return self._trim(await self._function._user_backward(self, *self._wrap_grads(grads)))
 
     def _trim(self, result: Any) -> tuple:
         """One gradient per forward argument in, one per edge (tensor argument) out.
@@ -148,6 +149,18 @@ class BackwardCFunction(Node):
         return tuple(result[i] for i in positions)
 
 
+LEGACY_FUNCTION_MESSAGE = (
+    "Legacy autograd function with non-static forward method is deprecated. Please use new-style "
+    "autograd function with static forward method. (Example: "
+    "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)"
+)
+
+NO_BACKWARD_MESSAGE = (
+    "You must implement either the backward or vjp method for your custom autograd.Function to "
+    "use it with backward mode AD."
+)
+
+
 class Function:
     """Base of custom functions: `forward(ctx, *args)` and `backward(ctx, *grads)` are static."""
 
@@ -156,7 +169,8 @@ class Function:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        is_async = inspect.iscoroutinefunction(cls.backward)
+        cls._user_backward = staticmethod(_user_backward(cls))
+        is_async = inspect.iscoroutinefunction(cls._user_backward)
         namespace: dict[str, Any] = {"_function": cls, "is_async": is_async}
         if is_async:
             namespace["backward"] = BackwardCFunction.backward_async
@@ -171,7 +185,23 @@ class Function:
     @staticmethod
     def backward(ctx: Any, *grad_outputs: Any) -> Any:
         """Gradients for each forward input (None for non-tensor ones)."""
-        raise NotImplementedError("a Function subclass must implement backward(ctx, ...)")
+        raise NotImplementedError(NO_BACKWARD_MESSAGE)
+
+    # PyTorch's other name for backward: a subclass implements one or the other.
+    vjp = backward
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        warnings.warn(
+            f"{type(self)} should not be instantiated. Methods on autograd functions are all "
+            "static, so you should invoke them on the class itself. Instantiating an autograd "
+            "function will raise an error in a future version of PyTorch.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused, as PyTorch: calling an instance is the legacy, non-static style."""
+        raise RuntimeError(LEGACY_FUNCTION_MESSAGE)
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
@@ -221,6 +251,20 @@ class Function:
     def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
         """Torch 2 style: save what backward needs, after `forward(*args)` ran without ctx."""
         raise NotImplementedError("setup_context is not overridden")
+
+
+def _user_backward(cls: type[Function]) -> Callable:
+    """The subclass's `backward` or its `vjp`, never both (PyTorch's rule)."""
+    backward, vjp = cls.backward, cls.vjp
+    if backward is not Function.backward and vjp is not Function.vjp:
+        def both(*_: Any) -> Any:
+            raise RuntimeError(
+                "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. "
+                "You should only implement one of them."
+            )
+
+        return both
+    return vjp if vjp is not Function.vjp else backward
 
 
 def _check_dirty_outputs(node: Any, outputs: tuple, inputs: list, requires: bool) -> None:
