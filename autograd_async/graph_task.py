@@ -384,9 +384,7 @@ def call_node(node: Node, grad_outputs: tuple) -> Any:
     As PyTorch's, the results are what the node returns: not yet summed to its inputs' shapes
     (the engine does that between nodes).
     """
-    expected = len(node._out_meta)
-    if len(grad_outputs) != expected:
-        raise TypeError(f"expected {expected} arguments, got {len(grad_outputs)} instead")
+    grad_outputs = _one_per_output(node, grad_outputs)
     grads = [g if g is None or isinstance(g, Tensor) else Tensor._wrap(g, node.device)
              for g in grad_outputs]
     if any(g is None for g in grads) and not all(g is None for g in grads):
@@ -396,6 +394,21 @@ def call_node(node: Node, grad_outputs: tuple) -> Any:
         outputs = (outputs,)
     outputs = tuple(_to_tensor(_as_array(g), node) for g in outputs)
     return outputs[0] if len(outputs) == 1 else outputs
+
+
+def _one_per_output(node: Node, grad_outputs: tuple) -> tuple:
+    """Gradients for every output from those a caller gave, as PyTorch counts them: outputs
+    of integer or bool dtype (a max's indices) take none."""
+    meta = node._out_meta
+    differentiable = [i for i, (_, dtype) in enumerate(meta) if dtype is None or dtype.kind in "fc"]
+    if len(grad_outputs) != len(differentiable):
+        raise TypeError(
+            f"expected {len(differentiable)} arguments, got {len(grad_outputs)} instead"
+        )
+    if len(differentiable) == len(meta):
+        return grad_outputs
+    given = dict(zip(differentiable, grad_outputs, strict=True))
+    return tuple(given.get(i) for i in range(len(meta)))
 
 
 def _as_array(g: Any) -> Any:
