@@ -215,6 +215,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
                 mode: str = "nearest", align_corners: bool | None = None,
                 recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:
     """Resize the spatial dims of (N, C, *spatial) by `size` or `scale_factor`."""
+    require_tensor("interpolate", input)
     if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
         raise ValueError(
             "align_corners option can only be set with the interpolating modes: linear | "
