@@ -240,7 +240,7 @@ class Function:
         )
         if anomaly_enabled.get():
             keep_forward_trace(node)
-        wrapped = [_output_history(node, i, o, tensors) for i, o in enumerate(outputs)]
+        wrapped = _outputs_history(node, outputs, tensors)
         if any(type(t) is InferenceTensor for t in node._saved):
             raise RuntimeError(INFERENCE_SAVED_MESSAGE)
         if node._save_hooks is not None:
@@ -267,6 +267,17 @@ def _user_backward(cls: type[Function]) -> Callable:
     return vjp if vjp is not Function.vjp else backward
 
 
+DIRTY_VIEW_MESSAGE = (
+    "If your Function modifies inplace an input that is a view of another Tensor, your Function "
+    "cannot return more than one Tensor. This is not supported by the current autograd engine. "
+    "You should either make sure the input is not a view (using .clone() for example) or make "
+    "your Function only return one Tensor (potentially splitting it into two Functions: one "
+    "doing the inplace that returns a single Tensor and a second one that does the other "
+    "operations). You can ask on the forum https://discuss.pytorch.org/ if you need help to do "
+    "this change."
+)
+
+
 def _check_dirty_outputs(node: Any, outputs: tuple, inputs: list, requires: bool) -> None:
     """Inputs marked dirty must be outputs; under grad mode a leaf that requires grad refuses."""
     returned = {id(o) for o in outputs}
@@ -275,6 +286,9 @@ def _check_dirty_outputs(node: Any, outputs: tuple, inputs: list, requires: bool
             "Some elements marked as dirty during the forward method were not returned as "
             "output. The inputs that are modified inplace must all be outputs of the Function."
         )
+    several = len({id(o) for o in outputs if isinstance(o, Tensor)}) > 1
+    if requires and several and any(id(t) in node._dirty and t._base is not None for t in inputs):
+        raise RuntimeError(DIRTY_VIEW_MESSAGE)
     for t in inputs:
         if id(t) not in node._dirty:
             continue
@@ -286,6 +300,24 @@ def _check_dirty_outputs(node: Any, outputs: tuple, inputs: list, requires: bool
         if requires and base is not None and base.grad_fn is None and base._rg:
             raise RuntimeError(VIEW_OF_LEAF_MESSAGE)
         t._bump_version()
+
+
+def _outputs_history(node: Any, outputs: tuple, inputs: list) -> list:
+    """Every output given its place in the graph.
+
+    A tensor returned several times stays one tensor, as in PyTorch: it takes the history of its
+    last position, and the earlier ones receive no gradient.
+    """
+    last = {id(o): i for i, o in enumerate(outputs) if isinstance(o, Tensor)}
+    made: dict[int, Any] = {}
+    wrapped = []
+    for i, o in enumerate(outputs):
+        repeated = isinstance(o, Tensor) and last[id(o)] != i and id(o) not in node._dirty
+        wrapped.append(None if repeated else _output_history(node, i, o, inputs))
+        if not repeated and isinstance(o, Tensor):
+            made[id(o)] = wrapped[-1]
+    return [made[id(o)] if w is None and isinstance(o, Tensor) else w
+            for w, o in zip(wrapped, outputs, strict=True)]
 
 
 def _output_history(node: Any, i: int, o: Any, inputs: list) -> Any:

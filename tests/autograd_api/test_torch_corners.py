@@ -239,3 +239,53 @@ def test_gradgradcheck_options(torch) -> None:
         assert lib.autograd.gradgradcheck(fn, (_x(lib),), gen_non_contig_grad_outputs=True)
         assert lib.autograd.gradgradcheck(fn, (_x(lib),), check_batched_grad=True)
     assert aa.autograd.gradgradcheck(fn, (_x(aa),), check_fwd_over_rev=True)
+
+
+# ------------------------------------------------------------------ Functions returning duplicates
+def _double_duplicate(lib):
+    class DoubleDuplicate(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            output = x * 2
+            return output, output
+
+        @staticmethod
+        def backward(ctx, grad1, grad2):
+            return grad1 * 2 + grad2 * 2
+
+    return DoubleDuplicate
+
+
+def test_a_tensor_returned_twice_stays_one_tensor(torch) -> None:
+    for lib in (aa, torch):
+        x = lib.tensor([0.5, -1.0], dtype=lib.float64, requires_grad=True)
+        a, b = _double_duplicate(lib).apply(x)
+        assert a is b
+        assert a.output_nr == 1  # the history of its last position, as PyTorch
+
+    def fn(x):
+        a, b = _double_duplicate(aa).apply(x)
+        return a + b
+
+    x = aa.tensor([0.5, -1.0, 2.0], dtype=aa.float64, requires_grad=True)
+    assert aa.autograd.gradcheck(fn, [x])
+    assert aa.autograd.gradgradcheck(fn, [x])
+
+
+def test_a_dirty_view_with_several_outputs_is_refused_as_pytorch(torch) -> None:
+    def run(lib):
+        class InplaceAndMore(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                x.mul_(2)
+                ctx.mark_dirty(x)
+                return x, x * 3
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                return g1 * 2
+
+        x = lib.ones(3, 3, dtype=lib.float64, requires_grad=True)
+        return InplaceAndMore.apply(x.clone()[0])
+
+    assert _error(lambda: run(aa)) == _error(lambda: run(torch))
