@@ -1,11 +1,10 @@
-"""Deep graphs: backward, grad() and create_graph through a 100,000-op chain, without recursion and
-within a few seconds; wide graphs; freeing a deep graph."""
+"""Deep graphs: backward, grad() and create_graph through a 100,000-op chain, without recursion
+(the per-test timeout catches a pass that stalls); wide graphs; freeing a deep graph."""
 
 from __future__ import annotations
 
 import gc
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -16,8 +15,6 @@ from .helpers import values
 
 DEPTH = 100_000
 FACTOR = 1.000001
-# Generous bounds for a loaded CI machine: a pass takes well under a second on a laptop.
-SECONDS = 15.0
 
 
 def chain(depth: int = DEPTH, device: str = "cpu"):
@@ -41,17 +38,13 @@ def low_recursion_limit():
 
 def test_backward_through_a_100000_op_chain(low_recursion_limit):
     x, y = chain()
-    began = time.perf_counter()
     y.backward()
-    assert time.perf_counter() - began < SECONDS
     np.testing.assert_allclose(values(x.grad), FACTOR**DEPTH, rtol=1e-9)
 
 
 def test_grad_through_a_100000_op_chain(low_recursion_limit):
     x, y = chain()
-    began = time.perf_counter()
     (g,) = aa.autograd.grad(y, x, create_graph=False)
-    assert time.perf_counter() - began < SECONDS
     np.testing.assert_allclose(values(g), FACTOR**DEPTH, rtol=1e-9)
     assert x.grad is None
 
