@@ -56,9 +56,12 @@ from .dtypes import int64 as long
 from .grad_mode import (
     enable_grad,
     inference_mode,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
     is_grad_enabled,
     is_inference_mode_enabled,
     no_grad,
+    set_anomaly_enabled,
     set_grad_enabled,
 )
 from .ops import *  # noqa: F403 - the op functions: add, mul, matmul, sum, ...
@@ -156,6 +159,9 @@ __all__ = [
     "utils",
     "inference_mode",
     "is_inference_mode_enabled",
+    "is_anomaly_enabled",
+    "is_anomaly_check_nan_enabled",
+    "set_anomaly_enabled",
     "dtype",
     "get_default_dtype",
     "set_default_dtype",

@@ -274,6 +274,17 @@ def is_anomaly_enabled() -> bool:
     return anomaly_enabled.get()
 
 
+def is_anomaly_check_nan_enabled() -> bool:
+    """True when anomaly mode, where on, checks backward's outputs for NaN."""
+    return anomaly_check_nan.get()
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Turn anomaly mode on or off in the current context (`torch.set_anomaly_enabled`)."""
+    anomaly_enabled.set(bool(enabled))
+    anomaly_check_nan.set(bool(check_nan))
+
+
 class inference_mode(_ModeContext):  # noqa: N801 - PyTorch's name
     """Inference mode for a block or a decorated function: no graph is recorded, and tensors made
     inside are inference tensors, which refuse to be saved for backward, to require grad or to be

@@ -289,3 +289,15 @@ def test_a_dirty_view_with_several_outputs_is_refused_as_pytorch(torch) -> None:
         return InplaceAndMore.apply(x.clone()[0])
 
     assert _error(lambda: run(aa)) == _error(lambda: run(torch))
+
+
+def test_anomaly_mode_at_the_top_level(torch) -> None:
+    for lib in (aa, torch):
+        with lib.autograd.set_detect_anomaly(True, check_nan=False):
+            assert lib.is_anomaly_enabled() and not lib.is_anomaly_check_nan_enabled()
+        assert not lib.is_anomaly_enabled() and lib.is_anomaly_check_nan_enabled()
+        lib.set_anomaly_enabled(True)
+        try:
+            assert lib.is_anomaly_enabled()
+        finally:
+            lib.set_anomaly_enabled(False)
