@@ -414,11 +414,18 @@ def materialize(node: Node, inputs: list, create_graph: bool) -> list:
 
 def check_nan(node: Node, outputs: tuple) -> None:
     """Anomaly mode: refuse NaN gradients, naming the node that made them."""
+    checks_streams = sanitizer_enabled()
     for i, g in enumerate(outputs):
         if g is None:
             continue
         data = g._data if isinstance(g, Tensor) else g
-        if data.dtype.kind in "fc" and bool(xp_of(data).isnan(data).any()):
+        if data.dtype.kind not in "fc":
+            continue
+        if checks_streams:  # the host reads each gradient where it lives (the edge's device)
+            nxt = node.next_functions[i][0] if i < len(node.next_functions) else None
+            where = node.device if nxt is None else nxt.device
+            sanitizer.host_read(data, where, f"the anomaly check of {node.name()}")
+        if bool(xp_of(data).isnan(data).any()):
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 
 
@@ -504,13 +511,11 @@ def run_post_hooks(node: Node, hooks: Any, outputs: tuple, inputs: list) -> tupl
 
 
 def check_sum_streams(node: Node, held: Any, grad: Any, total: Any) -> None:
-    """The sanitizer: gradients summed for `node` are read and written on its stream (the
-    consumer's, as PyTorch accumulates), or on the host for a cpu node."""
+    """The sanitizer: gradients summed for `node` are read and written on the stream the sum
+    was launched on, or on the host for a cpu node."""
     device = node.device
     if sanitizer_watches(device):
-        stream = node._stream
-        if stream is None:
-            stream = streams_for(device).default_stream(device)
+        stream = sanitizer.stream_for(device)  # where the sum is launched: this thread's stream
     elif device.type == "cpu":
         stream = sanitizer.world.host
     else:
