@@ -22,7 +22,8 @@ from .backends.sanitizer import watches as sanitizer_watches
 from .devices import Device, array_module, check_entered
 from .graph import Node, init_node
 from .ops.dual import can_sum_to, cast, sum_to, xp_of
-from .streams import streams_for
+from .backends.stream_context import override_for
+from .streams import Stream, stream, streams_for
 from .tensor import Tensor
 
 _task_ids = itertools.count(1)
@@ -179,9 +180,7 @@ class GraphTask:
             if held is None:
                 buf[nr] = grad
             else:
-                total = buf[nr] = held + grad
-                if self.checks_streams:
-                    check_sum_streams(node, held, grad, total)
+                buf[nr] = add_on_stream(node, held, grad, self.checks_streams)
         return buf if left == 0 else None
 
     # -------------------------------------------------------------- evaluate
@@ -508,6 +507,30 @@ def run_post_hooks(node: Node, hooks: Any, outputs: tuple, inputs: list) -> tupl
         if result is not None:
             grad_inputs = tuple(result)
     return tuple(_like(t, g) for t, g in zip(grad_inputs, outputs, strict=True))
+
+
+def add_on_stream(node: Node, held: Any, grad: Any, checks_streams: bool) -> Any:
+    """`held + grad` on the stream `node` runs on, as PyTorch accumulates: a gradient may arrive
+    while another stream is current (after a node on a side stream, or from another device)."""
+    device = node.device
+    backend = streams_for(device)
+    target = node._stream
+    if target is None:
+        if backend.trivial and not checks_streams:
+            return held + grad  # nothing orders streams here: the host order is the order
+        target = backend.default_stream(device)
+    current = override_for(device)
+    if (current if current is not None else backend.default_stream(device)) is target:
+        return _add(node, held, grad, checks_streams)
+    with stream(Stream._of(device, target)):
+        return _add(node, held, grad, checks_streams)
+
+
+def _add(node: Node, held: Any, grad: Any, checks_streams: bool) -> Any:
+    total = held + grad
+    if checks_streams:
+        check_sum_streams(node, held, grad, total)
+    return total
 
 
 def check_sum_streams(node: Node, held: Any, grad: Any, total: Any) -> None:

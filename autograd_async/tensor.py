@@ -416,6 +416,15 @@ class Tensor:
             new.__dict__.update(copy.deepcopy(extra, memo))
         return new
 
+    def record_stream(self, stream: Any) -> None:
+        """Mark the tensor's memory as used by `stream` (PyTorch's `Tensor.record_stream`): once
+        the tensor is freed, its memory is not reused before the work queued on `stream` has
+        completed. Needed when a tensor allocated on one stream is used on another."""
+        handle = getattr(stream, "_handle", None)
+        if handle is None:
+            raise TypeError(f"record_stream(): expected a Stream, got {type(stream).__name__}")
+        _devices.backend_for(self.device).streams.record_stream(self._data, handle)
+
     # -------------------------------------------------------------- conversions
     def numpy(self) -> np.ndarray:
         """The tensor's NumPy array (shares memory); cpu tensors that don't require grad only."""

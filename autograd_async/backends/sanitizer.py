@@ -55,7 +55,8 @@ class BufferAccess:
         self.written_at = 0
         self.reads: dict[SimStream, int] = {}
         self.block: tuple | None = None  # (device, allocating stream id, size in bytes)
-        self.recorded: dict[int, int] | None = None  # record_stream: stream id -> its count
+        # record_stream: stream id -> the stream until freed, then -> its count at the free
+        self.recorded: dict[int, Any] | None = None
 
 
 #: Freed blocks kept per (device, stream, size): enough to model reuse, bounded in memory.
@@ -160,6 +161,7 @@ class StreamSanitizer:
             state = freed.pop()
             if state.recorded:  # record_stream: the allocator waited for those streams' events
                 self.world.host_waits(state.recorded)
+                _merge(stream.clock, self.world.host.clock)  # so work launched now is after
                 state.recorded = None
             state.ref = ref
             return state
@@ -168,7 +170,8 @@ class StreamSanitizer:
         return state
 
     def record_stream(self, array: Any, device: Device, stream: SimStream) -> None:
-        """`array`'s block is in use on `stream`: reused only after `stream`'s work so far."""
+        """`array`'s block is in use on `stream`: once freed, it is reused only after the work
+        queued on `stream` up to the free."""
         if stream is self.world.host or not watches(device):
             return
         state = self._buffers.get(id(_owner(array)))
@@ -177,7 +180,7 @@ class StreamSanitizer:
         with self.world.lock:
             if state.recorded is None:
                 state.recorded = {}
-            state.recorded[stream.id] = stream.counter
+            state.recorded[stream.id] = stream  # its work at the block's free is what counts
 
     def _forget_callback(self, key: int) -> Any:
         buffers = self._buffers
@@ -188,6 +191,10 @@ class StreamSanitizer:
             if state is not None and state.ref is ref:
                 buffers.pop(key, None)
                 if state.block is not None:  # back to its stream's pool, reads and all
+                    if state.recorded:
+                        state.recorded = {
+                            sid: stream.counter for sid, stream in state.recorded.items()
+                        }
                     freed = pool.setdefault(state.block, [])
                     if len(freed) < POOL_DEPTH:
                         freed.append(state)

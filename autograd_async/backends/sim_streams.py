@@ -264,6 +264,18 @@ class SimStreams(StreamBackend):
         self.world = sim_world
 
     @property
+    def per_thread_default(self) -> bool:  # type: ignore[override]
+        """True when each thread has its own default stream (`SimWorld.per_thread_default`)."""
+        return self.world.per_thread_default
+
+    def record_stream(self, array: Any, stream: Any) -> None:
+        """The simulated allocator keeps `array`'s block until `stream`'s work is done."""
+        from .sanitizer import sanitizer  # noqa: PLC0415 - the sanitizer builds on this module
+
+        if sim_mode_state.mode == "cuda":
+            sanitizer.record_stream(array, stream.device, stream)
+
+    @property
     def trivial(self) -> bool:
         """True in the plain sim mode: nothing checks the order there, so the engine and copies
         skip events between devices (side streams a user makes still get their waits)."""

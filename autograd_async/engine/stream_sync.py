@@ -94,6 +94,9 @@ def sync_consumers(node: Node, stream: Any, backend: Any, outputs: tuple) -> Non
                 consumer = backend.default_stream(device)
             if consumer is not stream:
                 order("same_device", backend, stream, consumer)
+                # Allocated on this stream, read on the consumer's: as PyTorch's InputBuffer
+                # does, keep the allocator from reusing it before the consumer is done.
+                backend.record_stream(_array(grad), consumer)
             continue
         if where.type == "cpu":
             continue  # the host: the engine delivers the gradient once its copy completed
@@ -106,6 +109,7 @@ def sync_consumers(node: Node, stream: Any, backend: Any, outputs: tuple) -> Non
         consumer = nxt._stream if nxt._stream is not None else other.default_stream(where)
         if consumer is not writer:
             order("cross_device", other, writer, consumer)
+            other.record_stream(_array(grad), consumer)
 
 
 # ------------------------------------------------------------------ sanitizer
