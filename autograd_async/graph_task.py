@@ -19,10 +19,11 @@ import numpy as np
 from .backends.sanitizer import enabled as sanitizer_enabled
 from .backends.sanitizer import sanitizer
 from .backends.sanitizer import watches as sanitizer_watches
+from .backends.stream_context import override_for
 from .devices import Device, array_module, check_entered
 from .graph import Node, init_node
 from .ops.dual import can_sum_to, cast, sum_to, xp_of
-from .backends.stream_context import override_for
+from .ops.transfer import host_reads_outputs
 from .streams import Stream, stream, streams_for
 from .tensor import Tensor
 
@@ -227,6 +228,12 @@ class GraphTask:
             return ()
         if not node.runs_without_grad and all(g is None for g in inputs):
             outputs = (None,) * len(node.next_functions)
+        elif self.anomaly or (node._hooks is not None and node._hooks.post):
+            token = host_reads_outputs.set(True)  # read on the host before the engine routes
+            try:
+                outputs = node.backward(*inputs)
+            finally:
+                host_reads_outputs.reset(token)
         else:
             outputs = node.backward(*inputs)
         return self.after_backward(node, inputs, outputs)
@@ -411,6 +418,12 @@ def materialize(node: Node, inputs: list, create_graph: bool) -> list:
     return filled
 
 
+def _edge_device(node: Node, i: int) -> Device:
+    """The device output gradient `i` of `node` lives on: its edge's node's (else node's)."""
+    nxt = node.next_functions[i][0] if i < len(node.next_functions) else None
+    return node.device if nxt is None else nxt.device
+
+
 def check_nan(node: Node, outputs: tuple) -> None:
     """Anomaly mode: refuse NaN gradients, naming the node that made them."""
     checks_streams = sanitizer_enabled()
@@ -420,9 +433,8 @@ def check_nan(node: Node, outputs: tuple) -> None:
         data = g._data if isinstance(g, Tensor) else g
         if data.dtype.kind not in "fc":
             continue
-        if checks_streams:  # the host reads each gradient where it lives (the edge's device)
-            nxt = node.next_functions[i][0] if i < len(node.next_functions) else None
-            where = node.device if nxt is None else nxt.device
+        if checks_streams:  # the host reads each gradient where it lives
+            where = _edge_device(node, i)
             sanitizer.host_read(data, where, f"the anomaly check of {node.name()}")
         if bool(xp_of(data).isnan(data).any()):
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
@@ -500,7 +512,10 @@ def check_hook_result(hook: Any, result: Any, original: Any, node: Node) -> None
 
 def run_post_hooks(node: Node, hooks: Any, outputs: tuple, inputs: list) -> tuple:
     """Node post-hooks `hook(grad_inputs, grad_outputs)`; a returned tuple replaces grad_inputs."""
-    grad_inputs = tuple(_to_tensor(g, node) for g in outputs)
+    grad_inputs = tuple(  # each where it lives: the device of the edge it goes along
+        g if g is None or isinstance(g, Tensor) else Tensor._wrap(g, _edge_device(node, i))
+        for i, g in enumerate(outputs)
+    )
     grad_outputs = tuple(_to_tensor(g, node) for g in inputs)
     for hook in list(hooks.post):
         result = hook(grad_inputs, grad_outputs)

@@ -112,11 +112,6 @@ class CudaStreams(StreamBackend):
 
     trivial = False
 
-    @property
-    def per_thread_default(self) -> bool:  # type: ignore[override]
-        """True under CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1 (read by CuPy at import)."""
-        return os.environ.get("CUPY_CUDA_PER_THREAD_DEFAULT_STREAM", "0") not in ("", "0")
-
     def record_stream(self, array: Any, stream: Any) -> None:
         """Keep `array` (so its pool block) alive until the work queued on `stream` now is done.
 
@@ -138,6 +133,9 @@ class CudaStreams(StreamBackend):
         self._counts = state.counts
         self._lock = state.lock
         self._waiter = state.waiter
+        # CuPy reads CUPY_CUDA_PER_THREAD_DEFAULT_STREAM once, at import: so do we, once.
+        flag = os.environ.get("CUPY_CUDA_PER_THREAD_DEFAULT_STREAM", "0").strip()
+        self.per_thread_default = flag not in ("", "0")
 
     def default_stream(self, device: Device) -> CudaStream:
         """CUDA's legacy default stream of `device`."""

@@ -101,7 +101,7 @@ class SimBackend(CpuBackend):
         if array.flags.c_contiguous or array.flags.f_contiguous:
             return array
         contiguous = np.ascontiguousarray(array)
-        if cuda_rules():
+        if cuda_rules() and contiguous is not array:
             stream = sim_world.launch_stream(device)
             what = "a contiguous copy for a copy between devices"
             sanitizer.access(array, device, stream, False, what)

@@ -25,6 +25,7 @@ class StreamBackend(ABC):
     def record_stream(self, array: Any, stream: Any) -> None:
         """`array` is used on `stream`: its memory is not reused before `stream`'s work queued
         so far completes (PyTorch's `Tensor.record_stream`). Nothing to do for host memory."""
+        del array, stream
 
     @abstractmethod
     def default_stream(self, device: Device) -> Any:
