@@ -27,6 +27,7 @@ backend may make several) shares its streams, clocks and the host's clock.
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import time
 import weakref
@@ -124,8 +125,10 @@ class SimWorld:
         self._threads = _LaunchStreams()
         self.deferred = 0  # pieces of deferred work not yet run, on all streams
         self.host_syncs = 0  # times the host blocked on sim work (see `host_sync`)
-        # CuPy's CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1: every thread its own default stream.
-        self.per_thread_default = False
+        # CuPy's CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1: every thread its own default stream
+        # (read from the same variable; in the sim cuda mode only).
+        flag = os.environ.get("CUPY_CUDA_PER_THREAD_DEFAULT_STREAM", "0").strip()
+        self.per_thread_default = flag not in ("", "0") and sim_mode_state.mode == "cuda"
 
     def default_stream(self, device: Device) -> SimStream:
         """The default stream of `device`, shared by every thread (CUDA's legacy stream), or
