@@ -51,6 +51,7 @@ def test_4_a_gradient_copied_back_to_the_host_with_a_dtype_is_read_after_its_cop
     np.testing.assert_array_equal(x.grad.numpy(), 2.0)
 
 
+@pytest.mark.filterwarnings("ignore:Anomaly Detection has been enabled")
 def test_4_post_hooks_and_anomaly_checks_read_the_copied_gradient_after_its_copy():
     x = aa.tensor(np.arange(8.0, dtype=np.float32), requires_grad=True)
     y = x.to("sim:0")
