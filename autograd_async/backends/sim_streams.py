@@ -298,6 +298,7 @@ class SimStreams(StreamBackend):
         previous = self.current_stream(device)
         default = self.world.default_stream(device)
         stream_overrides.set(with_override(device, None if stream is default else stream))
+        self.world.use(stream)  # and the thread's launch stream, as CudaStreams tells CuPy
         return previous
 
     def use(self, stream: SimStream) -> None:
