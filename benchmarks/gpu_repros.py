@@ -120,9 +120,9 @@ def host_syncs_in_backward(device: str, n: int) -> int | None:
     from autograd_async.backends.sim_streams import sim_world  # noqa: PLC0415
 
     width = max(8, min(256, int(np.sqrt(n))))
-    model = aa.nn.Sequential(
-        aa.nn.Linear(width, width), aa.nn.ReLU(), aa.nn.Linear(width, 10)
-    ).to(device)
+    model = aa.nn.Sequential(aa.nn.Linear(width, width), aa.nn.ReLU(), aa.nn.Linear(width, 10)).to(
+        device
+    )
     x = aa.randn(32, width, device=device)
     target = aa.tensor(np.arange(32) % 10, device=device)
     loss = aa.nn.functional.cross_entropy(model(x), target)

@@ -56,8 +56,9 @@ def test_4_post_hooks_and_anomaly_checks_read_the_copied_gradient_after_its_copy
     x = aa.tensor(np.arange(8.0, dtype=np.float32), requires_grad=True)
     y = x.to("sim:0")
     seen = []
-    y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: seen.append(
-        grad_inputs[0].numpy().copy()))
+    y.grad_fn.register_hook(
+        lambda grad_inputs, grad_outputs: seen.append(grad_inputs[0].numpy().copy())
+    )
     with aa.autograd.detect_anomaly():
         (y * 2).sum().backward()
     np.testing.assert_array_equal(seen[0], 2.0)
