@@ -375,8 +375,33 @@ def asarray_on(data: Any, dev: Device, dtype: Any = None) -> Any:
 
 
 def move_array(array: Any, src: Device, dst: Device) -> Any:
-    """Copy `array` (any layout) from device `src` to `dst`; always a copy."""
-    return backend_for(dst).copy_to(array, src, dst)
+    """Copy `array` (any layout) from device `src` to `dst`; always a copy.
+
+    Between two devices with streams, ordered as PyTorch orders such a copy: a contiguous
+    temporary is made on the source's current stream first, the destination's current stream
+    waits for the source's, copies there, and the source's stream then waits for the copy, so
+    that neither side reads unfinished data or reuses memory under it.
+    """
+    backend = backend_for(dst)
+    if src is dst or src.type != dst.type or src.type == "cpu" or backend.streams.trivial:
+        return backend.copy_to(array, src, dst)
+    streams = backend.streams
+    source, target = _current_stream(streams, src), _current_stream(streams, dst)
+    with backend.device_context(src):
+        contiguous = backend.contiguous_on(array, src)
+        before = streams.new_event()
+        streams.record(before, source)
+    streams.wait_event(target, before)
+    out = backend.copy_to(contiguous, src, dst)
+    after = streams.new_event()
+    streams.record(after, target)
+    streams.wait_event(source, after)
+    return out
+
+
+def _current_stream(streams: Any, device: Device) -> Any:
+    found = override_for(device)
+    return found if found is not None else streams.default_stream(device)
 
 
 def data_ptr(array: Any) -> int:
@@ -388,3 +413,4 @@ def data_ptr(array: Any) -> int:
 
 # Last: the backends import this module's DeviceError and Device.
 from .backends import Backend, backends  # noqa: E402
+from .backends.stream_context import override_for  # noqa: E402

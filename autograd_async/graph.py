@@ -59,7 +59,7 @@ def init_node(
     node._seq = _sequence.next() if seq is None else seq
     node.device = device
     # The stream its forward ran on, for its backward (PyTorch's stream semantics); None: the
-    # device's default stream, the usual case, which costs this one ContextVar read.
+    # device's default stream, the usual case, which costs this one per-thread read.
     overrides = stream_overrides.get()
     node._stream = None if overrides is None else overrides.get(device)
     node._hooks = None

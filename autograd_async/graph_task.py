@@ -19,10 +19,12 @@ import numpy as np
 from .backends.sanitizer import enabled as sanitizer_enabled
 from .backends.sanitizer import sanitizer
 from .backends.sanitizer import watches as sanitizer_watches
+from .backends.stream_context import override_for
 from .devices import Device, array_module, check_entered
 from .graph import Node, init_node
 from .ops.dual import can_sum_to, cast, sum_to, xp_of
-from .streams import streams_for
+from .ops.transfer import host_reads_outputs
+from .streams import Stream, stream, streams_for
 from .tensor import Tensor
 
 _task_ids = itertools.count(1)
@@ -179,9 +181,7 @@ class GraphTask:
             if held is None:
                 buf[nr] = grad
             else:
-                total = buf[nr] = held + grad
-                if self.checks_streams:
-                    check_sum_streams(node, held, grad, total)
+                buf[nr] = add_on_stream(node, held, grad, self.checks_streams)
         return buf if left == 0 else None
 
     # -------------------------------------------------------------- evaluate
@@ -228,6 +228,12 @@ class GraphTask:
             return ()
         if not node.runs_without_grad and all(g is None for g in inputs):
             outputs = (None,) * len(node.next_functions)
+        elif self.anomaly or (node._hooks is not None and node._hooks.post):
+            token = host_reads_outputs.set(True)  # read on the host before the engine routes
+            try:
+                outputs = node.backward(*inputs)
+            finally:
+                host_reads_outputs.reset(token)
         else:
             outputs = node.backward(*inputs)
         return self.after_backward(node, inputs, outputs)
@@ -428,13 +434,25 @@ def materialize(node: Node, inputs: list, create_graph: bool) -> list:
     return filled
 
 
+def _edge_device(node: Node, i: int) -> Device:
+    """The device output gradient `i` of `node` lives on: its edge's node's (else node's)."""
+    nxt = node.next_functions[i][0] if i < len(node.next_functions) else None
+    return node.device if nxt is None else nxt.device
+
+
 def check_nan(node: Node, outputs: tuple) -> None:
     """Anomaly mode: refuse NaN gradients, naming the node that made them."""
+    checks_streams = sanitizer_enabled()
     for i, g in enumerate(outputs):
         if g is None:
             continue
         data = g._data if isinstance(g, Tensor) else g
-        if data.dtype.kind in "fc" and bool(xp_of(data).isnan(data).any()):
+        if data.dtype.kind not in "fc":
+            continue
+        if checks_streams:  # the host reads each gradient where it lives
+            where = _edge_device(node, i)
+            sanitizer.host_read(data, where, f"the anomaly check of {node.name()}")
+        if bool(xp_of(data).isnan(data).any()):
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 
 
@@ -510,7 +528,10 @@ def check_hook_result(hook: Any, result: Any, original: Any, node: Node) -> None
 
 def run_post_hooks(node: Node, hooks: Any, outputs: tuple, inputs: list) -> tuple:
     """Node post-hooks `hook(grad_inputs, grad_outputs)`; a returned tuple replaces grad_inputs."""
-    grad_inputs = tuple(_to_tensor(g, node) for g in outputs)
+    grad_inputs = tuple(  # each where it lives: the device of the edge it goes along
+        g if g is None or isinstance(g, Tensor) else Tensor._wrap(g, _edge_device(node, i))
+        for i, g in enumerate(outputs)
+    )
     grad_outputs = tuple(_to_tensor(g, node) for g in inputs)
     for hook in list(hooks.post):
         result = hook(grad_inputs, grad_outputs)
@@ -519,14 +540,36 @@ def run_post_hooks(node: Node, hooks: Any, outputs: tuple, inputs: list) -> tupl
     return tuple(_like(t, g) for t, g in zip(grad_inputs, outputs, strict=True))
 
 
+def add_on_stream(node: Node, held: Any, grad: Any, checks_streams: bool) -> Any:
+    """`held + grad` on the stream `node` runs on, as PyTorch accumulates: a gradient may arrive
+    while another stream is current (after a node on a side stream, or from another device)."""
+    device = node.device
+    backend = streams_for(device)
+    target = node._stream
+    if target is None:
+        if backend.trivial and not checks_streams:
+            return held + grad  # nothing orders streams here: the host order is the order
+        target = backend.default_stream(device)
+    current = override_for(device)
+    if (current if current is not None else backend.default_stream(device)) is target:
+        return _add(node, held, grad, checks_streams)
+    with stream(Stream._of(device, target)):
+        return _add(node, held, grad, checks_streams)
+
+
+def _add(node: Node, held: Any, grad: Any, checks_streams: bool) -> Any:
+    total = held + grad
+    if checks_streams:
+        check_sum_streams(node, held, grad, total)
+    return total
+
+
 def check_sum_streams(node: Node, held: Any, grad: Any, total: Any) -> None:
-    """The sanitizer: gradients summed for `node` are read and written on its stream (the
-    consumer's, as PyTorch accumulates), or on the host for a cpu node."""
+    """The sanitizer: gradients summed for `node` are read and written on the stream the sum
+    was launched on, or on the host for a cpu node."""
     device = node.device
     if sanitizer_watches(device):
-        stream = node._stream
-        if stream is None:
-            stream = streams_for(device).default_stream(device)
+        stream = sanitizer.stream_for(device)  # where the sum is launched: this thread's stream
     elif device.type == "cpu":
         stream = sanitizer.world.host
     else:

@@ -139,10 +139,24 @@ class Event:
         return self._handle
 
     def record(self, stream: Stream | None = None) -> None:
-        """Record the event at the current end of `stream` (the current stream when None)."""
+        """Record the event at the current end of `stream` (the current stream when None).
+
+        As PyTorch: an event, once recorded, belongs to that device; recording it on another
+        device's stream raises."""
         if stream is None:
             stream = current_stream(self.device)
-        if self._handle is None or self.device.type != stream.device.type:
+        if self.device is not None and self._handle is not None:
+            if self.device.type != stream.device.type:
+                raise RuntimeError(
+                    f"Event device type {self.device.type.upper()} does not match recording "
+                    f"stream's device type {stream.device.type.upper()}."
+                )
+            if self.device.index != stream.device.index:
+                raise RuntimeError(
+                    f"Event device index {self.device.index} does not match recording "
+                    f"stream's device index {stream.device.index}."
+                )
+        if self._handle is None:
             self._handle = stream._backend.new_event(self.enable_timing)
         self.device = stream.device
         stream._backend.record(self._handle, stream._handle)
@@ -240,14 +254,5 @@ def copy_between(array: Any, src: Device, dst: Device, non_blocking: bool = Fals
         if not non_blocking:
             src_streams.synchronize_stream(source)
         return out
-    if src.type == "cpu" or src_streams is not dst_streams:
-        return move_array(array, src, dst)  # from host memory: in host order
-    source, target = stream_handle(src), stream_handle(dst)
-    before = src_streams.new_event()
-    src_streams.record(before, source)
-    dst_streams.wait_event(target, before)
-    out = move_array(array, src, dst)
-    after = dst_streams.new_event()
-    dst_streams.record(after, target)
-    src_streams.wait_event(source, after)
-    return out
+    # From host memory: in host order. Between two devices: `move_array` orders the copy.
+    return move_array(array, src, dst)

@@ -416,6 +416,15 @@ class Tensor:
             new.__dict__.update(copy.deepcopy(extra, memo))
         return new
 
+    def record_stream(self, stream: Any) -> None:
+        """Mark the tensor's memory as used by `stream` (PyTorch's `Tensor.record_stream`): once
+        the tensor is freed, its memory is not reused before the work queued on `stream` has
+        completed. Needed when a tensor allocated on one stream is used on another."""
+        handle = getattr(stream, "_handle", None)
+        if handle is None:
+            raise TypeError(f"record_stream(): expected a Stream, got {type(stream).__name__}")
+        _devices.backend_for(self.device).streams.record_stream(self._data, handle)
+
     # -------------------------------------------------------------- conversions
     def numpy(self) -> np.ndarray:
         """The tensor's NumPy array (shares memory); cpu tensors that don't require grad only."""
@@ -429,6 +438,8 @@ class Tensor:
                 f"can't convert {self.device} device type tensor to numpy. "
                 "Use Tensor.to('cpu') to copy the tensor to host memory first."
             )
+        if sim_mode_state.mode == "cuda":
+            sanitizer.host_read(self._data, self.device, "numpy()")
         return self._data
 
     def item(self) -> Any:
@@ -437,13 +448,19 @@ class Tensor:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
             )
+        if sim_mode_state.mode == "cuda":
+            sanitizer.host_read(self._data, self.device, "item()")
         return self._data.item()
 
     def tolist(self) -> Any:
         """The tensor as (nested) Python lists."""
+        if sim_mode_state.mode == "cuda":
+            sanitizer.host_read(self._data, self.device, "tolist()")
         return self._data.tolist()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if sim_mode_state.mode == "cuda":
+            sanitizer.host_read(self._data, self.device, "a conversion to a NumPy array")
         data = _devices.to_host(self._data)
         data = np.asarray(data)  # a 0-d result of NumPy arithmetic may be a NumPy scalar
         if dtype is not None:
@@ -465,6 +482,8 @@ class Tensor:
         if self._data.size != 1:
             count = "no values" if self._data.size == 0 else "more than one value"
             raise RuntimeError(f"Boolean value of Tensor with {count} is ambiguous")
+        if sim_mode_state.mode == "cuda":
+            sanitizer.host_read(self._data, self.device, "bool()")
         return bool(self._data.item())
 
     def __len__(self) -> int:

@@ -5,6 +5,17 @@ from __future__ import annotations
 import pytest
 
 import autograd_async as aa
+from autograd_async.backends.sanitizer import sanitizer
+from autograd_async.backends.sim_mode import sim_mode_state
+
+
+@pytest.fixture(autouse=True)
+def _sim_allocator_empty_between_tests():
+    """Under the CUDA-faithful sim mode, each test starts with the simulated allocator's pool
+    empty: a race one test leaves behind on purpose must not fail the next."""
+    yield
+    if sim_mode_state.mode == "cuda":
+        sanitizer.empty_cache()
 
 
 def _cuda_params() -> list:

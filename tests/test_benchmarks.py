@@ -33,6 +33,12 @@ SMOKE_RUNS = [
         (),
     ),
     ("service_health.py", ["--quick"], "/health p99 under load", ("aiohttp",)),
+    (
+        "gpu_repros.py",
+        ["--device", "sim", "--log2-size", "10", "--runs", "2"],
+        "host syncs inside backward",
+        (),
+    ),
 ]
 
 

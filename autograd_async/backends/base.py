@@ -61,6 +61,12 @@ class Backend(ABC):
     def copy_to(self, array: Any, src: Device, dst: Device) -> Any:
         """A copy of `array` (on `src`, any layout, contiguous or not) on `dst` of this type."""
 
+    def contiguous_on(self, array: Any, device: Device) -> Any:
+        """`array`, or a contiguous copy made on `device`'s current stream when a copy to
+        another device needs one (host memory copies any layout)."""
+        del device
+        return array
+
     @abstractmethod
     def to_host(self, array: Any) -> Any:
         """A NumPy array with the values of `array` (no copy when it already is one)."""

@@ -89,7 +89,9 @@ class CudaBackend(Backend):
         cupy = self.xp
         if self.owns(data):
             if data.device.id != device.index:
-                data = self.copy_to(data, self.device_of(data), device)
+                from ..devices import move_array  # noqa: PLC0415 - devices imports backends
+
+                data = move_array(data, self.device_of(data), device)  # ordered on both GPUs
         elif not isinstance(data, np.ndarray):
             data = host_values(data)  # another off-host type's array; anything else CuPy takes
         with cupy.cuda.Device(device.index):
@@ -117,6 +119,13 @@ class CudaBackend(Backend):
 
     def to_host(self, array: Any) -> Any:
         return array.get() if self.owns(array) else np.asarray(array)
+
+    def contiguous_on(self, array: Any, device: Device) -> Any:
+        if array.flags.c_contiguous or array.flags.f_contiguous:
+            return array
+        cupy = self.xp
+        with cupy.cuda.Device(device.index):
+            return cupy.ascontiguousarray(array)
 
     def scatter_add(self, out: Any, index: Any, values: Any) -> None:
         import cupyx  # noqa: PLC0415 - with CuPy only

@@ -3,9 +3,9 @@
 Side streams are non-blocking (`cudaStreamNonBlocking`, as PyTorch's): they never synchronise
 implicitly with the legacy default stream, so every ordering between streams is an explicit event
 wait, the same rules the sim mode's sanitizer checks. The default stream of each device is CUDA's
-legacy default stream, shared by all threads as PyTorch's is; engine threads set the stream they
-launch on explicitly, so `CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1` does not split a backward pass
-over per-thread streams.
+legacy default stream, shared by all threads as PyTorch's is. CuPy's per-thread default streams
+(`CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1`) would leave the caller's forward and the workers'
+backward on unjoined streams: backward refuses to run under them (`per_thread_default`).
 
 Completion reaches an event loop without blocking it: one waiter thread per process blocks on the
 events handed to it, in order, and schedules each callback on its loop.
@@ -13,8 +13,10 @@ events handed to it, in order, and schedules each callback on its loop.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from .stream_context import override_for, stream_overrides, with_override
@@ -98,6 +100,8 @@ class CudaStreamState:
         self.counts: dict[int, int] = {}
         self.lock = threading.Lock()
         self.waiter = CompletionWaiter()
+        # record_stream: (event on the stream, array) kept alive until the event completes.
+        self.in_use: deque = deque()
 
 
 cuda_stream_state = CudaStreamState()
@@ -108,12 +112,30 @@ class CudaStreams(StreamBackend):
 
     trivial = False
 
+    def record_stream(self, array: Any, stream: Any) -> None:
+        """Keep `array` (so its pool block) alive until the work queued on `stream` now is done.
+
+        CuPy's pool has no record_stream: it reuses a freed block on the stream that allocated
+        it at once. Unlike PyTorch's, which waits for the work queued up to the free, this waits
+        for the work queued up to the call (callers record after their last use)."""
+        cupy = _cupy()
+        held = cuda_stream_state.in_use
+        while held and held[0][0].done:
+            held.popleft()
+        with cupy.cuda.Device(stream.index):
+            event = cupy.cuda.Event(disable_timing=True)
+            event.record(stream.raw)
+        held.append((event, array))
+
     def __init__(self) -> None:
         state = cuda_stream_state
         self._defaults = state.defaults
         self._counts = state.counts
         self._lock = state.lock
         self._waiter = state.waiter
+        # CuPy reads CUPY_CUDA_PER_THREAD_DEFAULT_STREAM once, at import: so do we, once.
+        flag = os.environ.get("CUPY_CUDA_PER_THREAD_DEFAULT_STREAM", "0").strip()
+        self.per_thread_default = flag not in ("", "0")
 
     def default_stream(self, device: Device) -> CudaStream:
         """CUDA's legacy default stream of `device`."""

@@ -12,6 +12,18 @@ The host is one more stream: it never races with the streams it launches work on
 array a stream wrote asynchronously (a non-blocking device-to-host copy) needs a host
 synchronisation first (`Event.synchronize`, or the engine's completion callback).
 
+Host reads of device memory (`item()`, `tolist()`, `bool()`, NumPy conversion, NaN checks)
+are reads on the thread's current stream followed by a host synchronisation with it, as CuPy's
+`get()`; host reads of host memory that a stream fills asynchronously are checked against it.
+
+The sanitizer also plays CuPy's caching allocator, which hands a freed block to the next
+allocation of its size on the stream it was allocated on, without waiting for other streams: a
+freed buffer's record (last writer, reads) goes to a pool per (device, stream, size), and the
+next buffer of that size first written on that stream inherits it, so a read by another stream
+that nothing ordered before the new write is reported, just as the GPU would overwrite memory
+still being read. `record_stream` (PyTorch's `Tensor.record_stream`) marks a buffer as used on
+another stream: its block is reused only once that stream's work queued so far has completed.
+
 Active only when `sim_mode.cuda_rules()`; nothing here runs in the plain sim mode.
 """
 
@@ -32,15 +44,23 @@ class StreamRaceError(RuntimeError):
 
 
 class BufferAccess:
-    """What the sanitizer knows of one buffer: its last writer and the reads since."""
+    """What the sanitizer knows of one buffer: its last writer and the reads since, and for a
+    block of the simulated allocator, where it was allocated and the streams recorded on it."""
 
-    __slots__ = ("ref", "writer", "written_at", "reads")
+    __slots__ = ("ref", "writer", "written_at", "reads", "block", "recorded")
 
     def __init__(self, ref: weakref.ref) -> None:
         self.ref = ref
         self.writer: SimStream | None = None
         self.written_at = 0
         self.reads: dict[SimStream, int] = {}
+        self.block: tuple | None = None  # (device, allocating stream id, size in bytes)
+        # record_stream: stream id -> the stream until freed, then -> its count at the free
+        self.recorded: dict[int, Any] | None = None
+
+
+#: Freed blocks kept per (device, stream, size): enough to model reuse, bounded in memory.
+POOL_DEPTH = 8
 
 
 def enabled() -> bool:
@@ -73,15 +93,14 @@ class StreamSanitizer:
     def __init__(self) -> None:
         self.world = sim_world
         self._buffers: dict[int, BufferAccess] = {}
+        self._pool: dict[tuple, list[BufferAccess]] = {}
 
     def stream_for(self, device: Device) -> SimStream | None:
-        """The stream an access to `device` memory happens on here (None: not checked)."""
+        """The stream an access to `device` memory happens on here (None: not checked): the
+        thread's launch stream, as on CuPy, whatever the library believes is current."""
         kind = device.type
         if kind == "sim":
-            from .stream_context import override_for  # noqa: PLC0415 - tiny, kept local
-
-            found = override_for(device)
-            return found if found is not None else self.world.default_stream(device)
+            return self.world.launch_stream(device)
         if kind == "cpu":
             return self.world.host
         return None
@@ -97,6 +116,8 @@ class StreamSanitizer:
         with world.lock:
             if stream is not host:
                 _merge(stream.clock, host.clock)  # work the host launches follows what it saw
+                if world.deferred:  # in-order streams: work this one is after has run first
+                    world.complete(stream.clock)
             count = world.launch(stream)
             state = self._buffers.get(key)
             if state is not None and state.ref() is not owner:
@@ -106,7 +127,8 @@ class StreamSanitizer:
                     ref = weakref.ref(owner, self._forget_callback(key))
                 except TypeError:
                     return  # not trackable (a buffer that is not weakly referenceable)
-                state = self._buffers[key] = BufferAccess(ref)
+                state = self._allocate(owner, device, stream, write, ref)
+                self._buffers[key] = state
             clock = stream.clock
             writer = state.writer
             if (
@@ -126,15 +148,74 @@ class StreamSanitizer:
             else:
                 state.reads[stream] = count
 
+    def _allocate(
+        self, owner: Any, device: Device, stream: SimStream, write: bool, ref: weakref.ref
+    ) -> BufferAccess:
+        """The record of a buffer seen for the first time: a freed block of its size from the
+        pool of the stream that first writes it (the allocator's reuse), else a new one."""
+        if not write or stream is self.world.host or device.type != WATCHED_TYPE:
+            return BufferAccess(ref)
+        block = (device, stream.id, getattr(owner, "nbytes", 0))
+        freed = self._pool.get(block)
+        if freed:
+            state = freed.pop()
+            if state.recorded:  # record_stream: the allocator waited for those streams' events
+                self.world.host_waits(state.recorded)
+                _merge(stream.clock, self.world.host.clock)  # so work launched now is after
+                state.recorded = None
+            state.ref = ref
+            return state
+        state = BufferAccess(ref)
+        state.block = block
+        return state
+
+    def record_stream(self, array: Any, device: Device, stream: SimStream) -> None:
+        """`array`'s block is in use on `stream`: once freed, it is reused only after the work
+        queued on `stream` up to the free."""
+        if stream is self.world.host or not watches(device):
+            return
+        state = self._buffers.get(id(_owner(array)))
+        if state is None or state.block is None or state.block[1] == stream.id:
+            return
+        with self.world.lock:
+            if state.recorded is None:
+                state.recorded = {}
+            state.recorded[stream.id] = stream  # its work at the block's free is what counts
+
     def _forget_callback(self, key: int) -> Any:
         buffers = self._buffers
+        pool = self._pool
 
         def forget(ref: weakref.ref) -> None:
             state = buffers.get(key)
             if state is not None and state.ref is ref:
                 buffers.pop(key, None)
+                if state.block is not None:  # back to its stream's pool, reads and all
+                    if state.recorded:
+                        state.recorded = {
+                            sid: stream.counter for sid, stream in state.recorded.items()
+                        }
+                    freed = pool.setdefault(state.block, [])
+                    if len(freed) < POOL_DEPTH:
+                        freed.append(state)
 
         return forget
+
+    def empty_cache(self) -> None:
+        """Forget the freed blocks (as `torch.cuda.empty_cache()` hands them back): a test that
+        leaves a race behind on purpose does not pass it to the next one."""
+        self._pool.clear()
+
+    def host_read(self, array: Any, device: Device, op: str) -> None:
+        """The host reads `array` (on `device`): for device memory a read on this thread's
+        stream and a host synchronisation with it (CuPy's `get()`); for host memory a check
+        that no stream still fills it."""
+        if device.type == WATCHED_TYPE:
+            stream = self.world.launch_stream(device)
+            self.access(array, device, stream, False, op)
+            self.world.host_sync(dict(stream.clock))
+        elif id(_owner(array)) in self._buffers:  # host memory a stream wrote (pinned)
+            self.access(array, device, self.world.host, False, op)
 
     def read(self, array: Any, device: Device, op: str) -> None:
         """A read of `array` on `device`'s current stream."""

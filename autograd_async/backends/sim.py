@@ -7,7 +7,10 @@ GPUs, so that tests without a GPU catch those mistakes:
 
 - each thread has a current sim device (0 until entered, as CUDA's current device), entered with
   `device_context`; an op on `sim:1` arrays while `sim:0` is current raises CuPy's error;
-- a copy between two sim devices refuses non-contiguous arrays, as CuPy does.
+- a copy between two sim devices refuses non-contiguous arrays, as CuPy does; its contiguous
+  temporary on the source and the copy itself are accesses the stream sanitizer checks, on the
+  streams CuPy would run them on (the thread's current stream of the source, then of the target);
+- reading index bounds back (`check_indices`) is a host synchronisation, as CuPy's `get()`.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ import numpy as np
 
 from .cpu import CpuBackend
 from .registry import backends
+from .sanitizer import sanitizer
 from .sim_mode import cuda_rules, sim_mode_state
+from .sim_streams import sim_world
 
 if TYPE_CHECKING:
     from ..devices import Device
@@ -82,15 +87,44 @@ class SimBackend(CpuBackend):
         # Between two sim devices, as CuPy copies between GPUs: made contiguous on the source
         # (CuPy refuses other layouts), then copied with the destination current.
         with self.device_context(src):
-            contiguous = np.ascontiguousarray(array)
+            contiguous = self.contiguous_on(array, src)
         with self.device_context(dst):
-            return self.peer_copy(contiguous)
+            stream = sim_world.launch_stream(dst)
+            sanitizer.access(contiguous, src, stream, False, "a copy between devices")
+            out = self.peer_copy(contiguous)
+            sanitizer.access(out, dst, stream, True, "a copy between devices")
+            return out
+
+    def contiguous_on(self, array: Any, device: Device) -> Any:
+        """`array` or a C-contiguous temporary made on `device`'s current stream (under CUDA's
+        rules, a kernel the sanitizer sees: a read of `array`, a write of the temporary)."""
+        if array.flags.c_contiguous or array.flags.f_contiguous:
+            return array
+        contiguous = np.ascontiguousarray(array)
+        if cuda_rules() and contiguous is not array:
+            stream = sim_world.launch_stream(device)
+            what = "a contiguous copy for a copy between devices"
+            sanitizer.access(array, device, stream, False, what)
+            sanitizer.access(contiguous, device, stream, True, what)
+        return contiguous
 
     def peer_copy(self, array: Any) -> Any:
         """Copy to another sim device the way CuPy does: C- or F-contiguous arrays only."""
         if cuda_rules() and not (array.flags.c_contiguous or array.flags.f_contiguous):
             raise NotImplementedError(NON_CONTIGUOUS_COPY_MESSAGE)
         return array.copy(order="K")
+
+    def check_indices(self, index: Any, size: int, dim: int, what: str) -> None:
+        if cuda_rules() and index.size:  # CuPy reads the range back: the host waits
+            device = self._device(self._current.index)
+            sim_world.host_sync(dict(sim_world.launch_stream(device).clock))
+        super().check_indices(index, size, dim, what)
+
+    @staticmethod
+    def _device(index: int) -> Device:
+        from ..devices import Device  # noqa: PLC0415 - devices imports backends
+
+        return Device("sim", index)
 
     # ---------------------------------------------------- the current device
     @contextmanager

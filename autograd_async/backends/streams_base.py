@@ -18,6 +18,15 @@ if TYPE_CHECKING:
 class StreamBackend(ABC):
     """Per-device-type stream and event operations, on opaque handles the backend defines."""
 
+    #: True when every thread has its own default stream (CuPy's
+    #: CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1), which backward refuses (see `stream_sync`).
+    per_thread_default = False
+
+    def record_stream(self, array: Any, stream: Any) -> None:
+        """`array` is used on `stream`: its memory is not reused before `stream`'s work queued
+        so far completes (PyTorch's `Tensor.record_stream`). Nothing to do for host memory."""
+        del array, stream
+
     @abstractmethod
     def default_stream(self, device: Device) -> Any:
         """The stream work on `device` goes to when no other is current."""

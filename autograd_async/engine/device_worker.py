@@ -361,13 +361,17 @@ class DeviceWorker:
         device = self.device
         default = backend.default_stream(device)
         stream = node._stream
+        # The stream current before (another side stream's, when this node runs inside a nested
+        # backward of a node on it) is the one restored after, for the library and for CuPy.
+        outer = stream_overrides.get()
+        before = default if outer is None else outer.get(device, default)
         if stream is None or stream is default:
             stream = default
             token = stream_overrides.set(None)
         else:
             task.note_stream(device, stream)
             token = stream_overrides.set({device: stream})
-        switch = self._use_stream is not None and stream is not default
+        switch = self._use_stream is not None and stream is not before
         if switch:
             self._use_stream(stream)
         if grad_enabled.get() is not task.create_graph:
@@ -400,7 +404,7 @@ class DeviceWorker:
             self.running_task = previous
             stream_overrides.reset(token)
             if switch:
-                self._use_stream(default)
+                self._use_stream(before)
         self.nodes_run += 1
         return self._route_or_fail(task, node, outputs)
 

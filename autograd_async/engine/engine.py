@@ -21,7 +21,7 @@ from ..graph_task import GraphTask, describe_node
 from .device_worker import ABANDON, START, DeviceWorker, thread_state
 from .handoff import BlockingWaiter, LoopWaiter
 from .loops import default_loop_kind, loop_factory
-from .stream_sync import sync_finish, sync_start
+from .stream_sync import check_default_streams, sync_finish, sync_start
 from .trace_events import CallerAwait
 
 # Blocking reentrant calls nest this deep on one thread before a helper thread takes over the
@@ -119,6 +119,7 @@ class Engine:
 
     # ----------------------------------------------------------- running tasks
     def _start(self, task: GraphTask, starts: list) -> None:
+        check_default_streams(starts)
         caller = task.caller_streams = stream_overrides.get()
         if caller is not None or any(node._stream is not None for node, _, _ in starts):
             sync_start(task, starts)  # roots on other streams wait for the caller's

@@ -53,6 +53,23 @@ def caller_stream(task: GraphTask, device: Device, backend: Any) -> Any:
     return found if found is not None else backend.default_stream(device)
 
 
+PER_THREAD_DEFAULT_MESSAGE = (
+    "backward cannot run under per-thread default streams "
+    "(CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1): the caller's forward and the device workers' "
+    "backward would run on separate default streams that nothing orders. Unset the variable "
+    "(the default stream is then CUDA's legacy stream, shared by all threads, as PyTorch's), or "
+    "run the forward in `with aa.stream(s):` on a stream of your own"
+)
+
+
+def check_default_streams(starts: list) -> None:
+    """Refuse per-thread default streams on the devices a backward pass starts on."""
+    for node, _, _ in starts:
+        backend = streams_for(node.device)
+        if backend.per_thread_default and node._stream is None:
+            raise RuntimeError(PER_THREAD_DEFAULT_MESSAGE)
+
+
 def sync_start(task: GraphTask, starts: list) -> None:
     """Each root node's stream waits for the caller's stream, where its gradient was made."""
     for node, _, _ in starts:
@@ -94,6 +111,9 @@ def sync_consumers(node: Node, stream: Any, backend: Any, outputs: tuple) -> Non
                 consumer = backend.default_stream(device)
             if consumer is not stream:
                 order("same_device", backend, stream, consumer)
+                # Allocated on this stream, read on the consumer's: as PyTorch's InputBuffer
+                # does, keep the allocator from reusing it before the consumer is done.
+                backend.record_stream(_array(grad), consumer)
             continue
         if where.type == "cpu":
             continue  # the host: the engine delivers the gradient once its copy completed
@@ -106,6 +126,7 @@ def sync_consumers(node: Node, stream: Any, backend: Any, outputs: tuple) -> Non
         consumer = nxt._stream if nxt._stream is not None else other.default_stream(where)
         if consumer is not writer:
             order("cross_device", other, writer, consumer)
+            other.record_stream(_array(grad), consumer)
 
 
 # ------------------------------------------------------------------ sanitizer

@@ -7,6 +7,7 @@ worker.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 from ..backends.stream_context import override_for
@@ -14,6 +15,12 @@ from ..devices import Device, check_available
 from ..streams import copy_between
 from ..tensor import Tensor, as_dtype
 from .base import Op
+
+#: True while the graph task reads a node's output gradients on the host as soon as its backward
+#: returns (post-hooks, anomaly mode's NaN check): a copy to the host must then be complete.
+host_reads_outputs: ContextVar[bool] = ContextVar(
+    "autograd_async_host_reads_outputs", default=False
+)
 
 
 class ToCopyBackward0(Op):
@@ -35,11 +42,13 @@ class ToCopyBackward0(Op):
     def backward(self, g: Any) -> Any:
         if isinstance(g, Tensor):
             return g.to(self._src, dtype=self._src_dtype)
-        if self.device is not self._src:
-            # Non-blocking to the host: the engine delivers it once its copy has completed.
-            g = copy_between(g, self.device, self._src, non_blocking=True)
         if g.dtype != self._src_dtype:
-            g = g.astype(self._src_dtype)
+            g = g.astype(self._src_dtype)  # on this device: the host reads nothing of the copy
+        if self.device is not self._src:
+            # Non-blocking to the host: the engine delivers it once its copy has completed;
+            # blocking when the task reads it here first (post-hooks, anomaly checks).
+            blocking = host_reads_outputs.get()
+            g = copy_between(g, self.device, self._src, non_blocking=not blocking)
         return g
 
 

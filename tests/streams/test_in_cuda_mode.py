@@ -19,7 +19,9 @@ ROOT = Path(__file__).parents[2]
 def test_sim_cuda_folder_passes_in_a_fresh_interpreter():
     if sim_mode() == "cuda":
         pytest.skip("this process is in the sim cuda mode: the folder's tests run here directly")
-    env = dict(os.environ, AUTOGRAD_ASYNC_SIM="cuda", PYTHONPATH=str(ROOT))
+    # Prepended, not replaced: packages installed beside the interpreter stay importable.
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, AUTOGRAD_ASYNC_SIM="cuda", PYTHONPATH=path)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(FOLDER)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=580,

@@ -12,7 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from ...backends.sanitizer import sanitizer
+from ...backends.sim_mode import sim_mode_state
 from ...devices import CPU, array_module, each_on_its_device, launching, move_array
+from ...ops.stream_checks import check_op_streams
 from ...tensor import Tensor
 
 
@@ -57,13 +60,21 @@ def clip_grad_norm_(
         return Tensor._wrap(np.zeros((), np.float32), CPU)
     first = grads[0].device
     norms = []
+    checks_streams = sim_mode_state.mode == "cuda"
     for grad in each_on_its_device(grads, "clip_grad_norm_"):
-        value = _norm(grad._data, array_module(grad.device), norm_type)
+        xp = array_module(grad.device)
+        value = xp.asarray(_norm(grad._data, xp, norm_type))  # an array, never a NumPy scalar
+        if checks_streams:  # the sanitizer sees the norm's kernels as an op's
+            check_op_streams("clip_grad_norm_", (grad,), Tensor._wrap(value, grad.device), False)
         norms.append(move_array(value, grad.device, first) if grad.device != first else value)
     xp = array_module(first)
     dtype = np.result_type(*(n.dtype for n in norms))
     with launching(first, "clip_grad_norm_"):
         total = _norm(xp.stack([n.astype(dtype) for n in norms]), xp, norm_type)
+    if checks_streams:
+        check_op_streams("clip_grad_norm_", tuple(Tensor._wrap(n, first) for n in norms),
+                         Tensor._wrap(total, first), False)
+        sanitizer.host_read(total, first, "clip_grad_norm_")
     total_value = float(total)
     if error_if_nonfinite and not math.isfinite(total_value):
         raise RuntimeError(
