@@ -1,0 +1,7 @@
+"""`autograd_async.distributions`: PyTorch's `torch.distributions` on this package's tensors."""
+
+from . import constraints, transforms
+from .distribution import Distribution, ExponentialFamily
+from .normal import Cauchy, Laplace, Normal, StudentT, Uniform
+from .transforms import *  # noqa: F403 - the transforms, as in PyTorch's namespace
+from .gamma import Beta, Chi2, Dirichlet, Exponential, FisherSnedecor, Gamma
