@@ -5,3 +5,14 @@ from .distribution import Distribution, ExponentialFamily
 from .normal import Cauchy, Laplace, Normal, StudentT, Uniform
 from .transforms import *  # noqa: F403 - the transforms, as in PyTorch's namespace
 from .gamma import Beta, Chi2, Dirichlet, Exponential, FisherSnedecor, Gamma
+from .discrete import (
+    Bernoulli,
+    Binomial,
+    Categorical,
+    Geometric,
+    Multinomial,
+    NegativeBinomial,
+    OneHotCategorical,
+    OneHotCategoricalStraightThrough,
+    Poisson,
+)
