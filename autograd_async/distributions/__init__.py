@@ -16,3 +16,16 @@ from .discrete import (
     OneHotCategoricalStraightThrough,
     Poisson,
 )
+from .combinators import Independent, MixtureSameFamily, TransformedDistribution
+from .relaxed import RelaxedBernoulli, RelaxedOneHotCategorical
+from .transformed import (
+    Gumbel,
+    HalfCauchy,
+    HalfNormal,
+    InverseGamma,
+    Kumaraswamy,
+    LogisticNormal,
+    LogNormal,
+    Pareto,
+    Weibull,
+)
