@@ -29,3 +29,5 @@ from .transformed import (
     Pareto,
     Weibull,
 )
+from .multivariate_normal import LowRankMultivariateNormal, MultivariateNormal
+from .bounded import ContinuousBernoulli, VonMises

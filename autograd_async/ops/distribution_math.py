@@ -85,6 +85,54 @@ def _backend_special(a: Any, name: str) -> Any:
     return backend_of(a).special(name)
 
 
+# ------------------------------------------------------------------ log Bessel I0, I1
+def _log_bessel_array(order: int, x: Any) -> Any:
+    """log I_order(x) for x > 0, from the exponentially scaled Bessel functions."""
+    scaled = special_array("i0e" if order == 0 else "i1e", x)
+    with quiet():
+        return as_array(xp_of(x).log(scaled) + x)
+
+
+class LogBesselI0(_Unary):
+    """log I0(x); the slope is I1(x) / I0(x)."""
+
+    __slots__ = ()
+    op_name = "log_bessel_i0"
+
+    @staticmethod
+    def compute(a: Any) -> Any:
+        return _log_bessel_array(0, a)
+
+    def slope(self, x: Any) -> Any:
+        if isinstance(x, Tensor):
+            return (LogBesselI1.apply(x) - LogBesselI0.apply(x)).exp()
+        with quiet():
+            return xp_of(x).exp(_log_bessel_array(1, x) - _log_bessel_array(0, x))
+
+
+class LogBesselI1(_Unary):
+    """log I1(x); the slope is I0(x) / I1(x) - 1 / x."""
+
+    __slots__ = ()
+    op_name = "log_bessel_i1"
+
+    @staticmethod
+    def compute(a: Any) -> Any:
+        return _log_bessel_array(1, a)
+
+    def slope(self, x: Any) -> Any:
+        if isinstance(x, Tensor):
+            return (LogBesselI0.apply(x) - LogBesselI1.apply(x)).exp() - x.reciprocal()
+        with quiet():
+            return xp_of(x).exp(_log_bessel_array(0, x) - _log_bessel_array(1, x)) - 1 / x
+
+
+def log_bessel_i(input: Tensor, order: int) -> Tensor:
+    """log I_order(input) of the modified Bessel function of the first kind, order 0 or 1."""
+    require_tensor("log_bessel_i", input)
+    return (LogBesselI0 if order == 0 else LogBesselI1).apply(input)
+
+
 # ------------------------------------------------------------------ gamma draws
 def _gamma_cdf_slope(concentration: Any, x: Any) -> Any:
     """dF/da of the regularised lower incomplete gamma F(a, x), in float64."""
