@@ -92,6 +92,9 @@ from .tensor import (
 # isort: split
 from . import linalg  # torch.linalg's names
 
+# isort: split
+from . import distributions  # torch.distributions' names
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -183,4 +186,5 @@ __all__ = [
     "multinomial",
     "normal",
     "poisson",
+    "distributions",
 ]

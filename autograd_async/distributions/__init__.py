@@ -1,10 +1,13 @@
-"""`autograd_async.distributions`: PyTorch's `torch.distributions` on this package's tensors."""
+"""`autograd_async.distributions`: PyTorch's `torch.distributions` on this package's tensors.
+
+Samples are drawn on the parameters' device from the default generator (`aa.manual_seed`);
+`rsample` is differentiable in the parameters (reparameterised, implicitly for the Gamma family).
+"""
 
 from . import constraints, transforms
-from .distribution import Distribution, ExponentialFamily
-from .normal import Cauchy, Laplace, Normal, StudentT, Uniform
-from .transforms import *  # noqa: F403 - the transforms, as in PyTorch's namespace
-from .gamma import Beta, Chi2, Dirichlet, Exponential, FisherSnedecor, Gamma
+from .bounded import ContinuousBernoulli, VonMises
+from .combinators import Independent, MixtureSameFamily, TransformedDistribution
+from .constraint_registry import biject_to, transform_to
 from .discrete import (
     Bernoulli,
     Binomial,
@@ -16,7 +19,11 @@ from .discrete import (
     OneHotCategoricalStraightThrough,
     Poisson,
 )
-from .combinators import Independent, MixtureSameFamily, TransformedDistribution
+from .distribution import Distribution, ExponentialFamily
+from .gamma import Beta, Chi2, Dirichlet, Exponential, FisherSnedecor, Gamma
+from .kl import kl_divergence, register_kl
+from .multivariate_normal import LowRankMultivariateNormal, MultivariateNormal
+from .normal import Cauchy, Laplace, Normal, StudentT, Uniform
 from .relaxed import RelaxedBernoulli, RelaxedOneHotCategorical
 from .transformed import (
     Gumbel,
@@ -29,5 +36,97 @@ from .transformed import (
     Pareto,
     Weibull,
 )
-from .multivariate_normal import LowRankMultivariateNormal, MultivariateNormal
-from .bounded import ContinuousBernoulli, VonMises
+from .transforms import (
+    AbsTransform,
+    AffineTransform,
+    CatTransform,
+    ComposeTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
+    ExpTransform,
+    IndependentTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
+    PowerTransform,
+    ReshapeTransform,
+    SigmoidTransform,
+    SoftmaxTransform,
+    SoftplusTransform,
+    StackTransform,
+    StickBreakingTransform,
+    TanhTransform,
+    Transform,
+    identity_transform,
+)
+
+# isort: split
+from . import kl_cross_pairs, kl_pairs  # noqa: F401 - registers the closed-form KL pairs
+
+__all__ = [
+    "Bernoulli",
+    "Beta",
+    "Binomial",
+    "Categorical",
+    "Cauchy",
+    "Chi2",
+    "ContinuousBernoulli",
+    "Dirichlet",
+    "Distribution",
+    "Exponential",
+    "ExponentialFamily",
+    "FisherSnedecor",
+    "Gamma",
+    "Geometric",
+    "Gumbel",
+    "HalfCauchy",
+    "HalfNormal",
+    "Independent",
+    "InverseGamma",
+    "Kumaraswamy",
+    "Laplace",
+    "LogNormal",
+    "LogisticNormal",
+    "LowRankMultivariateNormal",
+    "MixtureSameFamily",
+    "Multinomial",
+    "MultivariateNormal",
+    "NegativeBinomial",
+    "Normal",
+    "OneHotCategorical",
+    "OneHotCategoricalStraightThrough",
+    "Pareto",
+    "Poisson",
+    "RelaxedBernoulli",
+    "RelaxedOneHotCategorical",
+    "StudentT",
+    "TransformedDistribution",
+    "Uniform",
+    "VonMises",
+    "Weibull",
+    "biject_to",
+    "constraints",
+    "kl_divergence",
+    "register_kl",
+    "transform_to",
+    "transforms",
+    "AbsTransform",
+    "AffineTransform",
+    "CatTransform",
+    "ComposeTransform",
+    "CorrCholeskyTransform",
+    "CumulativeDistributionTransform",
+    "ExpTransform",
+    "IndependentTransform",
+    "LowerCholeskyTransform",
+    "PositiveDefiniteTransform",
+    "PowerTransform",
+    "ReshapeTransform",
+    "SigmoidTransform",
+    "SoftmaxTransform",
+    "SoftplusTransform",
+    "StackTransform",
+    "StickBreakingTransform",
+    "TanhTransform",
+    "Transform",
+    "identity_transform",
+]
