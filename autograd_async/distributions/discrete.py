@@ -592,7 +592,7 @@ class Geometric(Distribution):
             value = self.probs
             valid = value > 0
             if not bool(valid.all()):
-                invalid_value = value.detach()
+                invalid_value = value.detach().masked_select(~valid)
                 raise ValueError(
                     f"Expected parameter probs ({type(value).__name__} of shape "
                     f"{tuple(value.shape)}) of distribution {self!r} to be positive but "

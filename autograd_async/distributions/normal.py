@@ -105,19 +105,20 @@ class Normal(ExponentialFamily):
 class Uniform(Distribution):
     """The uniform distribution on the half-open interval [low, high)."""
 
-    arg_constraints = {
-        "low": constraints.dependent(is_discrete=False, event_dim=0),
-        "high": constraints.dependent(is_discrete=False, event_dim=0),
-    }
     has_rsample = True
+
+    @property
+    def arg_constraints(self) -> dict:  # type: ignore[override]
+        return {
+            "low": constraints.less_than(self.high),
+            "high": constraints.greater_than(self.low),
+        }
 
     def __init__(self, low: Any, high: Any, validate_args: bool | None = None) -> None:
         self.low, self.high = _params(low, high)
         batch_shape = () if isinstance(low, Number) and isinstance(high, Number) else (
             tuple(self.low.shape))
         super().__init__(batch_shape, validate_args=validate_args)
-        if self._validate_args and not bool(self.low.lt(self.high).all()):
-            raise ValueError("Uniform is not defined when low>= high")
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Uniform:
         return _expanded(self, Uniform, ("low", "high"), batch_shape, _instance)
