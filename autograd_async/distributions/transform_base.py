@@ -147,11 +147,11 @@ class _InverseTransform(Transform):
 
     @property
     def domain(self) -> constraints.Constraint:  # type: ignore[override]
-        return self._inv.domain
+        return self._inv.codomain
 
     @property
     def codomain(self) -> constraints.Constraint:  # type: ignore[override]
-        return self._inv.codomain
+        return self._inv.domain
 
     @property
     def bijective(self) -> bool:  # type: ignore[override]
