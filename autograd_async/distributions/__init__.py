@@ -21,7 +21,9 @@ from .discrete import (
 )
 from .distribution import Distribution, ExponentialFamily
 from .gamma import Beta, Chi2, Dirichlet, Exponential, FisherSnedecor, Gamma
+from .generalized_pareto import GeneralizedPareto
 from .kl import kl_divergence, register_kl
+from .matrix_distributions import LKJCholesky, Wishart
 from .multivariate_normal import LowRankMultivariateNormal, MultivariateNormal
 from .normal import Cauchy, Laplace, Normal, StudentT, Uniform
 from .relaxed import RelaxedBernoulli, RelaxedOneHotCategorical
@@ -76,6 +78,7 @@ __all__ = [
     "ExponentialFamily",
     "FisherSnedecor",
     "Gamma",
+    "GeneralizedPareto",
     "Geometric",
     "Gumbel",
     "HalfCauchy",
@@ -83,6 +86,7 @@ __all__ = [
     "Independent",
     "InverseGamma",
     "Kumaraswamy",
+    "LKJCholesky",
     "Laplace",
     "LogNormal",
     "LogisticNormal",
@@ -103,6 +107,7 @@ __all__ = [
     "Uniform",
     "VonMises",
     "Weibull",
+    "Wishart",
     "biject_to",
     "constraints",
     "kl_divergence",
