@@ -184,6 +184,8 @@ def test_mixture_same_family_matches_torch(torch):
                                                                 dtype=torch.float64))))
     assert ours.sample((5,)).shape == (5, 2)
     assert ours.batch_shape == (2,) and ours.event_shape == ()
+    assert repr(ours.support) == repr(theirs.support)
+    assert bool(ours.support.check(ours.sample((3,))).all())
     mvn_mix = aa.distributions.MixtureSameFamily(
         aa.distributions.Categorical(probs=aa.tensor([0.5, 0.5])),
         aa.distributions.Independent(aa.distributions.Normal(aa.zeros(2, 3), aa.ones(2, 3)), 1))
