@@ -6,19 +6,15 @@ Samples are drawn on the parameters' device from the default generator (`aa.manu
 
 from . import constraints, transforms
 from .bounded import ContinuousBernoulli, VonMises
-from .combinators import Independent, MixtureSameFamily, TransformedDistribution
-from .constraint_registry import biject_to, transform_to
-from .discrete import (
-    Bernoulli,
-    Binomial,
+from .categorical import (
     Categorical,
-    Geometric,
     Multinomial,
-    NegativeBinomial,
     OneHotCategorical,
     OneHotCategoricalStraightThrough,
-    Poisson,
 )
+from .combinators import Independent, MixtureSameFamily, TransformedDistribution
+from .constraint_registry import biject_to, transform_to
+from .count_distributions import Bernoulli, Binomial, Geometric, NegativeBinomial, Poisson
 from .distribution import Distribution, ExponentialFamily
 from .gamma import Beta, Chi2, Dirichlet, Exponential, FisherSnedecor, Gamma
 from .generalized_pareto import GeneralizedPareto

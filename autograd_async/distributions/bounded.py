@@ -14,8 +14,14 @@ from ..ops.distribution_math import log_bessel_i
 from ..ops.elementwise import where
 from ..tensor import Tensor, float64
 from . import constraints
-from .discrete import BOTH_MESSAGE, _expand_params, _finish
-from .distribution import Distribution, ExponentialFamily, as_shape
+from .distribution import (
+    BOTH_MESSAGE,
+    Distribution,
+    ExponentialFamily,
+    as_shape,
+    expand_parameters,
+    finish_expand,
+)
 from .normal import _expanded
 from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
 
@@ -58,8 +64,8 @@ class ContinuousBernoulli(ExponentialFamily):
         new = self._get_checked_instance(ContinuousBernoulli, _instance)
         new._lims = self._lims
         batch_shape = as_shape(batch_shape)
-        _expand_params(self, new, ("probs", "logits"), batch_shape)
-        return _finish(self, new, batch_shape)
+        expand_parameters(self, new, ("probs", "logits"), batch_shape)
+        return finish_expand(self, new, batch_shape)
 
     def _outside_unstable_region(self) -> Tensor:
         return (self.probs <= self._lims[0]) | (self.probs > self._lims[1])

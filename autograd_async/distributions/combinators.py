@@ -8,7 +8,7 @@ from typing import Any
 from ..grad_mode import no_grad
 from ..tensor import Tensor
 from . import constraints
-from .discrete import Categorical
+from .categorical import Categorical
 from .distribution import Distribution, as_shape
 from .transform_base import ComposeTransform, Transform, sum_rightmost
 

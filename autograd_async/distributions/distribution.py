@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from ..autograd import grad
 from ..grad_mode import no_grad
 from ..tensor import Tensor
 from . import constraints
@@ -220,6 +221,43 @@ class Distribution:
         return self.__class__.__name__ + "(" + args_string + ")"
 
 
+BOTH_MESSAGE = "Either `probs` or `logits` must be specified, but not both."
+
+
+def require_one_of(probs: Any, logits: Any) -> None:
+    """PyTorch's ValueError unless exactly one of `probs` and `logits` is given."""
+    if (probs is None) == (logits is None):
+        raise ValueError(BOTH_MESSAGE)
+
+
+def expand_parameters(
+    self: Distribution, new: Any, names: tuple, batch_shape: tuple, event_shape: tuple = ()
+) -> None:
+    """Copy the parameters that exist (not yet computed lazy ones) expanded to `batch_shape`."""
+    for name in names:
+        if name in self.__dict__:
+            setattr(new, name, getattr(self, name).expand(batch_shape + event_shape))
+            if name in ("probs", "logits"):
+                new._param = getattr(new, name)
+
+
+def finish_expand(
+    self: Distribution, new: Any, batch_shape: tuple, event_shape: tuple = ()
+) -> Any:
+    """Initialise an expanded copy `new` of `self` with `self`'s validation setting."""
+    Distribution.__init__(new, batch_shape, event_shape, validate_args=False)
+    new._validate_args = self._validate_args
+    return new
+
+
+def enumerated(values: Tensor, batch_shape: tuple, expand: bool) -> Tensor:
+    """A support's values along a new leading dim, expanded over the batch if asked."""
+    values = values.reshape((-1,) + (1,) * len(batch_shape))
+    if expand:
+        values = values.expand((values.shape[0],) + batch_shape)
+    return values
+
+
 class ExponentialFamily(Distribution):
     """Distributions of the exponential family, p(x) = h(x) exp(<t(x), theta> - F(theta)):
     entropy and same-family KL come from the log normaliser F by autograd."""
@@ -237,8 +275,6 @@ class ExponentialFamily(Distribution):
 
     def entropy(self) -> Tensor:
         """The entropy, by the Bregman divergence of the log normaliser."""
-        from ..autograd import grad  # noqa: PLC0415 - autograd sits above the distributions
-
         result = -self._mean_carrier_measure
         nparams = [p.detach().requires_grad_() for p in self._natural_params]
         lg_normal = self._log_normalizer(*nparams)

@@ -9,7 +9,7 @@ from ..ops.distribution_math import digamma, lgamma
 from ..ops.elementwise import where
 from ..tensor import Tensor
 from .bounded import ContinuousBernoulli
-from .discrete import Bernoulli, Binomial, Poisson
+from .count_distributions import Bernoulli, Binomial, Poisson
 from .gamma import Beta, Exponential, Gamma
 from .kl import infinite_like, register_kl, x_log_x
 from .normal import Laplace, Normal, Uniform

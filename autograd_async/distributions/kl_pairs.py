@@ -10,8 +10,9 @@ from ..ops.cholesky import solve_triangular
 from ..ops.distribution_math import digamma, lgamma
 from ..tensor import Tensor
 from .bounded import ContinuousBernoulli
+from .categorical import Categorical, OneHotCategorical
 from .combinators import Independent, TransformedDistribution
-from .discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
+from .count_distributions import Bernoulli, Binomial, Geometric, Poisson
 from .distribution import ExponentialFamily
 from .gamma import Beta, Dirichlet, Exponential, Gamma
 from .kl import batch_trace_xxt, kl_divergence, register_kl

@@ -12,9 +12,9 @@ from ..creation import full_like, rand
 from ..ops.distribution_math import lgamma
 from ..tensor import Tensor
 from . import constraints
+from .categorical import Categorical
 from .combinators import TransformedDistribution
-from .discrete import BOTH_MESSAGE, Categorical
-from .distribution import Distribution, as_shape
+from .distribution import BOTH_MESSAGE, Distribution, as_shape
 from .transforms import ExpTransform, SigmoidTransform
 from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
 

@@ -1,75 +1,33 @@
-"""Distributions of counts and categories: Bernoulli, Binomial, Categorical, OneHotCategorical,
-Multinomial, Poisson, Geometric, NegativeBinomial. Parameterised, as in PyTorch, by `probs` or
-`logits` (exactly one): the other is computed on first use."""
+"""Distributions of counts: Bernoulli, Binomial, Poisson, Geometric and NegativeBinomial, each
+parameterised (as in PyTorch) by `probs` or `logits`, exactly one: the other is computed on first
+use (Poisson by its rate)."""
 
 from __future__ import annotations
 
-import math
 from numbers import Number
 from typing import Any
 
-import numpy as np
-
-from ..creation import arange, ones_like, tensor
+from ..creation import arange
 from ..grad_mode import no_grad
-from ..nn.functional import binary_cross_entropy_with_logits, logsigmoid, one_hot
+from ..nn.functional import binary_cross_entropy_with_logits, logsigmoid
 from ..ops.distribution_math import binomial, lgamma
 from ..ops.pointwise import xlogy
-from ..ops.random_draws import multinomial, poisson
-from ..ops.shape import broadcast_to
+from ..ops.random_draws import poisson
 from ..tensor import Tensor
 from . import constraints
-from .distribution import Distribution, ExponentialFamily, as_shape
-from .gamma import Gamma
-from .utils import (
-    broadcast_all,
-    finfo,
-    lazy_property,
-    logits_to_probs,
-    probs_to_logits,
+from .distribution import (
+    Distribution,
+    ExponentialFamily,
+    as_shape,
+    enumerated,
+    expand_parameters,
+    finish_expand,
+    require_one_of,
 )
+from .gamma import Gamma
+from .utils import broadcast_all, finfo, lazy_property, logits_to_probs, probs_to_logits
 
-__all__ = [
-    "Bernoulli",
-    "Binomial",
-    "Categorical",
-    "Geometric",
-    "Multinomial",
-    "NegativeBinomial",
-    "OneHotCategorical",
-    "OneHotCategoricalStraightThrough",
-    "Poisson",
-]
-
-BOTH_MESSAGE = "Either `probs` or `logits` must be specified, but not both."
-
-
-def _one_of(probs: Any, logits: Any) -> None:
-    if (probs is None) == (logits is None):
-        raise ValueError(BOTH_MESSAGE)
-
-
-def _expand_params(self: Distribution, new: Any, names: tuple, batch_shape: tuple,
-                   event_shape: tuple = ()) -> None:
-    """Copy the parameters that exist (not yet computed lazy ones) expanded to `batch_shape`."""
-    for name in names:
-        if name in self.__dict__:
-            setattr(new, name, getattr(self, name).expand(batch_shape + event_shape))
-            if name in ("probs", "logits"):
-                new._param = getattr(new, name)
-
-
-def _finish(self: Distribution, new: Any, batch_shape: tuple, event_shape: tuple = ()) -> Any:
-    Distribution.__init__(new, batch_shape, event_shape, validate_args=False)
-    new._validate_args = self._validate_args
-    return new
-
-
-def _enumerated(values: Tensor, batch_shape: tuple, expand: bool) -> Tensor:
-    values = values.reshape((-1,) + (1,) * len(batch_shape))
-    if expand:
-        values = values.expand((values.shape[0],) + batch_shape)
-    return values
+__all__ = ["Bernoulli", "Binomial", "Geometric", "NegativeBinomial", "Poisson"]
 
 
 class Bernoulli(ExponentialFamily):
@@ -83,7 +41,7 @@ class Bernoulli(ExponentialFamily):
     def __init__(
         self, probs: Any = None, logits: Any = None, validate_args: bool | None = None
     ) -> None:
-        _one_of(probs, logits)
+        require_one_of(probs, logits)
         if probs is not None:
             is_scalar = isinstance(probs, Number)
             (self.probs,) = broadcast_all(probs)
@@ -97,8 +55,8 @@ class Bernoulli(ExponentialFamily):
     def expand(self, batch_shape: Any, _instance: Any = None) -> Bernoulli:
         new = self._get_checked_instance(Bernoulli, _instance)
         batch_shape = as_shape(batch_shape)
-        _expand_params(self, new, ("probs", "logits"), batch_shape)
-        return _finish(self, new, batch_shape)
+        expand_parameters(self, new, ("probs", "logits"), batch_shape)
+        return finish_expand(self, new, batch_shape)
 
     @property
     def mean(self) -> Tensor:
@@ -141,7 +99,7 @@ class Bernoulli(ExponentialFamily):
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
         values = arange(2, dtype=self._param.dtype, device=self._param.device)
-        return _enumerated(values, self._batch_shape, expand)
+        return enumerated(values, self._batch_shape, expand)
 
     @property
     def _natural_params(self) -> tuple[Tensor]:
@@ -165,7 +123,7 @@ class Binomial(Distribution):
         self, total_count: Any = 1, probs: Any = None, logits: Any = None,
         validate_args: bool | None = None,
     ) -> None:
-        _one_of(probs, logits)
+        require_one_of(probs, logits)
         if probs is not None:
             self.total_count, self.probs = broadcast_all(total_count, probs)
             self.total_count = self.total_count.type_as(self.probs)
@@ -178,8 +136,8 @@ class Binomial(Distribution):
     def expand(self, batch_shape: Any, _instance: Any = None) -> Binomial:
         new = self._get_checked_instance(Binomial, _instance)
         batch_shape = as_shape(batch_shape)
-        _expand_params(self, new, ("total_count", "probs", "logits"), batch_shape)
-        return _finish(self, new, batch_shape)
+        expand_parameters(self, new, ("total_count", "probs", "logits"), batch_shape)
+        return finish_expand(self, new, batch_shape)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self) -> constraints.Constraint:
@@ -242,283 +200,7 @@ class Binomial(Distribution):
                 "Inhomogeneous total count not supported by `enumerate_support`."
             )
         values = arange(1 + total_count, dtype=self._param.dtype, device=self._param.device)
-        return _enumerated(values, self._batch_shape, expand)
-
-
-class Categorical(Distribution):
-    """A categorical distribution over {0, ..., K - 1}, by `probs` or `logits` (last dim)."""
-
-    arg_constraints = {
-        "probs": constraints.simplex,
-        "logits": constraints.independent(constraints.real, 1),
-    }
-    has_enumerate_support = True
-
-    def __init__(
-        self, probs: Tensor | None = None, logits: Tensor | None = None,
-        validate_args: bool | None = None,
-    ) -> None:
-        _one_of(probs, logits)
-        if probs is not None:
-            if probs.ndim < 1:
-                raise ValueError("`probs` parameter must be at least one-dimensional.")
-            self.probs = probs / probs.sum(-1, keepdim=True)
-        else:
-            if logits.ndim < 1:
-                raise ValueError("`logits` parameter must be at least one-dimensional.")
-            self.logits = logits - logits.logsumexp(-1, keepdim=True)
-        self._param = self.probs if probs is not None else self.logits
-        self._num_events = self._param.shape[-1]
-        batch_shape = tuple(self._param.shape[:-1]) if self._param.ndim > 1 else ()
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> Categorical:
-        new = self._get_checked_instance(Categorical, _instance)
-        batch_shape = as_shape(batch_shape)
-        param_shape = batch_shape + (self._num_events,)
-        for name in ("probs", "logits"):
-            if name in self.__dict__:
-                setattr(new, name, getattr(self, name).expand(param_shape))
-                new._param = getattr(new, name)
-        new._num_events = self._num_events
-        return _finish(self, new, batch_shape)
-
-    def _new(self, *args: Any, **kwargs: Any) -> Tensor:
-        return self._param.new_zeros(*args, **kwargs)
-
-    @constraints.dependent_property(is_discrete=True, event_dim=0)
-    def support(self) -> constraints.Constraint:
-        return constraints.integer_interval(0, self._num_events - 1)
-
-    @lazy_property
-    def logits(self) -> Tensor:
-        return probs_to_logits(self.probs)
-
-    @lazy_property
-    def probs(self) -> Tensor:
-        return logits_to_probs(self.logits)
-
-    @property
-    def param_shape(self) -> tuple:
-        return tuple(self._param.shape)
-
-    @property
-    def mean(self) -> Tensor:
-        return self.probs.new_full(self._extended_shape(), float("nan"))
-
-    @property
-    def mode(self) -> Tensor:
-        return self.probs.argmax(-1)
-
-    @property
-    def variance(self) -> Tensor:
-        return self.probs.new_full(self._extended_shape(), float("nan"))
-
-    def sample(self, sample_shape: Any = ()) -> Tensor:
-        sample_shape = as_shape(sample_shape)
-        probs_2d = self.probs.detach().reshape(-1, self._num_events)
-        count = int(np.prod(sample_shape)) if sample_shape else 1
-        samples_2d = multinomial(probs_2d, count, True).T
-        return samples_2d.reshape(self._extended_shape(sample_shape))
-
-    def log_prob(self, value: Tensor) -> Tensor:
-        if self._validate_args:
-            self._validate_sample(value)
-        value = value.long().unsqueeze(-1)
-        shape = np.broadcast_shapes(tuple(value.shape), tuple(self.logits.shape))
-        log_pmf = broadcast_to(self.logits, shape)
-        value = broadcast_to(value, shape)[..., :1]
-        return log_pmf.gather(-1, value).squeeze(-1)
-
-    def entropy(self) -> Tensor:
-        min_real = float(finfo(self.logits).min)
-        logits = self.logits.clamp(min=min_real)
-        p_log_p = logits * self.probs
-        return -p_log_p.sum(-1)
-
-    def enumerate_support(self, expand: bool = True) -> Tensor:
-        values = arange(self._num_events, device=self._param.device)
-        return _enumerated(values, self._batch_shape, expand)
-
-
-class OneHotCategorical(Distribution):
-    """A categorical distribution whose samples are one-hot vectors of length K."""
-
-    arg_constraints = {
-        "probs": constraints.simplex,
-        "logits": constraints.independent(constraints.real, 1),
-    }
-    support = constraints.one_hot
-    has_enumerate_support = True
-
-    def __init__(
-        self, probs: Tensor | None = None, logits: Tensor | None = None,
-        validate_args: bool | None = None,
-    ) -> None:
-        self._categorical = Categorical(probs, logits)
-        batch_shape = self._categorical.batch_shape
-        event_shape = tuple(self._categorical.param_shape[-1:])
-        super().__init__(batch_shape, event_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> OneHotCategorical:
-        new = self._get_checked_instance(type(self), _instance)
-        batch_shape = as_shape(batch_shape)
-        new._categorical = self._categorical.expand(batch_shape)
-        return _finish(self, new, batch_shape, self.event_shape)
-
-    def _new(self, *args: Any, **kwargs: Any) -> Tensor:
-        return self._categorical._new(*args, **kwargs)
-
-    @property
-    def _param(self) -> Tensor:
-        return self._categorical._param
-
-    @property
-    def probs(self) -> Tensor:
-        return self._categorical.probs
-
-    @property
-    def logits(self) -> Tensor:
-        return self._categorical.logits
-
-    @property
-    def mean(self) -> Tensor:
-        return self._categorical.probs
-
-    @property
-    def mode(self) -> Tensor:
-        probs = self._categorical.probs
-        mode = probs.argmax(-1)
-        return one_hot(mode, probs.shape[-1]).to(dtype=probs.dtype)
-
-    @property
-    def variance(self) -> Tensor:
-        return self._categorical.probs * (1 - self._categorical.probs)
-
-    @property
-    def param_shape(self) -> tuple:
-        return self._categorical.param_shape
-
-    def sample(self, sample_shape: Any = ()) -> Tensor:
-        probs = self._categorical.probs
-        num_events = self._categorical._num_events
-        indices = self._categorical.sample(sample_shape)
-        return one_hot(indices, num_events).to(dtype=probs.dtype)
-
-    def log_prob(self, value: Tensor) -> Tensor:
-        if self._validate_args:
-            self._validate_sample(value)
-        indices = value.max(-1)[1]
-        return self._categorical.log_prob(indices)
-
-    def entropy(self) -> Tensor:
-        return self._categorical.entropy()
-
-    def enumerate_support(self, expand: bool = True) -> Tensor:
-        n = self.event_shape[0]
-        values = self._param.new_ones(n).diag()
-        values = values.reshape((n,) + (1,) * len(self.batch_shape) + (n,))
-        if expand:
-            values = values.expand((n,) + self.batch_shape + (n,))
-        return values
-
-
-class OneHotCategoricalStraightThrough(OneHotCategorical):
-    """OneHotCategorical with straight-through gradients: rsample's gradient is that of probs."""
-
-    has_rsample = True
-
-    def rsample(self, sample_shape: Any = ()) -> Tensor:
-        samples = self.sample(sample_shape)
-        probs = self._categorical.probs
-        return samples + (probs - probs.detach())
-
-
-class Multinomial(Distribution):
-    """Counts of `total_count` draws from a categorical distribution (`probs` or `logits`)."""
-
-    arg_constraints = {
-        "probs": constraints.simplex,
-        "logits": constraints.independent(constraints.real, 1),
-    }
-
-    def __init__(
-        self, total_count: int = 1, probs: Tensor | None = None, logits: Tensor | None = None,
-        validate_args: bool | None = None,
-    ) -> None:
-        if not isinstance(total_count, int):
-            raise NotImplementedError("inhomogeneous total_count is not supported")
-        self.total_count = total_count
-        self._categorical = Categorical(probs=probs, logits=logits)
-        self._binomial = Binomial(total_count=total_count, probs=self.probs)
-        batch_shape = self._categorical.batch_shape
-        event_shape = tuple(self._categorical.param_shape[-1:])
-        super().__init__(batch_shape, event_shape, validate_args)
-
-    def expand(self, batch_shape: Any, _instance: Any = None) -> Multinomial:
-        new = self._get_checked_instance(Multinomial, _instance)
-        batch_shape = as_shape(batch_shape)
-        new.total_count = self.total_count
-        new._categorical = self._categorical.expand(batch_shape)
-        new._binomial = self._binomial.expand(batch_shape + self.event_shape)
-        return _finish(self, new, batch_shape, self.event_shape)
-
-    def _new(self, *args: Any, **kwargs: Any) -> Tensor:
-        return self._categorical._new(*args, **kwargs)
-
-    @constraints.dependent_property(is_discrete=True, event_dim=1)
-    def support(self) -> constraints.Constraint:
-        return constraints.multinomial(self.total_count)
-
-    @property
-    def mean(self) -> Tensor:
-        return self.probs * self.total_count
-
-    @property
-    def variance(self) -> Tensor:
-        return self.total_count * self.probs * (1 - self.probs)
-
-    @property
-    def logits(self) -> Tensor:
-        return self._categorical.logits
-
-    @property
-    def probs(self) -> Tensor:
-        return self._categorical.probs
-
-    @property
-    def param_shape(self) -> tuple:
-        return self._categorical.param_shape
-
-    def sample(self, sample_shape: Any = ()) -> Tensor:
-        sample_shape = as_shape(sample_shape)
-        samples = self._categorical.sample((self.total_count,) + sample_shape)
-        # (total_count, *sample_shape, *batch_shape) -> (*sample_shape, *batch_shape, total_count)
-        order = list(range(1, samples.ndim)) + [0]
-        samples = samples.permute(*order)
-        counts = self.probs.new_zeros(self._extended_shape(sample_shape))
-        counts = counts.scatter_add(-1, samples, ones_like(samples, dtype=counts.dtype))
-        return counts
-
-    def entropy(self) -> Tensor:
-        n = tensor(float(self.total_count), dtype=self.probs.dtype, device=self.probs.device)
-        cat_entropy = self._categorical.entropy()
-        term1 = n * cat_entropy - lgamma(n + 1)
-        support = self._binomial.enumerate_support(expand=False)[1:]
-        binomial_probs = self._binomial.log_prob(support).exp()
-        weights = lgamma(support + 1)
-        term2 = (binomial_probs * weights).sum((0, -1))
-        return term1 + term2
-
-    def log_prob(self, value: Tensor) -> Tensor:
-        if self._validate_args:
-            self._validate_sample(value)
-        logits, value = broadcast_all(self.logits, value)
-        log_factorial_n = lgamma(value.sum(-1) + 1)
-        log_factorial_xs = lgamma(value + 1).sum(-1)
-        logits = logits.masked_fill((value == 0) & (logits == -math.inf), 0.0)
-        log_powers = (logits * value).sum(-1)
-        return log_factorial_n - log_factorial_xs + log_powers
+        return enumerated(values, self._batch_shape, expand)
 
 
 class Poisson(ExponentialFamily):
@@ -536,7 +218,7 @@ class Poisson(ExponentialFamily):
         new = self._get_checked_instance(Poisson, _instance)
         batch_shape = as_shape(batch_shape)
         new.rate = self.rate.expand(batch_shape)
-        return _finish(self, new, batch_shape)
+        return finish_expand(self, new, batch_shape)
 
     @property
     def mean(self) -> Tensor:
@@ -578,7 +260,7 @@ class Geometric(Distribution):
     def __init__(
         self, probs: Any = None, logits: Any = None, validate_args: bool | None = None
     ) -> None:
-        _one_of(probs, logits)
+        require_one_of(probs, logits)
         if probs is not None:
             (self.probs,) = broadcast_all(probs)
         else:
@@ -602,8 +284,8 @@ class Geometric(Distribution):
     def expand(self, batch_shape: Any, _instance: Any = None) -> Geometric:
         new = self._get_checked_instance(Geometric, _instance)
         batch_shape = as_shape(batch_shape)
-        _expand_params(self, new, ("probs", "logits"), batch_shape)
-        return _finish(self, new, batch_shape)
+        expand_parameters(self, new, ("probs", "logits"), batch_shape)
+        return finish_expand(self, new, batch_shape)
 
     @property
     def mean(self) -> Tensor:
@@ -660,7 +342,7 @@ class NegativeBinomial(Distribution):
         self, total_count: Any, probs: Any = None, logits: Any = None,
         validate_args: bool | None = None,
     ) -> None:
-        _one_of(probs, logits)
+        require_one_of(probs, logits)
         if probs is not None:
             self.total_count, self.probs = broadcast_all(total_count, probs)
             self.total_count = self.total_count.type_as(self.probs)
@@ -673,8 +355,8 @@ class NegativeBinomial(Distribution):
     def expand(self, batch_shape: Any, _instance: Any = None) -> NegativeBinomial:
         new = self._get_checked_instance(NegativeBinomial, _instance)
         batch_shape = as_shape(batch_shape)
-        _expand_params(self, new, ("total_count", "probs", "logits"), batch_shape)
-        return _finish(self, new, batch_shape)
+        expand_parameters(self, new, ("total_count", "probs", "logits"), batch_shape)
+        return finish_expand(self, new, batch_shape)
 
     @property
     def mean(self) -> Tensor:
