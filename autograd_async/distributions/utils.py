@@ -11,6 +11,7 @@ import numpy as np
 
 from ..creation import as_tensor, tensor
 from ..dtypes import get_default_dtype
+from ..grad_mode import enable_grad
 from ..nn import functional as F
 from ..tensor import Tensor
 
@@ -73,8 +74,8 @@ def probs_to_logits(probs: Tensor, is_binary: bool = False) -> Tensor:
 
 
 class lazy_property:  # noqa: N801 - PyTorch's name
-    """A property computed on first access and then stored on the instance (under grad mode
-    the stored value keeps its graph, as in PyTorch)."""
+    """A property computed on first access and then stored on the instance. As in PyTorch it is
+    computed with grad enabled, so a value first read under `no_grad` still keeps its graph."""
 
     def __init__(self, wrapped: Any) -> None:
         self.wrapped = wrapped
@@ -83,7 +84,8 @@ class lazy_property:  # noqa: N801 - PyTorch's name
     def __get__(self, instance: Any, obj_type: Any = None) -> Any:
         if instance is None:
             return self
-        value = self.wrapped(instance)
+        with enable_grad():
+            value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
 

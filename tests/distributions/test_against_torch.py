@@ -236,3 +236,23 @@ def test_generalized_pareto_matches_torch(torch):
     sample = ours.rsample((100,))
     assert sample.shape == (100, 3) and bool(ours.support.check(sample).all())
     assert ours.expand((2, 3)).batch_shape == (2, 3)
+
+
+def test_lazy_parameters_keep_their_graph_and_sample_n_warns():
+    probs = aa.tensor([0.3, 0.6], requires_grad=True)
+    dist = aa.distributions.Bernoulli(probs=probs)
+    with aa.no_grad():
+        logits = dist.logits  # computed with grad enabled, as in PyTorch
+    assert logits.requires_grad
+    assert dist.logits is logits
+    with pytest.warns(FutureWarning, match="sample_n"):
+        assert dist.sample_n(3).shape == (3, 2)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.name in {
+    "Normal", "Exponential", "Gamma", "Bernoulli", "ContinuousBernoulli"}],
+    ids=lambda c: c.id)
+def test_exponential_family_entropy_by_bregman_divergence(case):
+    dist, _ = build(aa, case)
+    np.testing.assert_allclose(numpy_of(aa.distributions.ExponentialFamily.entropy(dist)),
+                               numpy_of(dist.entropy()), rtol=1e-7, atol=1e-9)
