@@ -65,34 +65,46 @@ CASES = [
     Case("RelaxedBernoulli", {"probs": [0.2, 0.7]}, {"temperature": 0.5}),
     Case("RelaxedOneHotCategorical", {"logits": P3}, {"temperature": 0.7}),
     Case("LogisticNormal", {"loc": [0.3, -1.0], "scale": [0.5, 2.0]}),
-    Case("MultivariateNormal", {"loc": [[0.3, -1.0, 0.2], [0.0, 1.0, 2.0]],
-                                "covariance_matrix": COV}),
-    Case("MultivariateNormal", {"loc": [[0.3, -1.0, 0.2], [0.0, 1.0, 2.0]],
-                                "precision_matrix": COV}),
-    Case("MultivariateNormal", {"loc": [[0.3, -1.0, 0.2], [0.0, 1.0, 2.0]],
-                                "scale_tril": TRIL}),
+    Case(
+        "MultivariateNormal", {"loc": [[0.3, -1.0, 0.2], [0.0, 1.0, 2.0]], "covariance_matrix": COV}
+    ),
+    Case(
+        "MultivariateNormal", {"loc": [[0.3, -1.0, 0.2], [0.0, 1.0, 2.0]], "precision_matrix": COV}
+    ),
+    Case("MultivariateNormal", {"loc": [[0.3, -1.0, 0.2], [0.0, 1.0, 2.0]], "scale_tril": TRIL}),
     Case("LKJCholesky", {"concentration": [0.5, 2.0]}, {"dim": 3}),
     Case("Wishart", {"df": [4.0, 5.5], "covariance_matrix": COV}),
     Case("Wishart", {"df": [4.0, 5.5], "scale_tril": TRIL}),
-    Case("LowRankMultivariateNormal", {"loc": [[0.3, -1.0, 0.2], [0.0, 1.0, 2.0]],
-                                       "cov_factor": FACTOR,
-                                       "cov_diag": [[0.5, 1.0, 2.0], [1.0, 0.3, 0.7]]}),
+    Case(
+        "LowRankMultivariateNormal",
+        {
+            "loc": [[0.3, -1.0, 0.2], [0.0, 1.0, 2.0]],
+            "cov_factor": FACTOR,
+            "cov_diag": [[0.5, 1.0, 2.0], [1.0, 0.3, 0.7]],
+        },
+    ),
 ]
 
 
-def build(lib: Any, case: Case, requires_grad: bool = False, device: str | None = None,
-          **options: Any) -> tuple[Any, dict]:
+def build(
+    lib: Any, case: Case, requires_grad: bool = False, device: str | None = None, **options: Any
+) -> tuple[Any, dict]:
     """(distribution, its tensor parameters) of `case` in `lib` (autograd_async or torch)."""
     if lib is aa:
-        params = {k: aa.tensor(v, dtype=aa.float64, device=device, requires_grad=requires_grad)
-                  for k, v in case.params.items()}
+        params = {
+            k: aa.tensor(v, dtype=aa.float64, device=device, requires_grad=requires_grad)
+            for k, v in case.params.items()
+        }
     else:
-        params = {k: lib.tensor(v, dtype=lib.float64, requires_grad=requires_grad)
-                  for k, v in case.params.items()}
+        params = {
+            k: lib.tensor(v, dtype=lib.float64, requires_grad=requires_grad)
+            for k, v in case.params.items()
+        }
     extra = dict(case.extra)
     if "temperature" in extra:
         extra["temperature"] = (
-            aa.tensor(extra["temperature"], dtype=aa.float64, device=device) if lib is aa
+            aa.tensor(extra["temperature"], dtype=aa.float64, device=device)
+            if lib is aa
             else lib.tensor(extra["temperature"], dtype=lib.float64)
         )
     return getattr(lib.distributions, case.name)(**params, **extra, **options), params

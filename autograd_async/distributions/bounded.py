@@ -39,7 +39,10 @@ class ContinuousBernoulli(ExponentialFamily):
     has_rsample = True
 
     def __init__(
-        self, probs: Any = None, logits: Any = None, lims: tuple = (0.499, 0.501),
+        self,
+        probs: Any = None,
+        logits: Any = None,
+        lims: tuple = (0.499, 0.501),
         validate_args: bool | None = None,
     ) -> None:
         if (probs is None) == (logits is None):
@@ -89,9 +92,7 @@ class ContinuousBernoulli(ExponentialFamily):
     @property
     def mean(self) -> Tensor:
         cut_probs = self._cut_probs()
-        mus = cut_probs / (2.0 * cut_probs - 1.0) + 1.0 / (
-            (-cut_probs).log1p() - cut_probs.log()
-        )
+        mus = cut_probs / (2.0 * cut_probs - 1.0) + 1.0 / ((-cut_probs).log1p() - cut_probs.log())
         x = self.probs - 0.5
         taylor = 0.5 + (1.0 / 3.0 + 16.0 / 45.0 * x.pow(2)) * x
         return where(self._outside_unstable_region(), mus, taylor)
@@ -144,9 +145,9 @@ class ContinuousBernoulli(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         cut_probs = self._cut_probs()
-        cdfs = (
-            cut_probs.pow(value) * (1.0 - cut_probs).pow(1.0 - value) + cut_probs - 1.0
-        ) / (2.0 * cut_probs - 1.0)
+        cdfs = (cut_probs.pow(value) * (1.0 - cut_probs).pow(1.0 - value) + cut_probs - 1.0) / (
+            2.0 * cut_probs - 1.0
+        )
         unbounded_cdfs = where(self._outside_unstable_region(), cdfs, value)
         return where(
             value <= 0.0,
@@ -248,6 +249,4 @@ class VonMises(Distribution):
 
     @lazy_property
     def variance(self) -> Tensor:
-        return 1 - (
-            log_bessel_i(self.concentration, 1) - log_bessel_i(self.concentration, 0)
-        ).exp()
+        return 1 - (log_bessel_i(self.concentration, 1) - log_bessel_i(self.concentration, 0)).exp()

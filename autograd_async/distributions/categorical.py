@@ -32,7 +32,9 @@ class Categorical(Distribution):
     has_enumerate_support = True
 
     def __init__(
-        self, probs: Tensor | None = None, logits: Tensor | None = None,
+        self,
+        probs: Tensor | None = None,
+        logits: Tensor | None = None,
         validate_args: bool | None = None,
     ) -> None:
         require_one_of(probs, logits)
@@ -129,7 +131,9 @@ class OneHotCategorical(Distribution):
     has_enumerate_support = True
 
     def __init__(
-        self, probs: Tensor | None = None, logits: Tensor | None = None,
+        self,
+        probs: Tensor | None = None,
+        logits: Tensor | None = None,
         validate_args: bool | None = None,
     ) -> None:
         self._categorical = Categorical(probs, logits)
@@ -220,7 +224,10 @@ class Multinomial(Distribution):
     }
 
     def __init__(
-        self, total_count: int = 1, probs: Tensor | None = None, logits: Tensor | None = None,
+        self,
+        total_count: int = 1,
+        probs: Tensor | None = None,
+        logits: Tensor | None = None,
         validate_args: bool | None = None,
     ) -> None:
         if not isinstance(total_count, int):

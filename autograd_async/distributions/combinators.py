@@ -22,7 +22,9 @@ class Independent(Distribution):
     arg_constraints: dict = {}
 
     def __init__(
-        self, base_distribution: Distribution, reinterpreted_batch_ndims: int,
+        self,
+        base_distribution: Distribution,
+        reinterpreted_batch_ndims: int,
         validate_args: bool | None = None,
     ) -> None:
         if reinterpreted_batch_ndims > len(base_distribution.batch_shape):
@@ -98,9 +100,7 @@ class Independent(Distribution):
         return self.base_dist.enumerate_support(expand=expand)
 
     def __repr__(self) -> str:
-        return (
-            f"{self.__class__.__name__}({self.base_dist}, {self.reinterpreted_batch_ndims})"
-        )
+        return f"{self.__class__.__name__}({self.base_dist}, {self.reinterpreted_batch_ndims})"
 
 
 class TransformedDistribution(Distribution):
@@ -110,7 +110,9 @@ class TransformedDistribution(Distribution):
     arg_constraints: dict = {}
 
     def __init__(
-        self, base_distribution: Distribution, transforms: Any,
+        self,
+        base_distribution: Distribution,
+        transforms: Any,
         validate_args: bool | None = None,
     ) -> None:
         if isinstance(transforms, Transform):
@@ -231,17 +233,23 @@ class MixtureSameFamily(Distribution):
     has_rsample = False
 
     def __init__(
-        self, mixture_distribution: Categorical, component_distribution: Distribution,
+        self,
+        mixture_distribution: Categorical,
+        component_distribution: Distribution,
         validate_args: bool | None = None,
     ) -> None:
         self._mixture_distribution = mixture_distribution
         self._component_distribution = component_distribution
         if not isinstance(self._mixture_distribution, Categorical):
-            raise ValueError(" The Mixture distribution needs to be an  instance of "
-                             "torch.distributions.Categorical")
+            raise ValueError(
+                " The Mixture distribution needs to be an  instance of "
+                "torch.distributions.Categorical"
+            )
         if not isinstance(self._component_distribution, Distribution):
-            raise ValueError("The Component distribution need to be an instance of "
-                             "torch.distributions.Distribution")
+            raise ValueError(
+                "The Component distribution need to be an instance of "
+                "torch.distributions.Distribution"
+            )
         mdbs = self._mixture_distribution.batch_shape
         cdbs = self._component_distribution.batch_shape[:-1]
         for size1, size2 in zip(reversed(mdbs), reversed(cdbs)):
@@ -343,8 +351,5 @@ class MixtureSameFamily(Distribution):
         return x
 
     def __repr__(self) -> str:
-        args_string = (
-            f"\n  {self.mixture_distribution},\n  {self.component_distribution}"
-        )
+        args_string = f"\n  {self.mixture_distribution},\n  {self.component_distribution}"
         return "MixtureSameFamily(" + args_string + ")"
-

@@ -81,17 +81,13 @@ def _transform_to_positive(constraint: Any) -> tf.Transform:
 @transform_to.register(constraints.greater_than)
 @transform_to.register(constraints.greater_than_eq)
 def _transform_to_greater_than(constraint: Any) -> tf.Transform:
-    return tf.ComposeTransform(
-        [tf.ExpTransform(), tf.AffineTransform(constraint.lower_bound, 1)]
-    )
+    return tf.ComposeTransform([tf.ExpTransform(), tf.AffineTransform(constraint.lower_bound, 1)])
 
 
 @biject_to.register(constraints.less_than)
 @transform_to.register(constraints.less_than)
 def _transform_to_less_than(constraint: Any) -> tf.Transform:
-    return tf.ComposeTransform(
-        [tf.ExpTransform(), tf.AffineTransform(constraint.upper_bound, -1)]
-    )
+    return tf.ComposeTransform([tf.ExpTransform(), tf.AffineTransform(constraint.upper_bound, -1)])
 
 
 @biject_to.register(constraints.interval)

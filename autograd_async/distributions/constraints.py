@@ -110,7 +110,10 @@ class _DependentProperty(property, _Dependent):
     """A property of a distribution whose value is a constraint that depends on parameters."""
 
     def __init__(
-        self, fn: Any = None, *, is_discrete: Any = NotImplemented,
+        self,
+        fn: Any = None,
+        *,
+        is_discrete: Any = NotImplemented,
         event_dim: Any = NotImplemented,
     ) -> None:
         property.__init__(self, fn)
@@ -145,9 +148,7 @@ class _IndependentConstraint(Constraint):
         result = self.base_constraint.check(value)
         if result.ndim < self.reinterpreted_batch_ndims:
             expected = self.base_constraint.event_dim + self.reinterpreted_batch_ndims
-            raise ValueError(
-                f"Expected value.dim() >= {expected} but got {value.ndim}"
-            )
+            raise ValueError(f"Expected value.dim() >= {expected} but got {value.ndim}")
         return _all_last(result, self.reinterpreted_batch_ndims)
 
     def __repr__(self) -> str:

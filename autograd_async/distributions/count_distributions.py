@@ -120,7 +120,10 @@ class Binomial(Distribution):
     has_enumerate_support = True
 
     def __init__(
-        self, total_count: Any = 1, probs: Any = None, logits: Any = None,
+        self,
+        total_count: Any = 1,
+        probs: Any = None,
+        logits: Any = None,
         validate_args: bool | None = None,
     ) -> None:
         require_one_of(probs, logits)
@@ -323,8 +326,7 @@ class Geometric(Distribution):
 
     def entropy(self) -> Tensor:
         return (
-            binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
-            / self.probs
+            binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none") / self.probs
         )
 
 
@@ -339,7 +341,10 @@ class NegativeBinomial(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(
-        self, total_count: Any, probs: Any = None, logits: Any = None,
+        self,
+        total_count: Any,
+        probs: Any = None,
+        logits: Any = None,
         validate_args: bool | None = None,
     ) -> None:
         require_one_of(probs, logits)
@@ -384,9 +389,7 @@ class NegativeBinomial(Distribution):
 
     @lazy_property
     def _gamma(self) -> Gamma:
-        return Gamma(
-            concentration=self.total_count, rate=(-self.logits).exp(), validate_args=False
-        )
+        return Gamma(concentration=self.total_count, rate=(-self.logits).exp(), validate_args=False)
 
     def sample(self, sample_shape: Any = ()) -> Tensor:
         with no_grad():

@@ -68,9 +68,7 @@ class Distribution:
         for param, constraint in arg_constraints.items():
             if constraints.is_dependent(constraint):
                 continue  # cannot be checked
-            if param not in self.__dict__ and isinstance(
-                getattr(type(self), param), lazy_property
-            ):
+            if param not in self.__dict__ and isinstance(getattr(type(self), param), lazy_property):
                 continue  # lazily made from another parameter, which is checked
             value = getattr(self, param)
             valid = constraint.check(value)
@@ -241,9 +239,7 @@ def expand_parameters(
                 new._param = getattr(new, name)
 
 
-def finish_expand(
-    self: Distribution, new: Any, batch_shape: tuple, event_shape: tuple = ()
-) -> Any:
+def finish_expand(self: Distribution, new: Any, batch_shape: tuple, event_shape: tuple = ()) -> Any:
     """Initialise an expanded copy `new` of `self` with `self`'s validation setting."""
     Distribution.__init__(new, batch_shape, event_shape, validate_args=False)
     new._validate_args = self._validate_args

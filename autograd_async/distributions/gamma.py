@@ -244,11 +244,7 @@ class Dirichlet(ExponentialFamily):
     @property
     def variance(self) -> Tensor:
         con0 = self.concentration.sum(-1, keepdim=True)
-        return (
-            self.concentration
-            * (con0 - self.concentration)
-            / (con0.pow(2) * (con0 + 1))
-        )
+        return self.concentration * (con0 - self.concentration) / (con0.pow(2) * (con0 + 1))
 
     def entropy(self) -> Tensor:
         k = self.concentration.shape[-1]
@@ -288,9 +284,7 @@ class Beta(ExponentialFamily):
         self, concentration1: Any, concentration0: Any, validate_args: bool | None = None
     ) -> None:
         if isinstance(concentration1, Number) and isinstance(concentration0, Number):
-            concentration1_concentration0 = tensor(
-                [float(concentration1), float(concentration0)]
-            )
+            concentration1_concentration0 = tensor([float(concentration1), float(concentration0)])
         else:
             concentration1, concentration0 = broadcast_all(concentration1, concentration0)
             concentration1_concentration0 = stack([concentration1, concentration0], -1)
@@ -388,10 +382,7 @@ class FisherSnedecor(Distribution):
     @property
     def variance(self) -> Tensor:
         df2 = self.df2
-        value = (
-            2 * df2.pow(2) * (self.df1 + df2 - 2)
-            / (self.df1 * (df2 - 2).pow(2) * (df2 - 4))
-        )
+        value = 2 * df2.pow(2) * (self.df1 + df2 - 2) / (self.df1 * (df2 - 2).pow(2) * (df2 - 4))
         return value.masked_fill(df2 <= 4, float("nan"))
 
     def rsample(self, sample_shape: Any = ()) -> Tensor:
@@ -413,4 +404,3 @@ class FisherSnedecor(Distribution):
         t2 = ct1 * ct3.log() + (ct1 - 1) * value.log()
         t3 = (ct1 + ct2) * (ct3 * value).log1p()
         return t1 + t2 - t3
-

@@ -110,10 +110,7 @@ def _kl_continuous_bernoulli_uniform(p: ContinuousBernoulli, q: Uniform) -> Tens
 def _kl_exponential_gamma(p: Exponential, q: Gamma) -> Tensor:
     ratio = q.rate / p.rate
     t1 = -q.concentration * ratio.log()
-    return (
-        t1 + ratio + lgamma(q.concentration) + q.concentration * EULER_GAMMA
-        - (1 + EULER_GAMMA)
-    )
+    return t1 + ratio + lgamma(q.concentration) + q.concentration * EULER_GAMMA - (1 + EULER_GAMMA)
 
 
 @register_kl(Exponential, Gumbel)
@@ -147,9 +144,7 @@ def _kl_gamma_gumbel(p: Gamma, q: Gumbel) -> Tensor:
     beta_scale_prod = p.rate * q.scale
     loc_scale_ratio = q.loc / q.scale
     t1 = (
-        (p.concentration - 1) * digamma(p.concentration)
-        - lgamma(p.concentration)
-        - p.concentration
+        (p.concentration - 1) * digamma(p.concentration) - lgamma(p.concentration) - p.concentration
     )
     t2 = beta_scale_prod.log() + p.concentration / beta_scale_prod
     t3 = (
@@ -256,7 +251,8 @@ def _kl_uniform_beta(p: Uniform, q: Beta) -> Tensor:
     t2 = (q.concentration1 - 1) * (x_log_x(p.high) - x_log_x(p.low) - width) / width
     t3 = (q.concentration0 - 1) * (x_log_x(1 - p.high) - x_log_x(1 - p.low) + width) / width
     t4 = (
-        lgamma(q.concentration1) + lgamma(q.concentration0)
+        lgamma(q.concentration1)
+        + lgamma(q.concentration0)
         - lgamma(q.concentration1 + q.concentration0)
     )
     result = t3 + t4 - t1 - t2

@@ -57,9 +57,7 @@ def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Tensor:
         raise NotImplementedError(
             "KL between Binomials where q.total_count > p.total_count is not implemented"
         )
-    kl = p.total_count * (
-        p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p()
-    )
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p())
     return kl.masked_fill(p.total_count > q.total_count, math.inf)
 
 
@@ -221,9 +219,7 @@ def _kl_lowrank_mvn(p: LowRankMultivariateNormal, q: MultivariateNormal) -> Tens
     p_sqrt_diag = p._unbroadcasted_cov_diag.sqrt()
     n = p.event_shape[0]
     eye_n = q_tril.new_ones(n).diag()
-    term21 = batch_trace_xxt(
-        solve_triangular(q_tril, p._unbroadcasted_cov_factor, upper=False)
-    )
+    term21 = batch_trace_xxt(solve_triangular(q_tril, p._unbroadcasted_cov_factor, upper=False))
     term22 = batch_trace_xxt(
         solve_triangular(q_tril, p_sqrt_diag.unsqueeze(-1) * eye_n, upper=False)
     )
@@ -252,9 +248,7 @@ def _kl_normal_normal(p: Normal, q: Normal) -> Tensor:
 
 
 @register_kl(OneHotCategorical, OneHotCategorical)
-def _kl_onehotcategorical_onehotcategorical(
-    p: OneHotCategorical, q: OneHotCategorical
-) -> Tensor:
+def _kl_onehotcategorical_onehotcategorical(p: OneHotCategorical, q: OneHotCategorical) -> Tensor:
     return _kl_categorical_categorical(p._categorical, q._categorical)
 
 
@@ -274,9 +268,7 @@ def _kl_poisson_poisson(p: Poisson, q: Poisson) -> Tensor:
 
 
 @register_kl(TransformedDistribution, TransformedDistribution)
-def _kl_transformed_transformed(
-    p: TransformedDistribution, q: TransformedDistribution
-) -> Tensor:
+def _kl_transformed_transformed(p: TransformedDistribution, q: TransformedDistribution) -> Tensor:
     if p.transforms != q.transforms:
         raise NotImplementedError
     if p.event_shape != q.event_shape:
@@ -303,4 +295,3 @@ def _kl_cauchy_cauchy(p: Cauchy, q: Cauchy) -> Tensor:
     t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
     t2 = (4 * p.scale * q.scale).log()
     return t1 - t2
-

@@ -34,8 +34,9 @@ class LKJCholesky(Distribution):
     arg_constraints = {"concentration": constraints.positive}
     support = constraints.corr_cholesky
 
-    def __init__(self, dim: int, concentration: Any = 1.0,
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self, dim: int, concentration: Any = 1.0, validate_args: bool | None = None
+    ) -> None:
         if dim < 2:
             raise ValueError(
                 f"Expected dim to be an integer greater than or equal to 2. Found dim={dim}."
@@ -44,8 +45,9 @@ class LKJCholesky(Distribution):
         (self.concentration,) = broadcast_all(concentration)
         batch_shape = tuple(self.concentration.shape)
         marginal_conc = self.concentration + 0.5 * (self.dim - 2)
-        offset = arange(self.dim - 1, dtype=self.concentration.dtype,
-                        device=self.concentration.device)
+        offset = arange(
+            self.dim - 1, dtype=self.concentration.dtype, device=self.concentration.device
+        )
         offset = cat([offset.new_zeros((1,)), offset])
         beta_conc1 = offset + 0.5
         beta_conc0 = marginal_conc.unsqueeze(-1) - 0.5 * offset
@@ -64,8 +66,9 @@ class LKJCholesky(Distribution):
 
     def sample(self, sample_shape: Any = ()) -> Tensor:
         y = self._beta.sample(sample_shape).unsqueeze(-1)
-        u_normal = randn(self._extended_shape(sample_shape), dtype=y.dtype,
-                         device=y.device).tril(-1)
+        u_normal = randn(self._extended_shape(sample_shape), dtype=y.dtype, device=y.device).tril(
+            -1
+        )
         norms = (u_normal * u_normal).sum(-1, keepdim=True).sqrt()
         first_row = np.arange(self.dim)[:, None] == 0
         rows = tensor(first_row, device=y.device)
@@ -78,8 +81,9 @@ class LKJCholesky(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         diag_elems = value.diagonal(dim1=-1, dim2=-2)[..., 1:]
-        order = arange(2, self.dim + 1, dtype=self.concentration.dtype,
-                       device=self.concentration.device)
+        order = arange(
+            2, self.dim + 1, dtype=self.concentration.dtype, device=self.concentration.device
+        )
         order = 2 * (self.concentration - 1).unsqueeze(-1) + self.dim - order
         unnormalized_log_pdf = (order * diag_elems.log()).sum(-1)
         dm1 = self.dim - 1
@@ -113,8 +117,11 @@ class Wishart(Distribution):
         }
 
     def __init__(
-        self, df: Any, covariance_matrix: Tensor | None = None,
-        precision_matrix: Tensor | None = None, scale_tril: Tensor | None = None,
+        self,
+        df: Any,
+        covariance_matrix: Tensor | None = None,
+        precision_matrix: Tensor | None = None,
+        scale_tril: Tensor | None = None,
         validate_args: bool | None = None,
     ) -> None:
         given = [m for m in (covariance_matrix, precision_matrix, scale_tril) if m is not None]
@@ -140,8 +147,13 @@ class Wishart(Distribution):
             raise ValueError(
                 f"Value of df={df} expected to be greater than ndim - 1 = {event_shape[-1] - 1}."
             )
-        name = ("scale_tril" if scale_tril is not None else "covariance_matrix"
-                if covariance_matrix is not None else "precision_matrix")
+        name = (
+            "scale_tril"
+            if scale_tril is not None
+            else "covariance_matrix"
+            if covariance_matrix is not None
+            else "precision_matrix"
+        )
         setattr(self, name, param.expand(batch_shape + event_shape))
         if bool((self.df < event_shape[-1]).any()):
             warnings.warn(
@@ -161,8 +173,11 @@ class Wishart(Distribution):
     def _chi2(self, batch_shape: tuple) -> Chi2:
         """The chi-squared laws of the squared diagonal of Bartlett's factor."""
         p = self._event_shape[-1]
-        steps = arange(p, dtype=self._unbroadcasted_scale_tril.dtype,
-                       device=self._unbroadcasted_scale_tril.device)
+        steps = arange(
+            p,
+            dtype=self._unbroadcasted_scale_tril.dtype,
+            device=self._unbroadcasted_scale_tril.device,
+        )
         return Chi2(df=self.df.unsqueeze(-1) - steps.expand(batch_shape + (p,)))
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Wishart:
@@ -215,8 +230,9 @@ class Wishart(Distribution):
     def _bartlett_sampling(self, sample_shape: tuple) -> Tensor:
         chi = self._dist_chi2.rsample(sample_shape).sqrt()
         chi = chi.clamp(min=float(finfo(chi).eps))
-        lower = randn(sample_shape + self._batch_shape + self._event_shape, dtype=chi.dtype,
-                      device=chi.device).tril(-1)
+        lower = randn(
+            sample_shape + self._batch_shape + self._event_shape, dtype=chi.dtype, device=chi.device
+        ).tril(-1)
         chol = self._unbroadcasted_scale_tril @ (diag_embed(chi) + lower)
         return chol @ chol.mT
 

@@ -60,8 +60,11 @@ class MultivariateNormal(Distribution):
     has_rsample = True
 
     def __init__(
-        self, loc: Tensor, covariance_matrix: Tensor | None = None,
-        precision_matrix: Tensor | None = None, scale_tril: Tensor | None = None,
+        self,
+        loc: Tensor,
+        covariance_matrix: Tensor | None = None,
+        precision_matrix: Tensor | None = None,
+        scale_tril: Tensor | None = None,
         validate_args: bool | None = None,
     ) -> None:
         if loc.ndim < 1:
@@ -73,7 +76,8 @@ class MultivariateNormal(Distribution):
                 "specified."
             )
         for name, matrix in (
-            ("scale_tril", scale_tril), ("covariance_matrix", covariance_matrix),
+            ("scale_tril", scale_tril),
+            ("covariance_matrix", covariance_matrix),
             ("precision_matrix", precision_matrix),
         ):
             if matrix is None:
@@ -84,8 +88,9 @@ class MultivariateNormal(Distribution):
                     f"{label} must be at least two-dimensional, with optional leading batch "
                     "dimensions"
                 )
-            batch_shape = tuple(np.broadcast_shapes(tuple(matrix.shape[:-2]),
-                                                    tuple(loc.shape[:-1])))
+            batch_shape = tuple(
+                np.broadcast_shapes(tuple(matrix.shape[:-2]), tuple(loc.shape[:-1]))
+            )
             setattr(self, name, matrix.expand(batch_shape + tuple(matrix.shape[-2:])))
         self.loc = loc.expand(batch_shape + (loc.shape[-1],))
         event_shape = (self.loc.shape[-1],)
@@ -153,9 +158,7 @@ class MultivariateNormal(Distribution):
             self._validate_sample(value)
         diff = value - self.loc
         mahalanobis = _batch_mahalanobis(self._unbroadcasted_scale_tril, diff)
-        half_log_det = (
-            self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-        )
+        half_log_det = self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
         return -0.5 * (self._event_shape[0] * math.log(2 * math.pi) + mahalanobis) - half_log_det
 
     def entropy(self) -> Tensor:
@@ -178,9 +181,7 @@ def _batch_lowrank_logdet(w: Tensor, d: Tensor, capacitance_tril: Tensor) -> Ten
     return 2 * capacitance_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1) + d.log().sum(-1)
 
 
-def _batch_lowrank_mahalanobis(
-    w: Tensor, d: Tensor, x: Tensor, capacitance_tril: Tensor
-) -> Tensor:
+def _batch_lowrank_mahalanobis(w: Tensor, d: Tensor, x: Tensor, capacitance_tril: Tensor) -> Tensor:
     """x^T (W W^T + D)^-1 x, by the Woodbury identity."""
     wt_dinv = w.mT / d.unsqueeze(-2)
     wt_dinv_x = _batch_mv(wt_dinv, x)
@@ -201,7 +202,10 @@ class LowRankMultivariateNormal(Distribution):
     has_rsample = True
 
     def __init__(
-        self, loc: Tensor, cov_factor: Tensor, cov_diag: Tensor,
+        self,
+        loc: Tensor,
+        cov_factor: Tensor,
+        cov_diag: Tensor,
         validate_args: bool | None = None,
     ) -> None:
         if loc.ndim < 1:
@@ -306,18 +310,22 @@ class LowRankMultivariateNormal(Distribution):
             self._validate_sample(value)
         diff = value - self.loc
         mahalanobis = _batch_lowrank_mahalanobis(
-            self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag, diff,
+            self._unbroadcasted_cov_factor,
+            self._unbroadcasted_cov_diag,
+            diff,
             self._capacitance_tril,
         )
         log_det = _batch_lowrank_logdet(
-            self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag,
+            self._unbroadcasted_cov_factor,
+            self._unbroadcasted_cov_diag,
             self._capacitance_tril,
         )
         return -0.5 * (self._event_shape[0] * math.log(2 * math.pi) + log_det + mahalanobis)
 
     def entropy(self) -> Tensor:
         log_det = _batch_lowrank_logdet(
-            self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag,
+            self._unbroadcasted_cov_factor,
+            self._unbroadcasted_cov_diag,
             self._capacitance_tril,
         )
         h = 0.5 * (self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + log_det)

@@ -44,8 +44,9 @@ class Normal(ExponentialFamily):
 
     def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
         self.loc, self.scale = _params(loc, scale)
-        batch_shape = () if isinstance(loc, Number) and isinstance(scale, Number) else (
-            tuple(self.loc.shape))
+        batch_shape = (
+            () if isinstance(loc, Number) and isinstance(scale, Number) else (tuple(self.loc.shape))
+        )
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Normal:
@@ -116,8 +117,9 @@ class Uniform(Distribution):
 
     def __init__(self, low: Any, high: Any, validate_args: bool | None = None) -> None:
         self.low, self.high = _params(low, high)
-        batch_shape = () if isinstance(low, Number) and isinstance(high, Number) else (
-            tuple(self.low.shape))
+        batch_shape = (
+            () if isinstance(low, Number) and isinstance(high, Number) else (tuple(self.low.shape))
+        )
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Uniform:
@@ -177,8 +179,9 @@ class Laplace(Distribution):
 
     def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
         self.loc, self.scale = _params(loc, scale)
-        batch_shape = () if isinstance(loc, Number) and isinstance(scale, Number) else (
-            tuple(self.loc.shape))
+        batch_shape = (
+            () if isinstance(loc, Number) and isinstance(scale, Number) else (tuple(self.loc.shape))
+        )
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Laplace:
@@ -234,8 +237,9 @@ class Cauchy(Distribution):
 
     def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
         self.loc, self.scale = _params(loc, scale)
-        batch_shape = () if isinstance(loc, Number) and isinstance(scale, Number) else (
-            tuple(self.loc.shape))
+        batch_shape = (
+            () if isinstance(loc, Number) and isinstance(scale, Number) else (tuple(self.loc.shape))
+        )
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Cauchy:
@@ -343,4 +347,3 @@ class StudentT(Distribution):
             + 0.5 * self.df.log()
             + lbeta
         )
-

@@ -34,7 +34,10 @@ class LogitRelaxedBernoulli(Distribution):
     has_rsample = True
 
     def __init__(
-        self, temperature: Any, probs: Any = None, logits: Any = None,
+        self,
+        temperature: Any,
+        probs: Any = None,
+        logits: Any = None,
         validate_args: bool | None = None,
     ) -> None:
         self.temperature = temperature
@@ -104,7 +107,10 @@ class RelaxedBernoulli(TransformedDistribution):
     has_rsample = True
 
     def __init__(
-        self, temperature: Any, probs: Any = None, logits: Any = None,
+        self,
+        temperature: Any,
+        probs: Any = None,
+        logits: Any = None,
         validate_args: bool | None = None,
     ) -> None:
         base_dist = LogitRelaxedBernoulli(temperature, probs, logits)
@@ -135,7 +141,10 @@ class ExpRelaxedCategorical(Distribution):
     has_rsample = True
 
     def __init__(
-        self, temperature: Any, probs: Tensor | None = None, logits: Tensor | None = None,
+        self,
+        temperature: Any,
+        probs: Tensor | None = None,
+        logits: Tensor | None = None,
         validate_args: bool | None = None,
     ) -> None:
         self._categorical = Categorical(probs, logits)
@@ -196,7 +205,10 @@ class RelaxedOneHotCategorical(TransformedDistribution):
     has_rsample = True
 
     def __init__(
-        self, temperature: Any, probs: Tensor | None = None, logits: Tensor | None = None,
+        self,
+        temperature: Any,
+        probs: Tensor | None = None,
+        logits: Tensor | None = None,
         validate_args: bool | None = None,
     ) -> None:
         base_dist = ExpRelaxedCategorical(temperature, probs, logits, validate_args=validate_args)

@@ -324,15 +324,11 @@ class IndependentTransform(Transform):
 
     @property
     def domain(self) -> constraints.Constraint:  # type: ignore[override]
-        return constraints.independent(
-            self.base_transform.domain, self.reinterpreted_batch_ndims
-        )
+        return constraints.independent(self.base_transform.domain, self.reinterpreted_batch_ndims)
 
     @property
     def codomain(self) -> constraints.Constraint:  # type: ignore[override]
-        return constraints.independent(
-            self.base_transform.codomain, self.reinterpreted_batch_ndims
-        )
+        return constraints.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
 
     @property
     def bijective(self) -> bool:  # type: ignore[override]
@@ -358,8 +354,7 @@ class IndependentTransform(Transform):
 
     def __repr__(self) -> str:
         return (
-            f"{self.__class__.__name__}({self.base_transform!r}, "
-            f"{self.reinterpreted_batch_ndims})"
+            f"{self.__class__.__name__}({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
         )
 
     def forward_shape(self, shape: Any) -> tuple:

@@ -259,9 +259,12 @@ class Weibull(TransformedDistribution):
         new.concentration_reciprocal = new.concentration.reciprocal()
         base_dist = self.base_dist.expand(batch_shape)
         TransformedDistribution.__init__(
-            new, base_dist,
-            [PowerTransform(exponent=new.concentration_reciprocal),
-             AffineTransform(loc=0, scale=new.scale)],
+            new,
+            base_dist,
+            [
+                PowerTransform(exponent=new.concentration_reciprocal),
+                AffineTransform(loc=0, scale=new.scale),
+            ],
             validate_args=False,
         )
         new._validate_args = self._validate_args
@@ -352,7 +355,8 @@ class Kumaraswamy(TransformedDistribution):
     ) -> None:
         self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
         base_dist = Uniform(
-            full_like(self.concentration0, 0), full_like(self.concentration0, 1),
+            full_like(self.concentration0, 0),
+            full_like(self.concentration0, 1),
             validate_args=validate_args,
         )
         transforms = [
@@ -381,10 +385,7 @@ class Kumaraswamy(TransformedDistribution):
 
     @property
     def variance(self) -> Tensor:
-        return (
-            _kumaraswamy_moments(self.concentration1, self.concentration0, 2)
-            - self.mean.pow(2)
-        )
+        return _kumaraswamy_moments(self.concentration1, self.concentration0, 2) - self.mean.pow(2)
 
     def entropy(self) -> Tensor:
         t1 = 1 - self.concentration1.reciprocal()

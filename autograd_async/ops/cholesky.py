@@ -34,8 +34,9 @@ def solve_array(a: Any, b: Any, upper: bool, left: bool) -> Any:
     xp = xp_of(a)
     a = _triangle(a, upper)
     if not left:  # X A = B  <=>  A^T X^T = B^T
-        return xp.swapaxes(solve_array(xp.swapaxes(a, -1, -2), xp.swapaxes(b, -1, -2),
-                                       not upper, True), -1, -2)
+        return xp.swapaxes(
+            solve_array(xp.swapaxes(a, -1, -2), xp.swapaxes(b, -1, -2), not upper, True), -1, -2
+        )
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = xp.broadcast_to(a, batch + a.shape[-2:])
     b = xp.broadcast_to(b, batch + b.shape[-2:])

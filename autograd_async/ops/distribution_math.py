@@ -192,9 +192,7 @@ def _standard_gamma_grad(alpha: Tensor, x: Tensor) -> Tensor:
     return Tensor._wrap(slope, x.device)
 
 
-def binomial(
-    count: Tensor, prob: Tensor, generator: Generator | None = None
-) -> Tensor:
+def binomial(count: Tensor, prob: Tensor, generator: Generator | None = None) -> Tensor:
     """Binomial samples: successes in `count` trials of probability `prob` (no gradient)."""
     require_tensor("binomial", count, "count")
     require_tensor("binomial", prob, "prob", 2)
@@ -234,9 +232,7 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     """The multivariate log-gamma of dimension `p`, elementwise."""
     _float_input(input, "mvlgamma")
     if bool((data_of(input) <= (p - 1) / 2).any()):
-        raise RuntimeError(
-            f"All elements must be greater than (p-1)/2 = {(p - 1) / 2:g}"
-        )
+        raise RuntimeError(f"All elements must be greater than (p-1)/2 = {(p - 1) / 2:g}")
     offsets = Tensor._wrap(-np.arange(p, dtype=input.dtype) / 2, input.device)
     constant = p * (p - 1) / 4 * np.log(np.pi)
     return lgamma(input.unsqueeze(-1) + offsets).sum(-1) + constant

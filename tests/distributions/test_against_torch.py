@@ -38,13 +38,16 @@ def test_values_match_torch(torch, case):
     assert ours.event_shape == tuple(theirs.event_shape)
     assert ours.has_rsample == theirs.has_rsample
     assert ours.has_enumerate_support == theirs.has_enumerate_support
-    assert repr(ours.support).replace("tensor", "") == repr(theirs.support).replace(
-        "tensor", ""
-    ) or type(ours.support).__name__ == type(theirs.support).__name__
+    assert (
+        repr(ours.support).replace("tensor", "") == repr(theirs.support).replace("tensor", "")
+        or type(ours.support).__name__ == type(theirs.support).__name__
+    )
     value_t = _values(torch, theirs, case)
     value = aa.tensor(value_t.numpy())
     np.testing.assert_allclose(
-        numpy_of(ours.log_prob(value)), numpy_of(theirs.log_prob(value_t)), rtol=1e-6,
+        numpy_of(ours.log_prob(value)),
+        numpy_of(theirs.log_prob(value_t)),
+        rtol=1e-6,
         atol=1e-8,
     )
     for name in PROPERTIES:
@@ -53,8 +56,10 @@ def test_values_match_torch(torch, case):
     _same_or_both_raise(lambda: ours.cdf(value), lambda: theirs.cdf(value_t))
     q = [[0.1, 0.7], [0.4, 0.95]] if not ours.event_shape else None
     if q is not None:
-        _same_or_both_raise(lambda: ours.icdf(aa.tensor(q, dtype=aa.float64)),
-                            lambda: theirs.icdf(torch.tensor(q, dtype=torch.float64)))
+        _same_or_both_raise(
+            lambda: ours.icdf(aa.tensor(q, dtype=aa.float64)),
+            lambda: theirs.icdf(torch.tensor(q, dtype=torch.float64)),
+        )
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
@@ -101,8 +106,7 @@ def test_log_prob_gradients_by_finite_differences(torch, case):
         for name in ("covariance_matrix", "precision_matrix"):  # a symmetric perturbation
             if name in kwargs:
                 kwargs[name] = (kwargs[name] + kwargs[name].mT) / 2
-        dist = getattr(aa.distributions, case.name)(**kwargs, **_extra(case),
-                                                     validate_args=False)
+        dist = getattr(aa.distributions, case.name)(**kwargs, **_extra(case), validate_args=False)
         return dist.log_prob(value)
 
     assert gradcheck(log_prob, tuple(params.values()), atol=1e-5, rtol=1e-4)
@@ -128,14 +132,17 @@ def test_expand_matches_torch(torch, case):
     value_t = _values(torch, theirs, case)
     np.testing.assert_allclose(
         numpy_of(ours_expanded.log_prob(aa.tensor(value_t.numpy()).unsqueeze(1))),
-        numpy_of(theirs_expanded.log_prob(value_t.unsqueeze(1))), rtol=1e-6, atol=1e-8,
+        numpy_of(theirs_expanded.log_prob(value_t.unsqueeze(1))),
+        rtol=1e-6,
+        atol=1e-8,
     )
     assert ours_expanded.sample((2,)).shape == (2,) + shape + ours.event_shape
 
 
 @pytest.mark.parametrize(
-    "case", [c for c in CASES if c.name in {
-        "Bernoulli", "Binomial", "Categorical", "OneHotCategorical"}], ids=lambda c: c.id,
+    "case",
+    [c for c in CASES if c.name in {"Bernoulli", "Binomial", "Categorical", "OneHotCategorical"}],
+    ids=lambda c: c.id,
 )
 def test_enumerate_support_matches_torch(torch, case):
     ours, _ = build(aa, case)
@@ -144,15 +151,17 @@ def test_enumerate_support_matches_torch(torch, case):
         np.testing.assert_array_equal(
             numpy_of(ours.enumerate_support(expand)), numpy_of(theirs.enumerate_support(expand))
         )
-    assert str(ours.enumerate_support().dtype) == str(
-        theirs.enumerate_support().dtype).replace("torch.", "")
+    assert str(ours.enumerate_support().dtype) == str(theirs.enumerate_support().dtype).replace(
+        "torch.", ""
+    )
 
 
 def test_perplexity_and_repr(torch):
     ours = aa.distributions.Normal(aa.tensor([0.0, 1.0]), aa.tensor([1.0, 2.0]))
     theirs = torch.distributions.Normal(torch.tensor([0.0, 1.0]), torch.tensor([1.0, 2.0]))
-    np.testing.assert_allclose(numpy_of(ours.perplexity()), numpy_of(theirs.perplexity()),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        numpy_of(ours.perplexity()), numpy_of(theirs.perplexity()), rtol=1e-6
+    )
     assert repr(aa.distributions.Normal(0.0, 1.0)) == repr(torch.distributions.Normal(0.0, 1.0))
     assert repr(aa.distributions.Normal(0.0, 1.0)) == "Normal(loc: 0.0, scale: 1.0)"
 
@@ -166,7 +175,8 @@ def test_mixture_same_family_matches_torch(torch):
         f = lambda v: lib.tensor(v, dtype=lib.float64, requires_grad=requires_grad)
         w, m, s = f(weights), f(loc), f(scale)
         mix = lib.distributions.MixtureSameFamily(
-            lib.distributions.Categorical(probs=w), lib.distributions.Normal(m, s))
+            lib.distributions.Categorical(probs=w), lib.distributions.Normal(m, s)
+        )
         return mix, (w, m, s)
 
     ours, params = make(aa, True)
@@ -177,31 +187,37 @@ def test_mixture_same_family_matches_torch(torch):
     for p, pt in zip(params, params_t):
         np.testing.assert_allclose(numpy_of(p.grad), numpy_of(pt.grad), rtol=1e-6)
     for name in ("mean", "variance"):
-        np.testing.assert_allclose(numpy_of(getattr(ours, name)),
-                                   numpy_of(getattr(theirs, name)), rtol=1e-6)
-    np.testing.assert_allclose(numpy_of(ours.cdf(aa.tensor([0.3, 1.0], dtype=aa.float64))),
-                               numpy_of(theirs.cdf(torch.tensor([0.3, 1.0],
-                                                                dtype=torch.float64))))
+        np.testing.assert_allclose(
+            numpy_of(getattr(ours, name)), numpy_of(getattr(theirs, name)), rtol=1e-6
+        )
+    np.testing.assert_allclose(
+        numpy_of(ours.cdf(aa.tensor([0.3, 1.0], dtype=aa.float64))),
+        numpy_of(theirs.cdf(torch.tensor([0.3, 1.0], dtype=torch.float64))),
+    )
     assert ours.sample((5,)).shape == (5, 2)
     assert ours.batch_shape == (2,) and ours.event_shape == ()
     assert repr(ours.support) == repr(theirs.support)
     assert bool(ours.support.check(ours.sample((3,))).all())
     mvn_mix = aa.distributions.MixtureSameFamily(
         aa.distributions.Categorical(probs=aa.tensor([0.5, 0.5])),
-        aa.distributions.Independent(aa.distributions.Normal(aa.zeros(2, 3), aa.ones(2, 3)), 1))
+        aa.distributions.Independent(aa.distributions.Normal(aa.zeros(2, 3), aa.ones(2, 3)), 1),
+    )
     assert mvn_mix.sample((4,)).shape == (4, 3)
     assert mvn_mix.log_prob(aa.zeros(4, 3)).shape == (4,)
 
 
 def test_independent_matches_torch(torch):
-    ours = aa.distributions.Independent(
-        aa.distributions.Normal(aa.zeros(2, 3), aa.ones(2, 3)), 1)
+    ours = aa.distributions.Independent(aa.distributions.Normal(aa.zeros(2, 3), aa.ones(2, 3)), 1)
     theirs = torch.distributions.Independent(
-        torch.distributions.Normal(torch.zeros(2, 3), torch.ones(2, 3)), 1)
+        torch.distributions.Normal(torch.zeros(2, 3), torch.ones(2, 3)), 1
+    )
     assert ours.batch_shape == (2,) and ours.event_shape == (3,)
     value = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
-    np.testing.assert_allclose(numpy_of(ours.log_prob(aa.tensor(value))),
-                               numpy_of(theirs.log_prob(torch.tensor(value))), rtol=1e-6)
+    np.testing.assert_allclose(
+        numpy_of(ours.log_prob(aa.tensor(value))),
+        numpy_of(theirs.log_prob(torch.tensor(value))),
+        rtol=1e-6,
+    )
     np.testing.assert_allclose(numpy_of(ours.entropy()), numpy_of(theirs.entropy()), rtol=1e-6)
     assert ours.expand((5, 2)).batch_shape == (5, 2)
     assert repr(ours.support) == repr(theirs.support)
@@ -221,18 +237,24 @@ def test_generalized_pareto_matches_torch(torch):
     q = [[0.1, 0.5, 0.9], [0.3, 0.99, 0.01]]
     for name in ("log_prob", "cdf", "icdf", "log_survival_function", "log_cdf"):
         arg = q if name == "icdf" else x
-        np.testing.assert_allclose(numpy_of(getattr(ours, name)(aa.tensor(arg))),
-                                   numpy_of(getattr(theirs, name)(torch.tensor(arg))),
-                                   rtol=1e-5, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(
+            numpy_of(getattr(ours, name)(aa.tensor(arg))),
+            numpy_of(getattr(theirs, name)(torch.tensor(arg))),
+            rtol=1e-5,
+            atol=1e-6,
+            err_msg=name,
+        )
     for name in ("mean", "variance", "mode"):
-        np.testing.assert_allclose(numpy_of(getattr(ours, name)),
-                                   numpy_of(getattr(theirs, name)), rtol=1e-6)
+        np.testing.assert_allclose(
+            numpy_of(getattr(ours, name)), numpy_of(getattr(theirs, name)), rtol=1e-6
+        )
     np.testing.assert_allclose(numpy_of(ours.entropy()), numpy_of(theirs.entropy()), rtol=1e-6)
     ours.log_prob(aa.tensor(x)).sum().backward()
     theirs.log_prob(torch.tensor(x)).sum().backward()
     for k in values:
-        np.testing.assert_allclose(numpy_of(ours_params[k].grad),
-                                   numpy_of(theirs_params[k].grad), rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(
+            numpy_of(ours_params[k].grad), numpy_of(theirs_params[k].grad), rtol=1e-4, atol=1e-6
+        )
     sample = ours.rsample((100,))
     assert sample.shape == (100, 3) and bool(ours.support.check(sample).all())
     assert ours.expand((2, 3)).batch_shape == (2, 3)
@@ -249,10 +271,20 @@ def test_lazy_parameters_keep_their_graph_and_sample_n_warns():
         assert dist.sample_n(3).shape == (3, 2)
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.name in {
-    "Normal", "Exponential", "Gamma", "Bernoulli", "ContinuousBernoulli"}],
-    ids=lambda c: c.id)
+@pytest.mark.parametrize(
+    "case",
+    [
+        c
+        for c in CASES
+        if c.name in {"Normal", "Exponential", "Gamma", "Bernoulli", "ContinuousBernoulli"}
+    ],
+    ids=lambda c: c.id,
+)
 def test_exponential_family_entropy_by_bregman_divergence(case):
     dist, _ = build(aa, case)
-    np.testing.assert_allclose(numpy_of(aa.distributions.ExponentialFamily.entropy(dist)),
-                               numpy_of(dist.entropy()), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(
+        numpy_of(aa.distributions.ExponentialFamily.entropy(dist)),
+        numpy_of(dist.entropy()),
+        rtol=1e-7,
+        atol=1e-9,
+    )

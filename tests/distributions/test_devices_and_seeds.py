@@ -23,8 +23,16 @@ def test_samples_follow_the_seed_on_the_device(device, case):
     other = dist.sample((3,))
     assert first.device == aa.device(device)
     np.testing.assert_array_equal(numpy_of(first), numpy_of(again))
-    if case.name not in ("Bernoulli", "Categorical", "OneHotCategorical", "Binomial",
-                         "Geometric", "Poisson", "NegativeBinomial", "Multinomial"):
+    if case.name not in (
+        "Bernoulli",
+        "Categorical",
+        "OneHotCategorical",
+        "Binomial",
+        "Geometric",
+        "Poisson",
+        "NegativeBinomial",
+        "Multinomial",
+    ):
         assert not np.array_equal(numpy_of(first), numpy_of(other))
     assert bool(dist.support.check(first).all())
     log_prob = dist.log_prob(first)
@@ -35,10 +43,26 @@ def test_samples_follow_the_seed_on_the_device(device, case):
         np.testing.assert_array_equal(numpy_of(dist.rsample((3,))), numpy_of(first))
 
 
-MOMENTS = [c for c in CASES if c.name not in {
-    "Cauchy", "HalfCauchy", "RelaxedBernoulli", "RelaxedOneHotCategorical", "LogisticNormal",
-    "Categorical", "StudentT", "Pareto", "FisherSnedecor", "InverseGamma", "VonMises",
-    "LogNormal", "LKJCholesky"}]
+MOMENTS = [
+    c
+    for c in CASES
+    if c.name
+    not in {
+        "Cauchy",
+        "HalfCauchy",
+        "RelaxedBernoulli",
+        "RelaxedOneHotCategorical",
+        "LogisticNormal",
+        "Categorical",
+        "StudentT",
+        "Pareto",
+        "FisherSnedecor",
+        "InverseGamma",
+        "VonMises",
+        "LogNormal",
+        "LKJCholesky",
+    }
+]
 
 
 @pytest.mark.parametrize("case", MOMENTS, ids=lambda c: c.id)

@@ -18,37 +18,58 @@ LOC3 = [[0.3, -1.0, 0.2], [0.0, 1.0, 2.0]]
 PARAMS = {
     "Bernoulli": ({"probs": [0.2, 0.7]}, {"probs": [0.4, 0.5]}),
     "Poisson": ({"rate": [0.5, 3.0]}, {"rate": [1.5, 2.0]}),
-    "Beta": ({"concentration1": [1.5, 3.0], "concentration0": [2.0, 0.7]},
-             {"concentration1": [0.8, 2.0], "concentration0": [1.2, 3.0]}),
+    "Beta": (
+        {"concentration1": [1.5, 3.0], "concentration0": [2.0, 0.7]},
+        {"concentration1": [0.8, 2.0], "concentration0": [1.2, 3.0]},
+    ),
     "ContinuousBernoulli": ({"probs": [0.2, 0.7]}, {"probs": [0.6, 0.3]}),
     "Exponential": ({"rate": [0.5, 2.0]}, {"rate": [1.5, 0.7]}),
-    "Gamma": ({"concentration": [2.0, 0.7], "rate": [1.5, 3.0]},
-              {"concentration": [1.2, 3.0], "rate": [0.5, 2.0]}),
-    "Normal": ({"loc": [0.3, -1.0], "scale": [0.5, 2.0]},
-               {"loc": [-0.2, 0.5], "scale": [1.5, 0.7]}),
-    "Pareto": ({"scale": [0.3, 0.4], "alpha": [3.0, 5.0]},
-               {"scale": [0.1, 0.2], "alpha": [2.5, 4.0]}),
-    "Uniform": ({"low": [0.2, 0.3], "high": [0.5, 0.9]},
-                {"low": [0.1, 0.2], "high": [0.8, 0.95]}),
+    "Gamma": (
+        {"concentration": [2.0, 0.7], "rate": [1.5, 3.0]},
+        {"concentration": [1.2, 3.0], "rate": [0.5, 2.0]},
+    ),
+    "Normal": (
+        {"loc": [0.3, -1.0], "scale": [0.5, 2.0]},
+        {"loc": [-0.2, 0.5], "scale": [1.5, 0.7]},
+    ),
+    "Pareto": (
+        {"scale": [0.3, 0.4], "alpha": [3.0, 5.0]},
+        {"scale": [0.1, 0.2], "alpha": [2.5, 4.0]},
+    ),
+    "Uniform": ({"low": [0.2, 0.3], "high": [0.5, 0.9]}, {"low": [0.1, 0.2], "high": [0.8, 0.95]}),
     "Binomial": ({"probs": [0.2, 0.7], "total_count": 5}, {"probs": [0.4, 0.5], "total_count": 5}),
     "Categorical": ({"probs": P3}, {"probs": Q3}),
     "OneHotCategorical": ({"probs": P3}, {"probs": Q3}),
-    "Cauchy": ({"loc": [0.3, -1.0], "scale": [0.5, 2.0]},
-               {"loc": [-0.2, 0.5], "scale": [1.5, 0.7]}),
-    "Dirichlet": ({"concentration": [[0.7, 3.0, 1.2], [2.0, 2.0, 0.5]]},
-                  {"concentration": [[1.7, 1.0, 2.2], [1.0, 3.0, 1.5]]}),
+    "Cauchy": (
+        {"loc": [0.3, -1.0], "scale": [0.5, 2.0]},
+        {"loc": [-0.2, 0.5], "scale": [1.5, 0.7]},
+    ),
+    "Dirichlet": (
+        {"concentration": [[0.7, 3.0, 1.2], [2.0, 2.0, 0.5]]},
+        {"concentration": [[1.7, 1.0, 2.2], [1.0, 3.0, 1.5]]},
+    ),
     "Geometric": ({"probs": [0.2, 0.7]}, {"probs": [0.4, 0.5]}),
-    "Gumbel": ({"loc": [0.3, -1.0], "scale": [0.5, 2.0]},
-               {"loc": [-0.2, 0.5], "scale": [1.5, 0.7]}),
+    "Gumbel": (
+        {"loc": [0.3, -1.0], "scale": [0.5, 2.0]},
+        {"loc": [-0.2, 0.5], "scale": [1.5, 0.7]},
+    ),
     "HalfNormal": ({"scale": [0.5, 2.0]}, {"scale": [1.5, 0.7]}),
-    "Laplace": ({"loc": [0.3, -1.0], "scale": [0.5, 2.0]},
-                {"loc": [-0.2, 0.5], "scale": [1.5, 0.7]}),
-    "MultivariateNormal": ({"loc": LOC3, "covariance_matrix": COV},
-                           {"loc": [[0.0, 0.0, 1.0], [1.0, 1.0, 1.0]], "scale_tril": TRIL}),
+    "Laplace": (
+        {"loc": [0.3, -1.0], "scale": [0.5, 2.0]},
+        {"loc": [-0.2, 0.5], "scale": [1.5, 0.7]},
+    ),
+    "MultivariateNormal": (
+        {"loc": LOC3, "covariance_matrix": COV},
+        {"loc": [[0.0, 0.0, 1.0], [1.0, 1.0, 1.0]], "scale_tril": TRIL},
+    ),
     "LowRankMultivariateNormal": (
         {"loc": LOC3, "cov_factor": FACTOR, "cov_diag": [[0.5, 1.0, 2.0], [1.0, 0.3, 0.7]]},
-        {"loc": [[0.0, 0.0, 1.0], [1.0, 1.0, 1.0]], "cov_factor": (np.asarray(FACTOR) / 2).tolist(),
-         "cov_diag": [[1.5, 1.0, 0.5], [0.4, 0.8, 1.7]]}),
+        {
+            "loc": [[0.0, 0.0, 1.0], [1.0, 1.0, 1.0]],
+            "cov_factor": (np.asarray(FACTOR) / 2).tolist(),
+            "cov_diag": [[1.5, 1.0, 0.5], [0.4, 0.8, 1.7]],
+        },
+    ),
 }
 
 
@@ -70,8 +91,11 @@ def _make(lib, name, which, requires_grad=False):
 
 
 def _registered_pairs():
-    return sorted((p.__name__, q.__name__) for p, q in kl_module._KL_REGISTRY
-                  if p.__name__ != "ExponentialFamily")
+    return sorted(
+        (p.__name__, q.__name__)
+        for p, q in kl_module._KL_REGISTRY
+        if p.__name__ != "ExponentialFamily"
+    )
 
 
 def test_the_registry_holds_torchs_pairs(torch):
@@ -102,8 +126,9 @@ def test_kl_matches_torch(torch, pair):
             g, g_t = ours_params[name].grad, theirs_params[name].grad
             if g_t is None:
                 continue
-            np.testing.assert_allclose(numpy_of(g), numpy_of(g_t), rtol=1e-5, atol=1e-8,
-                                       err_msg=name)
+            np.testing.assert_allclose(
+                numpy_of(g), numpy_of(g_t), rtol=1e-5, atol=1e-8, err_msg=name
+            )
 
 
 def test_exponential_family_bregman_rule_matches_the_closed_form():
@@ -111,8 +136,11 @@ def test_exponential_family_bregman_rule_matches_the_closed_form():
 
     p, _ = _make(aa, "Gamma", 0)
     q, _ = _make(aa, "Gamma", 1)
-    np.testing.assert_allclose(numpy_of(_kl_expfamily_expfamily(p, q)),
-                               numpy_of(aa.distributions.kl_divergence(p, q)), rtol=1e-9)
+    np.testing.assert_allclose(
+        numpy_of(_kl_expfamily_expfamily(p, q)),
+        numpy_of(aa.distributions.kl_divergence(p, q)),
+        rtol=1e-9,
+    )
     with pytest.raises(NotImplementedError, match="different exponential families"):
         _kl_expfamily_expfamily(p, _make(aa, "Normal", 0)[0])
 
@@ -122,11 +150,11 @@ def test_missing_pair_raises_torchs_error(torch):
     with pytest.raises(NotImplementedError) as ours:
         D.kl_divergence(D.Cauchy(0.0, 1.0), D.Normal(0.0, 1.0))
     with pytest.raises(NotImplementedError) as theirs:
-        torch.distributions.kl_divergence(torch.distributions.Cauchy(0.0, 1.0),
-                                          torch.distributions.Normal(0.0, 1.0))
+        torch.distributions.kl_divergence(
+            torch.distributions.Cauchy(0.0, 1.0), torch.distributions.Normal(0.0, 1.0)
+        )
     assert str(ours.value) == str(theirs.value)
-    assert str(ours.value) == (
-        "No KL(p || q) is implemented for p type Cauchy and q type Normal")
+    assert str(ours.value) == ("No KL(p || q) is implemented for p type Cauchy and q type Normal")
 
 
 def test_register_kl_prefers_the_most_specific_rule_and_refuses_non_types():
@@ -172,8 +200,9 @@ def test_ambiguous_rules_warn():
 def test_binomial_with_larger_q_count_is_not_implemented():
     D = aa.distributions
     with pytest.raises(NotImplementedError, match="q.total_count > p.total_count"):
-        D.kl_divergence(D.Binomial(3, probs=aa.tensor([0.5])), D.Binomial(5, probs=aa.tensor(
-            [0.5])))
+        D.kl_divergence(
+            D.Binomial(3, probs=aa.tensor([0.5])), D.Binomial(5, probs=aa.tensor([0.5]))
+        )
 
 
 @pytest.mark.parametrize("p_name", ["Beta", "ContinuousBernoulli"])
@@ -181,10 +210,12 @@ def test_kl_to_a_uniform_covering_the_unit_interval_is_finite(torch, p_name):
     p, _ = _make(aa, p_name, 0)
     p_t, _ = _make(torch, p_name, 0)
     wide = [[-0.5, 0.0], [1.5, 1.0]]
-    q = aa.distributions.Uniform(aa.tensor(wide[0], dtype=aa.float64),
-                                 aa.tensor(wide[1], dtype=aa.float64))
-    q_t = torch.distributions.Uniform(torch.tensor(wide[0], dtype=torch.float64),
-                                      torch.tensor(wide[1], dtype=torch.float64))
+    q = aa.distributions.Uniform(
+        aa.tensor(wide[0], dtype=aa.float64), aa.tensor(wide[1], dtype=aa.float64)
+    )
+    q_t = torch.distributions.Uniform(
+        torch.tensor(wide[0], dtype=torch.float64), torch.tensor(wide[1], dtype=torch.float64)
+    )
     ours = aa.distributions.kl_divergence(p, q)
     theirs = torch.distributions.kl_divergence(p_t, q_t)
     np.testing.assert_allclose(numpy_of(ours), numpy_of(theirs), rtol=1e-6)

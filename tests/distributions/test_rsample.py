@@ -60,20 +60,43 @@ def test_standard_gamma_gradient_is_the_implicit_one(torch):
     a, v = numpy_of(alpha), numpy_of(x)
     u = scipy_special.gammainc(a, v)
     step = 1e-6 * a
-    by_differences = (scipy_special.gammaincinv(a + step, u)
-                      - scipy_special.gammaincinv(a - step, u)) / (2 * step)
+    by_differences = (
+        scipy_special.gammaincinv(a + step, u) - scipy_special.gammaincinv(a - step, u)
+    ) / (2 * step)
     np.testing.assert_allclose(numpy_of(alpha.grad), by_differences, rtol=1e-5)
     reference = torch._standard_gamma_grad(torch.tensor(a), torch.tensor(v)).numpy()
     np.testing.assert_allclose(numpy_of(alpha.grad), reference, rtol=2e-3)
-    np.testing.assert_allclose(numpy_of(_standard_gamma_grad(aa.tensor(a), aa.tensor(v))),
-                               numpy_of(alpha.grad))
+    np.testing.assert_allclose(
+        numpy_of(_standard_gamma_grad(aa.tensor(a), aa.tensor(v))), numpy_of(alpha.grad)
+    )
 
 
-FINITE_MEAN = [c for c in CASES if c.name in {
-    "Normal", "LogNormal", "HalfNormal", "Uniform", "Laplace", "Gumbel", "StudentT",
-    "Exponential", "Gamma", "Chi2", "Beta", "Dirichlet", "Weibull", "Pareto", "Kumaraswamy",
-    "InverseGamma", "MultivariateNormal", "LowRankMultivariateNormal", "ContinuousBernoulli",
-}]
+FINITE_MEAN = [
+    c
+    for c in CASES
+    if c.name
+    in {
+        "Normal",
+        "LogNormal",
+        "HalfNormal",
+        "Uniform",
+        "Laplace",
+        "Gumbel",
+        "StudentT",
+        "Exponential",
+        "Gamma",
+        "Chi2",
+        "Beta",
+        "Dirichlet",
+        "Weibull",
+        "Pareto",
+        "Kumaraswamy",
+        "InverseGamma",
+        "MultivariateNormal",
+        "LowRankMultivariateNormal",
+        "ContinuousBernoulli",
+    }
+]
 
 
 @pytest.mark.parametrize("case", FINITE_MEAN, ids=lambda c: c.id)
@@ -82,12 +105,17 @@ def test_rsample_mean_gradient_matches_the_mean_gradient(case):
     dist, params = build(aa, case, requires_grad=True)
     aa.manual_seed(0)
     samples = dist.rsample((4000,))
-    weights = aa.tensor(np.linspace(0.5, 1.5, int(np.prod(samples.shape[1:])))
-                        .reshape(samples.shape[1:]), dtype=aa.float64)
-    estimate = aa.autograd.grad((samples.mean(0) * weights).sum(), list(params.values()),
-                                allow_unused=True, retain_graph=True)
-    exact = aa.autograd.grad((dist.mean * weights).sum(), list(params.values()),
-                             allow_unused=True)
+    weights = aa.tensor(
+        np.linspace(0.5, 1.5, int(np.prod(samples.shape[1:]))).reshape(samples.shape[1:]),
+        dtype=aa.float64,
+    )
+    estimate = aa.autograd.grad(
+        (samples.mean(0) * weights).sum(),
+        list(params.values()),
+        allow_unused=True,
+        retain_graph=True,
+    )
+    exact = aa.autograd.grad((dist.mean * weights).sum(), list(params.values()), allow_unused=True)
     for name, e, g in zip(params, estimate, exact):
         if g is None:
             continue

@@ -32,13 +32,29 @@ TRANSFORMS = {
     "Independent": (lambda T: T.IndependentTransform(T.ExpTransform(), 1), X),
     "Reshape": (lambda T: T.ReshapeTransform((3,), (3, 1)), X),
     "Inverse": (lambda T: T.ExpTransform().inv, POSITIVE),
-    "Cat": (lambda T: T.CatTransform([T.ExpTransform(), T.AffineTransform(0.0, 2.0)], 1,
-                                     [1, 2]), X),
+    "Cat": (
+        lambda T: T.CatTransform([T.ExpTransform(), T.AffineTransform(0.0, 2.0)], 1, [1, 2]),
+        X,
+    ),
     "Stack": (lambda T: T.StackTransform([T.ExpTransform(), T.SigmoidTransform()], 0), X),
 }
-BIJECTIVE = {"Exp", "Sigmoid", "Tanh", "Softplus", "Power", "Affine", "Affine(event_dim=1)",
-             "StickBreaking", "CorrCholesky", "Compose", "Independent", "Reshape", "Inverse",
-             "Cat", "Stack"}
+BIJECTIVE = {
+    "Exp",
+    "Sigmoid",
+    "Tanh",
+    "Softplus",
+    "Power",
+    "Affine",
+    "Affine(event_dim=1)",
+    "StickBreaking",
+    "CorrCholesky",
+    "Compose",
+    "Independent",
+    "Reshape",
+    "Inverse",
+    "Cat",
+    "Stack",
+}
 NO_JACOBIAN = {"Abs", "Softmax", "LowerCholesky", "PositiveDefinite"}
 
 
@@ -59,12 +75,19 @@ def test_transform_matches_torch(torch, name):
     assert ours.forward_shape(x.shape) == tuple(theirs.forward_shape(x_t.shape))
     assert ours.inverse_shape(y.shape) == tuple(theirs.inverse_shape(y_t.shape))
     fresh = make(aa.distributions.transforms)  # no cache: a real inverse
-    np.testing.assert_allclose(numpy_of(fresh.inv(_tensor(aa, numpy_of(y_t).tolist()))),
-                               numpy_of(theirs.inv(y_t.clone())), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(
+        numpy_of(fresh.inv(_tensor(aa, numpy_of(y_t).tolist()))),
+        numpy_of(theirs.inv(y_t.clone())),
+        rtol=1e-7,
+        atol=1e-9,
+    )
     if name not in NO_JACOBIAN:
-        np.testing.assert_allclose(numpy_of(ours.log_abs_det_jacobian(x, y)),
-                                   numpy_of(theirs.log_abs_det_jacobian(x_t, y_t)),
-                                   rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(
+            numpy_of(ours.log_abs_det_jacobian(x, y)),
+            numpy_of(theirs.log_abs_det_jacobian(x_t, y_t)),
+            rtol=1e-7,
+            atol=1e-9,
+        )
     if name in BIJECTIVE and name not in ("Cat", "Stack", "CorrCholesky", "StickBreaking"):
         assert bool(ours.codomain.check(y).all())
 
@@ -76,8 +99,9 @@ def test_elementwise_log_det_is_the_log_derivative(name):
     x = _tensor(aa, values).requires_grad_()
     y = transform(x)
     (slope,) = aa.autograd.grad(y.sum(), [x])
-    np.testing.assert_allclose(numpy_of(transform.log_abs_det_jacobian(x, y)),
-                               np.log(np.abs(numpy_of(slope))), rtol=1e-9)
+    np.testing.assert_allclose(
+        numpy_of(transform.log_abs_det_jacobian(x, y)), np.log(np.abs(numpy_of(slope))), rtol=1e-9
+    )
 
 
 def test_cache_returns_the_input_of_a_sample_and_inverse_is_an_involution():
@@ -91,30 +115,41 @@ def test_cache_returns_the_input_of_a_sample_and_inverse_is_an_involution():
     with pytest.raises(ValueError, match="cache_size must be 0 or 1"):
         T.ExpTransform(cache_size=2)
     assert repr(T.ComposeTransform([T.ExpTransform(), T.TanhTransform()])) == (
-        "ComposeTransform(\n    ExpTransform(),\n    TanhTransform()\n)")
+        "ComposeTransform(\n    ExpTransform(),\n    TanhTransform()\n)"
+    )
 
 
 def test_transformed_distribution_matches_torch(torch):
     def make(lib):
         D = lib.distributions
-        base = D.Normal(lib.tensor([0.3, -1.0], dtype=lib.float64),
-                        lib.tensor([0.5, 2.0], dtype=lib.float64))
+        base = D.Normal(
+            lib.tensor([0.3, -1.0], dtype=lib.float64), lib.tensor([0.5, 2.0], dtype=lib.float64)
+        )
         return D.TransformedDistribution(base, [D.AffineTransform(1.0, -2.0), D.SigmoidTransform()])
 
     ours, theirs = make(aa), make(torch)
     values = [[0.2, 0.7], [0.9, 0.05]]
-    np.testing.assert_allclose(numpy_of(ours.log_prob(_tensor(aa, values))),
-                               numpy_of(theirs.log_prob(_tensor(torch, values))), rtol=1e-9)
-    np.testing.assert_allclose(numpy_of(ours.cdf(_tensor(aa, values))),
-                               numpy_of(theirs.cdf(_tensor(torch, values))), rtol=1e-9)
-    np.testing.assert_allclose(numpy_of(ours.icdf(_tensor(aa, values))),
-                               numpy_of(theirs.icdf(_tensor(torch, values))), rtol=1e-9)
+    np.testing.assert_allclose(
+        numpy_of(ours.log_prob(_tensor(aa, values))),
+        numpy_of(theirs.log_prob(_tensor(torch, values))),
+        rtol=1e-9,
+    )
+    np.testing.assert_allclose(
+        numpy_of(ours.cdf(_tensor(aa, values))),
+        numpy_of(theirs.cdf(_tensor(torch, values))),
+        rtol=1e-9,
+    )
+    np.testing.assert_allclose(
+        numpy_of(ours.icdf(_tensor(aa, values))),
+        numpy_of(theirs.icdf(_tensor(torch, values))),
+        rtol=1e-9,
+    )
     sample = ours.rsample((4,))
     assert sample.shape == (4, 2) and sample.requires_grad is False
     assert repr(ours.support) == repr(theirs.support)
     stick = aa.distributions.TransformedDistribution(
-        aa.distributions.Normal(aa.zeros(3), aa.ones(3)),
-        aa.distributions.StickBreakingTransform())
+        aa.distributions.Normal(aa.zeros(3), aa.ones(3)), aa.distributions.StickBreakingTransform()
+    )
     assert stick.event_shape == (4,) and stick.batch_shape == ()
 
 
@@ -175,8 +210,10 @@ def test_constraints_check_like_torch(torch):
     for make, values in pairs:
         ours = make(aa.distributions.constraints)
         theirs = make(torch.distributions.constraints)
-        np.testing.assert_array_equal(numpy_of(ours.check(_tensor(aa, values))),
-                                      numpy_of(theirs.check(_tensor(torch, values))))
+        np.testing.assert_array_equal(
+            numpy_of(ours.check(_tensor(aa, values))),
+            numpy_of(theirs.check(_tensor(torch, values))),
+        )
         assert ours.is_discrete == theirs.is_discrete
         assert ours.event_dim == theirs.event_dim
         assert repr(ours) == repr(theirs)

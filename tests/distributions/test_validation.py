@@ -27,43 +27,54 @@ def _error(make):
 
 
 CASES = {
-    "scale <= 0": lambda lib: lib.distributions.Normal(
-        lib.tensor([0.0]), lib.tensor([-1.0])),
-    "nan value": lambda lib: lib.distributions.Normal(0.0, 1.0).log_prob(
-        lib.tensor(float("nan"))),
+    "scale <= 0": lambda lib: lib.distributions.Normal(lib.tensor([0.0]), lib.tensor([-1.0])),
+    "nan value": lambda lib: lib.distributions.Normal(0.0, 1.0).log_prob(lib.tensor(float("nan"))),
     "neither probs nor logits": lambda lib: lib.distributions.Bernoulli(),
     "both probs and logits": lambda lib: lib.distributions.Categorical(
-        probs=lib.tensor([0.5, 0.5]), logits=lib.tensor([0.0, 0.0])),
+        probs=lib.tensor([0.5, 0.5]), logits=lib.tensor([0.0, 0.0])
+    ),
     "probs above one": lambda lib: lib.distributions.Bernoulli(probs=lib.tensor([1.5])),
-    "negative rate value": lambda lib: lib.distributions.Exponential(
-        lib.tensor([1.0])).log_prob(lib.tensor([-1.0])),
-    "value of wrong batch shape": lambda lib: lib.distributions.Normal(
-        lib.zeros(3), 1.0).log_prob(lib.zeros(2)),
-    "value of wrong event shape": lambda lib: lib.distributions.Dirichlet(
-        lib.ones(3)).log_prob(lib.tensor([0.5, 0.5])),
+    "negative rate value": lambda lib: lib.distributions.Exponential(lib.tensor([1.0])).log_prob(
+        lib.tensor([-1.0])
+    ),
+    "value of wrong batch shape": lambda lib: lib.distributions.Normal(lib.zeros(3), 1.0).log_prob(
+        lib.zeros(2)
+    ),
+    "value of wrong event shape": lambda lib: lib.distributions.Dirichlet(lib.ones(3)).log_prob(
+        lib.tensor([0.5, 0.5])
+    ),
     "no covariance": lambda lib: lib.distributions.MultivariateNormal(lib.zeros(2)),
     "uniform low above high": lambda lib: lib.distributions.Uniform(
-        lib.tensor([1.0]), lib.tensor([0.0])),
+        lib.tensor([1.0]), lib.tensor([0.0])
+    ),
     "value not a tensor": lambda lib: lib.distributions.Normal(0.0, 1.0).log_prob(1.0),
-    "non-integer count": lambda lib: lib.distributions.Poisson(
-        lib.tensor([1.0])).log_prob(lib.tensor([0.5])),
+    "non-integer count": lambda lib: lib.distributions.Poisson(lib.tensor([1.0])).log_prob(
+        lib.tensor([0.5])
+    ),
     "0-d concentration": lambda lib: lib.distributions.Dirichlet(lib.tensor(1.0)),
-    "simplex": lambda lib: lib.distributions.Dirichlet(
-        lib.ones(3)).log_prob(lib.tensor([0.5, 0.6, 0.1])),
+    "simplex": lambda lib: lib.distributions.Dirichlet(lib.ones(3)).log_prob(
+        lib.tensor([0.5, 0.6, 0.1])
+    ),
     "geometric p = 0": lambda lib: lib.distributions.Geometric(probs=lib.tensor([0.0, 0.5])),
     "loc 0-d": lambda lib: lib.distributions.MultivariateNormal(lib.tensor(0.0), lib.eye(1)),
     "cov_factor shape": lambda lib: lib.distributions.LowRankMultivariateNormal(
-        lib.zeros(3), lib.zeros(2, 1), lib.ones(3)),
+        lib.zeros(3), lib.zeros(2, 1), lib.ones(3)
+    ),
     "independent ndims": lambda lib: lib.distributions.Independent(
-        lib.distributions.Normal(lib.zeros(2), 1.0), 2),
+        lib.distributions.Normal(lib.zeros(2), 1.0), 2
+    ),
     "transforms not a list": lambda lib: lib.distributions.TransformedDistribution(
-        lib.distributions.Normal(0.0, 1.0), 3),
+        lib.distributions.Normal(0.0, 1.0), 3
+    ),
     "binomial value above count": lambda lib: lib.distributions.Binomial(
-        5, probs=lib.tensor([0.5])).log_prob(lib.tensor([6.0])),
+        5, probs=lib.tensor([0.5])
+    ).log_prob(lib.tensor([6.0])),
     "lower cholesky": lambda lib: lib.distributions.MultivariateNormal(
-        lib.zeros(2), scale_tril=lib.tensor([[1.0, 0.5], [0.0, 1.0]])),
+        lib.zeros(2), scale_tril=lib.tensor([[1.0, 0.5], [0.0, 1.0]])
+    ),
     "positive definite": lambda lib: lib.distributions.MultivariateNormal(
-        lib.zeros(2), covariance_matrix=lib.tensor([[1.0, 2.0], [2.0, 1.0]])),
+        lib.zeros(2), covariance_matrix=lib.tensor([[1.0, 2.0], [2.0, 1.0]])
+    ),
 }
 
 

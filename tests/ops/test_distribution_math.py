@@ -22,11 +22,22 @@ def test_lgamma_digamma_polygamma_values_and_gradients(device):
     check_op(aa.lgamma, special.gammaln, X, device=device)
     check_op(aa.digamma, special.psi, X, device=device)
     for n in (1, 2):
-        check_op(lambda x, n=n: aa.polygamma(n, x), lambda a, n=n: special.polygamma(n, a), X,
-                 device=device)
-    check_op(lambda x: aa.mvlgamma(x + 2, 3), lambda a: special.multigammaln(a + 2, 3)
-             if np.ndim(a) == 0 else np.vectorize(lambda v: special.multigammaln(v, 3))(a + 2),
-             X, device=device)
+        check_op(
+            lambda x, n=n: aa.polygamma(n, x),
+            lambda a, n=n: special.polygamma(n, a),
+            X,
+            device=device,
+        )
+    check_op(
+        lambda x: aa.mvlgamma(x + 2, 3),
+        lambda a: (
+            special.multigammaln(a + 2, 3)
+            if np.ndim(a) == 0
+            else np.vectorize(lambda v: special.multigammaln(v, 3))(a + 2)
+        ),
+        X,
+        device=device,
+    )
 
 
 def test_second_derivatives_by_finite_differences():
@@ -41,10 +52,14 @@ def test_special_functions_match_torch(torch):
         ours = getattr(aa, name)(aa.tensor(values, requires_grad=True))
         theirs = getattr(torch, name)(torch.tensor(values, requires_grad=True))
         np.testing.assert_allclose(to_numpy(ours), theirs.detach().numpy(), rtol=1e-12)
-    np.testing.assert_allclose(to_numpy(aa.tensor(values).polygamma(2)),
-                               torch.tensor(values).polygamma(2).numpy(), rtol=1e-10)
-    np.testing.assert_allclose(to_numpy(aa.tensor(values).lgamma()),
-                               torch.tensor(values).lgamma().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(
+        to_numpy(aa.tensor(values).polygamma(2)),
+        torch.tensor(values).polygamma(2).numpy(),
+        rtol=1e-10,
+    )
+    np.testing.assert_allclose(
+        to_numpy(aa.tensor(values).lgamma()), torch.tensor(values).lgamma().numpy(), rtol=1e-12
+    )
     assert aa.lgamma(aa.tensor([1.0, 2.0])).dtype == aa.float32
     with pytest.raises(TypeError, match=r"lgamma\(\): argument 'input'"):
         aa.lgamma([1.0])
@@ -54,21 +69,25 @@ def test_special_functions_match_torch(torch):
 
 def test_log_bessel_matches_scipy_with_gradients():
     x = aa.tensor([0.01, 0.5, 3.0, 40.0, 700.0], dtype=aa.float64, requires_grad=True)
-    expected = [np.log(special.i0e(to_numpy(x))) + to_numpy(x),
-                np.log(special.i1e(to_numpy(x))) + to_numpy(x)]
+    expected = [
+        np.log(special.i0e(to_numpy(x))) + to_numpy(x),
+        np.log(special.i1e(to_numpy(x))) + to_numpy(x),
+    ]
     for order in (0, 1):
-        np.testing.assert_allclose(to_numpy(log_bessel_i(x, order)), expected[order],
-                                   rtol=1e-12)
+        np.testing.assert_allclose(to_numpy(log_bessel_i(x, order)), expected[order], rtol=1e-12)
         assert gradcheck(lambda t, o=order: log_bessel_i(t, o), (x,))
 
 
 def test_standard_gamma_and_binomial_follow_the_seed(device):
     assert_follows_the_seed(
-        lambda d, g: _standard_gamma(aa.full((200,), 2.5, dtype=aa.float64, device=d), g),
-        device)
+        lambda d, g: _standard_gamma(aa.full((200,), 2.5, dtype=aa.float64, device=d), g), device
+    )
     assert_follows_the_seed(
-        lambda d, g: aa.binomial(aa.full((200,), 10.0, device=d),
-                                 aa.full((200,), 0.3, device=d), generator=g), device)
+        lambda d, g: aa.binomial(
+            aa.full((200,), 10.0, device=d), aa.full((200,), 0.3, device=d), generator=g
+        ),
+        device,
+    )
 
 
 def test_binomial_and_gamma_draw_the_right_distributions():
@@ -137,15 +156,16 @@ def test_solve_triangular_matches_torch_with_gradients(torch, device, upper, lef
     for t, t_t in zip(ours, theirs):
         assert t.grad.shape == tuple(t_t.shape)
         np.testing.assert_allclose(to_numpy(t.grad), t_t.grad.numpy(), rtol=1e-9, atol=1e-12)
-    assert gradcheck(lambda p, q: aa.linalg.solve_triangular(p, q, upper=upper, left=left),
-                     tuple(ours))
+    assert gradcheck(
+        lambda p, q: aa.linalg.solve_triangular(p, q, upper=upper, left=left), tuple(ours)
+    )
 
 
 def test_solve_triangular_unitriangular(torch):
     a = np.array([[2.0, 0.0], [3.0, 5.0]])
     b = np.array([[1.0], [2.0]])
-    ours = aa.linalg.solve_triangular(aa.tensor(a), aa.tensor(b), upper=False,
-                                      unitriangular=True)
-    theirs = torch.linalg.solve_triangular(torch.tensor(a), torch.tensor(b), upper=False,
-                                           unitriangular=True)
+    ours = aa.linalg.solve_triangular(aa.tensor(a), aa.tensor(b), upper=False, unitriangular=True)
+    theirs = torch.linalg.solve_triangular(
+        torch.tensor(a), torch.tensor(b), upper=False, unitriangular=True
+    )
     np.testing.assert_allclose(to_numpy(ours), theirs.numpy())
