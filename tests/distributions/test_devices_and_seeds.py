@@ -85,3 +85,41 @@ def test_von_mises_samples_have_the_circular_mean():
     np.testing.assert_allclose(circular_mean, [0.5, -2.0], atol=0.05)
     resultant = np.hypot(np.sin(angles).mean(0), np.cos(angles).mean(0))
     np.testing.assert_allclose(1 - resultant, numpy_of(dist.variance), atol=0.02)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        c
+        for c in CASES
+        if c.name
+        in {
+            "Gamma",
+            "Dirichlet",
+            "MultivariateNormal",
+            "LowRankMultivariateNormal",
+            "VonMises",
+            "Wishart",
+            "StudentT",
+            "Binomial",
+        }
+    ],
+    ids=lambda c: c.id,
+)
+def test_gradients_on_the_device_match_the_cpu(device, case):
+    """rsample (when there is one) and log_prob differentiated on the device, like the cpu."""
+    grads = {}
+    for where in ("cpu", device):
+        dist, params = build(aa, case, requires_grad=True, device=where)
+        aa.manual_seed(4)
+        value = dist.sample((2,))
+        total = dist.log_prob(value).sum()
+        if dist.has_rsample:
+            total = total + dist.rsample((3,)).sum()
+        total.backward()
+        grads[where] = {k: numpy_of(p.grad) for k, p in params.items()}
+        assert all(p.grad.device == aa.device(where) for p in params.values())
+    for name in grads["cpu"]:
+        np.testing.assert_allclose(
+            grads[device][name], grads["cpu"][name], rtol=1e-10, err_msg=name
+        )
