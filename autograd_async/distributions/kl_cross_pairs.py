@@ -14,8 +14,7 @@ from .gamma import Beta, Exponential, Gamma
 from .kl import infinite_like, register_kl, x_log_x
 from .normal import Laplace, Normal, Uniform
 from .transformed import Gumbel, Pareto
-
-EULER_GAMMA = 0.57721566490153286060
+from .utils import euler_constant
 
 
 def _infinite(param: str):  # noqa: ANN202 - a decorator factory
@@ -110,7 +109,8 @@ def _kl_continuous_bernoulli_uniform(p: ContinuousBernoulli, q: Uniform) -> Tens
 def _kl_exponential_gamma(p: Exponential, q: Gamma) -> Tensor:
     ratio = q.rate / p.rate
     t1 = -q.concentration * ratio.log()
-    return t1 + ratio + lgamma(q.concentration) + q.concentration * EULER_GAMMA - (1 + EULER_GAMMA)
+    t2 = lgamma(q.concentration) + q.concentration * euler_constant
+    return t1 + ratio + t2 - (1 + euler_constant)
 
 
 @register_kl(Exponential, Gumbel)
@@ -174,8 +174,8 @@ def _kl_gumbel_normal(p: Gumbel, q: Normal) -> Tensor:
     param_ratio = p.scale / q.scale
     t1 = (param_ratio / math.sqrt(2 * math.pi)).log()
     t2 = (math.pi * param_ratio * 0.5).pow(2) / 3
-    t3 = ((p.loc + p.scale * EULER_GAMMA - q.loc) / q.scale).pow(2) * 0.5
-    return -t1 + t2 + t3 - (EULER_GAMMA + 1)
+    t3 = ((p.loc + p.scale * euler_constant - q.loc) / q.scale).pow(2) * 0.5
+    return -t1 + t2 + t3 - (euler_constant + 1)
 
 
 @register_kl(Laplace, Normal)

@@ -26,8 +26,7 @@ from .multivariate_normal import (
 from .normal import Cauchy, Laplace, Normal, Uniform
 from .transform_base import sum_rightmost
 from .transformed import Gumbel, HalfNormal, Pareto
-
-EULER_GAMMA = 0.57721566490153286060
+from .utils import euler_constant
 
 
 @register_kl(Bernoulli, Bernoulli)
@@ -129,9 +128,9 @@ def _kl_gumbel_gumbel(p: Gumbel, q: Gumbel) -> Tensor:
     ct2 = q.loc / q.scale
     ct3 = p.loc / q.scale
     t1 = -ct1.log() - ct2 + ct3
-    t2 = ct1 * EULER_GAMMA
+    t2 = ct1 * euler_constant
     t3 = (ct2 + lgamma(1 + ct1) - ct3).exp()
-    return t1 + t2 + t3 - (1 + EULER_GAMMA)
+    return t1 + t2 + t3 - (1 + euler_constant)
 
 
 @register_kl(Geometric, Geometric)

@@ -22,7 +22,7 @@ from .transforms import (
     PowerTransform,
     StickBreakingTransform,
 )
-from .utils import broadcast_all, finfo
+from .utils import broadcast_all, euler_constant, finfo
 
 __all__ = [
     "Gumbel",
@@ -35,8 +35,6 @@ __all__ = [
     "Pareto",
     "Weibull",
 ]
-
-EULER_GAMMA = 0.57721566490153286060
 
 
 def _expand_as(self: TransformedDistribution, cls: type, batch_shape: Any, _instance: Any):
@@ -218,7 +216,7 @@ class Gumbel(TransformedDistribution):
 
     @property
     def mean(self) -> Tensor:
-        return self.loc + self.scale * EULER_GAMMA
+        return self.loc + self.scale * euler_constant
 
     @property
     def mode(self) -> Tensor:
@@ -233,7 +231,7 @@ class Gumbel(TransformedDistribution):
         return self.stddev.pow(2)
 
     def entropy(self) -> Tensor:
-        return self.scale.log() + (1 + EULER_GAMMA)
+        return self.scale.log() + (1 + euler_constant)
 
 
 class Weibull(TransformedDistribution):
@@ -288,7 +286,7 @@ class Weibull(TransformedDistribution):
 
     def entropy(self) -> Tensor:
         return (
-            EULER_GAMMA * (1 - self.concentration_reciprocal)
+            euler_constant * (1 - self.concentration_reciprocal)
             + (self.scale * self.concentration_reciprocal).log()
             + 1
         )
@@ -390,7 +388,7 @@ class Kumaraswamy(TransformedDistribution):
     def entropy(self) -> Tensor:
         t1 = 1 - self.concentration1.reciprocal()
         t0 = 1 - self.concentration0.reciprocal()
-        h0 = digamma(self.concentration0 + 1) + EULER_GAMMA
+        h0 = digamma(self.concentration0 + 1) + euler_constant
         return t0 + t1 * h0 - self.concentration1.log() - self.concentration0.log()
 
 

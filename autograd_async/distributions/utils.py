@@ -17,6 +17,7 @@ from ..tensor import Tensor
 
 __all__ = [
     "broadcast_all",
+    "euler_constant",
     "clamp_probs",
     "lazy_property",
     "logits_to_probs",
@@ -24,6 +25,8 @@ __all__ = [
     "tril_matrix_to_vec",
     "vec_to_tril_matrix",
 ]
+
+euler_constant = 0.57721566490153286060  # the Euler-Mascheroni constant, PyTorch's name
 
 
 def finfo(t: Tensor) -> np.finfo:
