@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..devices import backend_of
 from ..tensor import Tensor
 from .base import Op, require_tensor
 from .dual import as_array, quiet, swap_last, xp_of
@@ -81,9 +82,13 @@ class LinalgCholeskyBackward0(Op):
     def forward(self, a: Any) -> Any:
         xp = xp_of(a)
         try:
-            return as_array(xp.linalg.cholesky(a))
-        except xp.linalg.LinAlgError:
+            out = xp.linalg.cholesky(a)
+        except np.linalg.LinAlgError:
             raise _not_positive_definite(a) from None
+        # CuPy does not raise: a factor with NaNs of a finite input means the same failure.
+        if xp is not np and bool(xp.isnan(out).any()) and bool(xp.isfinite(a).all()):
+            raise _not_positive_definite(a)
+        return as_array(out)
 
     def backward(self, g: Any) -> Any:
         (lower,) = self.saved(g)
@@ -99,13 +104,13 @@ def _triangle_strict(a: Any) -> Any:
 
 def _not_positive_definite(a: Any) -> RuntimeError:
     """PyTorch's error, naming the first leading minor that is not positive-definite."""
-    xp = xp_of(a)
-    flat = a.reshape((-1,) + a.shape[-2:])
+    host = backend_of(a).to_host(a)
+    flat = host.reshape((-1,) + host.shape[-2:])
     for batch, matrix in enumerate(flat):
         for order in range(1, matrix.shape[-1] + 1):
             try:
-                xp.linalg.cholesky(matrix[:order, :order])
-            except xp.linalg.LinAlgError:
+                np.linalg.cholesky(matrix[:order, :order])
+            except np.linalg.LinAlgError:
                 where = f"(Batch element {batch}): " if a.ndim > 2 else ""
                 return RuntimeError(
                     f"linalg.cholesky: {where}The factorization could not be completed because "
