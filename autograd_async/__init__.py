@@ -104,6 +104,9 @@ globals().update(torch_functions(
     globals(),
 ))
 
+# isort: split
+from . import distributions  # torch.distributions' names
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -198,4 +201,5 @@ __all__ = [
     "multinomial",
     "normal",
     "poisson",
+    "distributions",
 ]

@@ -148,3 +148,11 @@ class Backend(ABC):
     def random_poisson(self, state: Any, rates: Any, dtype: Any) -> Any:
         """Poisson samples, one for each rate of the array `rates` (on this device)."""
         raise NotImplementedError(f"{self.type} devices draw no random numbers")
+
+    def random_gamma(self, state: Any, concentration: Any, dtype: Any) -> Any:
+        """Gamma(concentration, rate 1) samples, one for each element of `concentration`."""
+        raise NotImplementedError(f"{self.type} devices draw no random numbers")
+
+    def random_binomial(self, state: Any, count: Any, probs: Any, dtype: Any) -> Any:
+        """Binomial samples of the (broadcast) arrays of trial counts and probabilities."""
+        raise NotImplementedError(f"{self.type} devices draw no random numbers")

@@ -135,3 +135,9 @@ class CpuBackend(Backend):
 
     def random_poisson(self, state: Any, rates: Any, dtype: Any) -> Any:
         return state.poisson(rates).astype(dtype, copy=False)
+
+    def random_gamma(self, state: Any, concentration: Any, dtype: Any) -> Any:
+        return state.standard_gamma(concentration).astype(dtype, copy=False)
+
+    def random_binomial(self, state: Any, count: Any, probs: Any, dtype: Any) -> Any:
+        return state.binomial(count.astype(np.int64), probs).astype(dtype, copy=False)

@@ -214,3 +214,11 @@ class CudaBackend(Backend):
 
     def random_poisson(self, state: Any, rates: Any, dtype: Any) -> Any:
         return state.poisson(rates, dtype=np.int64).astype(dtype, copy=False)
+
+    def random_gamma(self, state: Any, concentration: Any, dtype: Any) -> Any:
+        return state.standard_gamma(concentration, dtype=np.float64).astype(dtype, copy=False)
+
+    def random_binomial(self, state: Any, count: Any, probs: Any, dtype: Any) -> Any:
+        shape = np.broadcast_shapes(count.shape, probs.shape)
+        draws = state.binomial(count.astype(np.int64), probs, size=shape, dtype=np.int64)
+        return draws.astype(dtype, copy=False)

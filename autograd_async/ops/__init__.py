@@ -42,12 +42,16 @@ from . import activations, linalg, losses, pointwise, scan, special
 # isort: split
 from . import random_draws, random_fills
 
+# isort: split
+from . import distribution_math
+
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
 _FAMILIES += (conv, pooling, sampling, normalization, embedding, distance, attention)
 _FAMILIES += (special, pointwise, scan, linalg, activations, losses)
 _FAMILIES += (views,)
 _FAMILIES += (random_fills, random_draws)
+_FAMILIES += (distribution_math,)
 
 FUNCTIONS: dict[str, Any] = {}
 for _family in _FAMILIES:
@@ -65,6 +69,7 @@ def _cast(dtype: Any) -> Any:
 # Functions of several tensors that PyTorch has no method for.
 _NOT_METHODS = ("cat", "concat", "concatenate", "stack")
 _NOT_METHODS += ("normal", "poisson")
+_NOT_METHODS += ("binomial",)
 
 
 def _install() -> None:
