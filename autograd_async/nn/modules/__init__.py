@@ -57,6 +57,10 @@ from .losses_more import (
     SmoothL1Loss,
 )
 
+# isort: split
+from .rnn import GRU, LSTM, RNN, RNNBase
+from .rnn_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
+
 __all__ = [
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
@@ -129,3 +133,4 @@ __all__ += [
     "Softsign",
     "Tanhshrink",
 ]
+__all__ += ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase"]
