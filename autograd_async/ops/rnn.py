@@ -24,6 +24,7 @@ from . import dual
 from .base import Op
 from .dual import xp_of
 from .elementwise import SigmoidBackward0, sigmoid_array
+from .rnn_arrays import backward_arrays, forward_arrays
 
 MODES = ("RNN_TANH", "RNN_RELU", "LSTM", "GRU")
 GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
@@ -261,9 +262,10 @@ class RecurrentLayerBackward0(Op):
     ) -> tuple:
         self._mode, self._batch_sizes, self._reverse = mode, batch_sizes, reverse
         with np.errstate(over="ignore"):
-            out, h, c, self._acts = run_layer(
-                mode, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr
+            out, h, c, acts = forward_arrays(
+                mode, step_spans(batch_sizes), reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr
             )
+        self._acts = Activations(*acts)
         if mode == "LSTM":
             return out, h, c
         return out, h
@@ -272,15 +274,27 @@ class RecurrentLayerBackward0(Op):
         x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = self.saved(g_out)
         mode, batch_sizes, reverse = self._mode, self._batch_sizes, self._reverse
         if isinstance(g_out, Tensor):  # create_graph: the activations as functions of inputs
-            acts = run_layer(mode, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)[3]
-        else:
-            self.check_released()
-            acts = self._acts
-        return backprop_layer(
+            acts = run_layer(mode, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
+            return backprop_layer(
+                mode,
+                batch_sizes,
+                reverse,
+                acts[3],
+                self.needs_input_grad,
+                x,
+                w_ih,
+                w_hh,
+                w_hr,
+                g_out,
+                g_h,
+                g_c,
+            )
+        self.check_released()
+        return backward_arrays(
             mode,
-            batch_sizes,
+            step_spans(batch_sizes),
             reverse,
-            acts,
+            self._acts,
             self.needs_input_grad,
             x,
             w_ih,
