@@ -159,11 +159,11 @@ def backward_arrays(
         slope = 1 - gates * gates
     else:
         slope = (gates > 0).astype(x.dtype)
-    w_hh_t = w_hh
     for t in range(len(steps)) if reverse else reversed(range(len(steps))):
         start, size = steps[t]
         rows = slice(start, start + size)
-        dh_t = g_out[rows] + dh[:size]
+        dh_t = dh[:size]  # the state's rows, updated in place
+        dh_t += g_out[rows]
         step = d_pre[rows]
         if lstm:
             if w_hr is not None:
@@ -172,12 +172,15 @@ def backward_arrays(
             dc_t = dc[:size]
             dc_t += dh_t * to_cell[rows]
             fac = factors[rows]
-            xp.multiply(fac[:, :hidden], dc_t, out=step[:, :hidden])
-            xp.multiply(fac[:, hidden : 2 * hidden], dc_t, out=step[:, hidden : 2 * hidden])
-            xp.multiply(fac[:, 2 * hidden : 3 * hidden], dc_t, out=step[:, 2 * hidden : 3 * hidden])
+            three = (size, 3, hidden)  # i, f and g all take dc: one broadcast product
+            xp.multiply(
+                fac[:, : 3 * hidden].reshape(three),
+                dc_t[:, None, :],
+                out=step[:, : 3 * hidden].reshape(three),
+            )
             xp.multiply(fac[:, 3 * hidden :], dh_t, out=step[:, 3 * hidden :])
             dc_t *= f[rows]
-            dh[:size] = step @ w_hh_t
+            xp.matmul(step, w_hh, out=dh[:size])
         elif gru:
             rec = d_rec[rows]
             d_n = step[:, 2 * hidden :]
@@ -187,11 +190,10 @@ def backward_arrays(
             rec[:, : 2 * hidden] = step[:, : 2 * hidden]
             xp.multiply(d_n, r[rows], out=rec[:, 2 * hidden :])
             dh_t *= z[rows]
-            dh_t += rec @ w_hh_t
-            dh[:size] = dh_t
+            dh_t += rec @ w_hh
         else:
             xp.multiply(dh_t, slope[rows], out=step)
-            dh[:size] = step @ w_hh_t
+            xp.matmul(step, w_hh, out=dh[:size])
     g_x = d_pre @ w_ih if need[0] else None
     g_w_ih = d_pre.T @ x if need[3] else None
     g_w_hh = d_rec.T @ before if need[4] else None
