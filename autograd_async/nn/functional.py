@@ -346,3 +346,8 @@ __all__ += [
     "scaled_dot_product_attention",
     "unfold",
 ]
+
+# isort: split
+from ..ops.embedding_bag import embedding_bag  # noqa: E402
+
+__all__ += ["embedding_bag"]

@@ -60,6 +60,7 @@ from .losses_more import (
 # isort: split
 from .rnn import GRU, LSTM, RNN, RNNBase
 from .rnn_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
+from .sparse import EmbeddingBag
 
 __all__ = [
     "AdaptiveAvgPool1d",
@@ -133,4 +134,5 @@ __all__ += [
     "Softsign",
     "Tanhshrink",
 ]
+__all__ += ["EmbeddingBag"]
 __all__ += ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase"]
