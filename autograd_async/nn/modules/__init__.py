@@ -62,6 +62,19 @@ from .rnn import GRU, LSTM, RNN, RNNBase
 from .rnn_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
 from .sparse import EmbeddingBag
 
+# isort: split
+from .margin_losses import (
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
+    PoissonNLLLoss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
+)
+
 __all__ = [
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
@@ -135,4 +148,15 @@ __all__ += [
     "Tanhshrink",
 ]
 __all__ += ["EmbeddingBag"]
+__all__ += [
+    "GaussianNLLLoss",
+    "HingeEmbeddingLoss",
+    "MultiLabelMarginLoss",
+    "MultiLabelSoftMarginLoss",
+    "MultiMarginLoss",
+    "PoissonNLLLoss",
+    "SoftMarginLoss",
+    "TripletMarginLoss",
+    "TripletMarginWithDistanceLoss",
+]
 __all__ += ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase"]
