@@ -374,3 +374,12 @@ __all__ += [
     "triplet_margin_loss",
     "triplet_margin_with_distance_loss",
 ]
+from ..ops.channel_rearrange import (  # noqa: E402
+    channel_shuffle,
+    pixel_shuffle,
+    pixel_unshuffle,
+    rms_norm,
+    softmin,
+)
+
+__all__ += ["channel_shuffle", "pixel_shuffle", "pixel_unshuffle", "rms_norm", "softmin"]
