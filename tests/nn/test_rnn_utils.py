@@ -95,6 +95,9 @@ def test_packed_sequence_to_and_fields(torch):
     assert moved.data.device.type == "sim" and moved.sorted_indices.device.type == "sim"
     assert moved.batch_sizes.device.type == "cpu"
     assert not packed.is_cuda
+    built = R.PackedSequence(aa.randn(3, 2), aa.tensor([2, 1]), aa.tensor([1, 0]))
+    assert built.unsorted_indices.tolist() == [1, 0]
+    assert R.PackedSequence((built.data, built.batch_sizes)).batch_sizes is built.batch_sizes
 
 
 def error_of(fn):

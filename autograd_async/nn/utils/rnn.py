@@ -19,13 +19,35 @@ from ...ops.shape import cat
 from ...tensor import Tensor
 
 
-class PackedSequence(NamedTuple):
-    """Packed rows (`data`), the batch size of each step, and the sort applied to the batch."""
-
+class _PackedFields(NamedTuple):
     data: Tensor
     batch_sizes: Tensor
-    sorted_indices: Tensor | None = None
-    unsorted_indices: Tensor | None = None
+    sorted_indices: Tensor | None
+    unsorted_indices: Tensor | None
+
+
+class PackedSequence(_PackedFields):
+    """Packed rows (`data`), the batch size of each step, and the sort applied to the batch.
+
+    Given `sorted_indices` alone, the inverse permutation is worked out, as PyTorch does.
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        data: Tensor,
+        batch_sizes: Tensor | None = None,
+        sorted_indices: Tensor | None = None,
+        unsorted_indices: Tensor | None = None,
+    ) -> PackedSequence:
+        if unsorted_indices is None:
+            unsorted_indices = invert_permutation(sorted_indices)
+        if batch_sizes is None:  # PyTorch's legacy form: a (data, batch_sizes) pair
+            if not isinstance(data, (list, tuple)) or len(data) != 2:
+                raise AssertionError("Expected data to be a list or tuple of length 2")
+            data, batch_sizes = data
+        return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def to(self, *args: Any, **kwargs: Any) -> PackedSequence:
         """`data.to(...)`; the indices follow it to its device, `batch_sizes` stays on the cpu."""
