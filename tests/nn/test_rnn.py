@@ -230,9 +230,14 @@ def test_gradcheck_float64():
         assert aa.autograd.gradcheck(fn, params)
 
 
-@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
-def test_double_backward_matches_torch(torch, device, kind):
-    kwargs = {"proj_size": 2} if kind == "LSTM" else {}
+@pytest.mark.parametrize(("kind", "kwargs"), [
+    ("LSTM", {"proj_size": 2}),
+    ("GRU", {}),
+    ("RNN", {}),
+    ("LSTM", {"bidirectional": True, "num_layers": 2}),
+    ("GRU", {"bidirectional": True}),
+])
+def test_double_backward_matches_torch(torch, device, kind, kwargs):
     ours, theirs = pair(torch, kind, kwargs, device)
     rng = np.random.default_rng(6)
     lengths = [3, 2, 2]
