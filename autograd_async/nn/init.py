@@ -8,6 +8,7 @@ under `no_grad`: samples are drawn on the tensor's device from the default gener
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 import warnings
 from typing import Any
 
@@ -261,6 +262,37 @@ def eye_(tensor: Tensor) -> Tensor:
     with no_grad():
         tensor.copy_(creation.eye(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
     return tensor
+
+
+def _deprecated_alias(fill: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """PyTorch's old name of an init function (no trailing underscore), with its FutureWarning."""
+    new_name = fill.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args: Any, **kwargs: Any) -> Tensor:
+        warnings.warn(
+            f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return fill(*args, **kwargs)
+
+    deprecated_init.__name__ = old_name
+    deprecated_init.__doc__ = f"Deprecated: use `nn.init.{new_name}`."
+    return deprecated_init
+
+
+uniform = _deprecated_alias(uniform_)
+normal = _deprecated_alias(normal_)
+constant = _deprecated_alias(constant_)
+eye = _deprecated_alias(eye_)
+dirac = _deprecated_alias(dirac_)
+xavier_uniform = _deprecated_alias(xavier_uniform_)
+xavier_normal = _deprecated_alias(xavier_normal_)
+kaiming_uniform = _deprecated_alias(kaiming_uniform_)
+kaiming_normal = _deprecated_alias(kaiming_normal_)
+orthogonal = _deprecated_alias(orthogonal_)
+sparse = _deprecated_alias(sparse_)
 
 __all__ = [
     "calculate_gain",
