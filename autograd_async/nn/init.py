@@ -8,8 +8,8 @@ under `no_grad`: samples are drawn on the tensor's device from the default gener
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from .. import creation

@@ -72,3 +72,13 @@ def test_errors_match_torch(torch, call):
     ref = error_of(lambda: call(torch, torch.nn.init))
     assert ref is not None
     assert error_of(lambda: call(aa, init)) == ref
+
+
+def test_old_names_warn_and_fill(torch):
+    with pytest.warns(FutureWarning, match="`nn.init.eye` is now deprecated in favor of "
+                                           "`nn.init.eye_`"):
+        t = init.eye(aa.empty(2, 2))
+    np.testing.assert_array_equal(t.numpy(), np.eye(2))
+    for name in ("uniform", "normal", "constant", "dirac", "xavier_uniform", "xavier_normal",
+                 "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"):
+        assert callable(getattr(init, name)) and hasattr(torch.nn.init, name)
