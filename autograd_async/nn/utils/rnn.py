@@ -119,12 +119,14 @@ def invert_permutation(permutation: Tensor | None) -> Tensor | None:
     return _indices(inverse, permutation.device)
 
 
-def _packed_rows(sorted_lengths: list[int], batch: int) -> tuple[list[int], list[int]]:
-    """Batch sizes per step and, for each packed row, its index in the (T * batch) padded rows."""
-    steps = sorted_lengths[0]
+def _packed_rows(sorted_lengths: list[int], columns: np.ndarray) -> tuple[list[int], Any]:
+    """Batch sizes per step and, for each packed row, its index in the (T * batch) padded rows
+    (`columns`: the padded column of each sorted position)."""
+    steps, batch = sorted_lengths[0], len(sorted_lengths)
     counts = np.asarray(sorted_lengths)
-    batch_sizes = [int((counts > t).sum()) for t in range(steps)]
-    rows = [t * batch + b for t, size in enumerate(batch_sizes) for b in range(size)]
+    grid = np.arange(steps)[:, None] < counts[None, :]  # (T, batch): step t of sequence s
+    batch_sizes = grid.sum(axis=1).tolist()
+    rows = (np.arange(steps)[:, None] * batch + columns[None, :])[grid]  # row-major: t, then s
     return batch_sizes, rows
 
 
@@ -164,9 +166,8 @@ def pack_padded_sequence(
         )
     sorted_indices = None if order is None else _indices(order, input.device)
     ranked = lengths if order is None else [lengths[i] for i in order]
-    batch_sizes, rows = _packed_rows(ranked, batch)
-    if order is not None:
-        rows = [(r // batch) * batch + order[r % batch] for r in rows]
+    columns = np.arange(batch) if order is None else np.asarray(order, dtype=np.int64)
+    batch_sizes, rows = _packed_rows(ranked, columns)
     flat = input.reshape(steps * batch, *input.shape[2:])
     data = index_select(flat, 0, _indices(rows, input.device))
     return PackedSequence(
@@ -197,13 +198,13 @@ def pad_packed_sequence(
     sorted_lengths = [sum(1 for b in batch_sizes if b > j) for j in range(batch)]
     unsorted = sequence.unsorted_indices
     column = list(range(batch)) if unsorted is None else [int(v) for v in unsorted.tolist()]
-    starts = np.cumsum([0, *batch_sizes[:-1]])
+    starts = np.cumsum([0, *batch_sizes[:-1], 0])  # steps past the data read the padding
     pad_row = data.shape[0]  # the padding row appended after the data
-    rows = []
-    for t in range(steps):
-        for j in range(batch):
-            s = column[j]
-            rows.append(int(starts[t]) + s if t < sorted_lengths[s] else pad_row)
+    step = np.arange(steps)[:, None]
+    sorted_position = np.asarray(column, dtype=np.int64)[None, :]
+    valid = step < np.asarray(sorted_lengths)[sorted_position]
+    first = starts[np.minimum(step, len(batch_sizes))]
+    rows = np.where(valid, first + sorted_position, pad_row).reshape(-1)
     filler = creation.full(
         (1, *data.shape[1:]), padding_value, dtype=data.dtype, device=data.device
     )
@@ -237,13 +238,10 @@ def pad_sequence(
     )
     joined = cat([*sequences, filler], 0)  # the trailing sizes must agree, as torch's check
     pad_row = joined.shape[0] - 1
-    starts = np.cumsum([0, *[s.shape[0] for s in sequences[:-1]]])
-    rows = []
-    for t in range(longest):
-        for j, s in enumerate(sequences):
-            length = s.shape[0]
-            step = t if padding_side == "right" else t - (longest - length)
-            rows.append(int(starts[j]) + step if 0 <= step < length else pad_row)
+    lengths = np.asarray([s.shape[0] for s in sequences])[None, :]
+    starts = np.cumsum([0, *lengths[0, :-1]])[None, :]
+    step = np.arange(longest)[:, None] - (0 if padding_side == "right" else longest - lengths)
+    rows = np.where((step >= 0) & (step < lengths), starts + step, pad_row).reshape(-1)
     padded = index_select(joined, 0, _indices(rows, first.device))
     padded = padded.reshape(longest, batch, *first.shape[1:])
     return padded.transpose(0, 1) if batch_first else padded
