@@ -8,9 +8,11 @@ the pre-activations and turns them into the weights' and the input's gradients w
 products at the end. A sequence that ends early keeps its last state in the rows past the step's
 batch size, so the final states are those of the real lengths.
 
-The step rules are written once on values that are arrays or Tensors alike. With
-`create_graph=True` backward recomputes the activations from the saved inputs with
-differentiable ops and runs the same rules on Tensors, so higher derivatives still work.
+The node's own forward and backward run the in-place loops of `ops.rnn_arrays`. The rules here,
+`run_layer` and `backprop_layer`, are the same math written plainly on values that may be arrays
+or Tensors: with `create_graph=True` backward recomputes the activations from the saved inputs
+with differentiable ops and runs them on Tensors, so higher derivatives still work (a test checks
+that both forms agree on arrays).
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ import pytest
 import autograd_async as aa
 from autograd_async import nn
 from autograd_async.nn.utils import rnn as rnn_utils
+from autograd_async.ops import rnn as rules
+from autograd_async.ops.rnn_arrays import backward_arrays, forward_arrays
 
 INPUT, HIDDEN = 3, 4
 
@@ -260,3 +262,36 @@ def test_double_backward_matches_torch(torch, device, kind, kwargs):
         results.append([to_numpy(g) if lib == "ours" else g.numpy() for g in second])
     for a, b in zip(*results, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN_TANH", "RNN_RELU"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_in_place_loops_agree_with_the_plain_rules(mode, reverse):
+    rng = np.random.default_rng(7)
+    batch_sizes, hidden, proj = (3, 3, 2, 1), 4, 3 if mode == "LSTM" else None
+    gates = rules.GATES[mode] * hidden
+    size = proj or hidden
+    x = rng.standard_normal((sum(batch_sizes), 2))
+    h0, c0 = rng.standard_normal((3, size)), rng.standard_normal((3, hidden))
+    w_ih, w_hh = rng.standard_normal((gates, 2)), rng.standard_normal((gates, size))
+    b_ih, b_hh = rng.standard_normal(gates), rng.standard_normal(gates)
+    w_hr = rng.standard_normal((proj, hidden)) if proj else None
+    c0 = c0 if mode == "LSTM" else None
+    inputs = (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
+    plain = rules.run_layer(mode, batch_sizes, reverse, *inputs)
+    fast = forward_arrays(mode, rules.step_spans(batch_sizes), reverse, *inputs)
+    for a, b in zip(plain[:3], fast[:3], strict=True):
+        if a is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    g_out = rng.standard_normal(plain[0].shape)
+    g_h = rng.standard_normal(h0.shape)
+    g_c = rng.standard_normal((3, hidden)) if mode == "LSTM" else None
+    need = (True, True, mode == "LSTM", True, True, True, True, proj is not None)
+    expected = rules.backprop_layer(mode, batch_sizes, reverse, plain[3], need, x, w_ih, w_hh,
+                                    w_hr, g_out, g_h, g_c)
+    got = backward_arrays(mode, rules.step_spans(batch_sizes), reverse, fast[3], need, x, w_ih,
+                          w_hh, w_hr, g_out, g_h, g_c)
+    for a, b in zip(expected, got, strict=True):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
