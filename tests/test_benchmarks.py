@@ -24,6 +24,7 @@ SMOKE_RUNS = [
     ("parallel.py", ["--quick"], "speedup split vs serial", ()),
     ("dataloader.py", ["--quick"], "target: ours / torch DataLoader", ("torch",)),
     ("models.py", ["--quick"], "target: ours / torch (transformer)", ("torch",)),
+    ("rnn.py", ["--quick"], "target: ours / torch <= 1.3 in every case", ("torch",)),
     ("profiler_overhead.py", ["--ops", "300", "--repeats", "2"], "ratio on/off", ()),
     ("transfer.py", ["--mib", "1", "--reps", "2", "--latency-iters", "30"], "raw uvloop echo", ()),
     (

@@ -346,3 +346,40 @@ __all__ += [
     "scaled_dot_product_attention",
     "unfold",
 ]
+
+# isort: split
+from ..ops.embedding_bag import embedding_bag  # noqa: E402
+
+__all__ += ["embedding_bag"]
+from ..ops.margin_losses import (  # noqa: E402
+    gaussian_nll_loss,
+    hinge_embedding_loss,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
+    poisson_nll_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+    triplet_margin_with_distance_loss,
+)
+
+__all__ += [
+    "gaussian_nll_loss",
+    "hinge_embedding_loss",
+    "multi_margin_loss",
+    "multilabel_margin_loss",
+    "multilabel_soft_margin_loss",
+    "poisson_nll_loss",
+    "soft_margin_loss",
+    "triplet_margin_loss",
+    "triplet_margin_with_distance_loss",
+]
+from ..ops.channel_rearrange import (  # noqa: E402
+    channel_shuffle,
+    pixel_shuffle,
+    pixel_unshuffle,
+    rms_norm,
+    softmin,
+)
+
+__all__ += ["channel_shuffle", "pixel_shuffle", "pixel_unshuffle", "rms_norm", "softmin"]

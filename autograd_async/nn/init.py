@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from .. import creation
 from ..grad_mode import no_grad
+from ..ops.dual import xp_of
 from ..tensor import Tensor
 
 _LINEAR_FNS = (
@@ -164,9 +166,142 @@ def kaiming_normal_(
     return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
 
 
+
+def _norm_cdf(x: float) -> float:
+    return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+
+def trunc_normal_(
+    tensor: Tensor,
+    mean: float = 0.0,
+    std: float = 1.0,
+    a: float = -2.0,
+    b: float = 2.0,
+    generator: creation.Generator | None = None,
+) -> Tensor:
+    """Fill with N(mean, std**2) samples truncated to [a, b] (inverse-CDF sampling)."""
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn(
+            "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of "
+            "values may be incorrect.",
+            stacklevel=2,
+        )
+    low, high = _norm_cdf((a - mean) / std), _norm_cdf((b - mean) / std)
+    with no_grad():
+        _checked(tensor).uniform_(2 * low - 1, 2 * high - 1, generator=generator)
+        tensor.copy_(tensor.erfinv())
+        tensor.mul_(std * math.sqrt(2.0))
+        tensor.add_(mean)
+        tensor.clamp_(min=a, max=b)
+    return tensor
+
+
+def orthogonal_(
+    tensor: Tensor, gain: float = 1.0, generator: creation.Generator | None = None
+) -> Tensor:
+    """Fill with a (semi-)orthogonal matrix: Q of the QR of a normal draw, scaled by `gain`."""
+    if _checked(tensor).ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    draw = creation.empty(rows, cols, dtype=tensor.dtype, device=tensor.device)
+    with no_grad():
+        draw.normal_(0.0, 1.0, generator=generator)
+        flat = draw._data if rows >= cols else draw._data.T
+        xp = xp_of(flat)  # the device's own QR: the draw never leaves the device
+        q, r = xp.linalg.qr(flat)
+        q = q * xp.sign(xp.diagonal(r))
+        if rows < cols:
+            q = q.T
+        tensor.copy_(Tensor._wrap(q.reshape(tensor.shape).astype(tensor.dtype), tensor.device))
+        tensor.mul_(gain)
+    return tensor
+
+
+def sparse_(
+    tensor: Tensor, sparsity: float, std: float = 0.01,
+    generator: creation.Generator | None = None,
+) -> Tensor:
+    """Fill a 2-D tensor with N(0, std**2) samples and zero a `sparsity` share of each column."""
+    if _checked(tensor).ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    zeros = int(math.ceil(sparsity * rows))
+    with no_grad():
+        tensor.normal_(0.0, std, generator=generator)
+        for col in range(cols):
+            order = creation.randperm(rows, generator=generator, device=tensor.device)
+            tensor[order[:zeros], col] = 0
+    return tensor
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """The identity of a convolution: a centred 1 for each kept channel (per group)."""
+    sizes = _checked(tensor).shape
+    if len(sizes) not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    per_group = sizes[0] // groups
+    channels = min(per_group, sizes[1])
+    centre = tuple(n // 2 for n in sizes[2:])
+    with no_grad():
+        tensor.zero_()
+        for g in range(groups):
+            for d in range(channels):
+                tensor[(g * per_group + d, d, *centre)] = 1
+    return tensor
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    """Fill a 2-D tensor with the identity matrix (ones on the diagonal)."""
+    if _checked(tensor).ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    with no_grad():
+        tensor.copy_(creation.eye(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
+    return tensor
+
+
+def _deprecated_alias(fill: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """PyTorch's old name of an init function (no trailing underscore), with its FutureWarning."""
+    new_name = fill.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args: Any, **kwargs: Any) -> Tensor:
+        warnings.warn(
+            f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return fill(*args, **kwargs)
+
+    deprecated_init.__name__ = old_name
+    deprecated_init.__doc__ = f"Deprecated: use `nn.init.{new_name}`."
+    return deprecated_init
+
+
+uniform = _deprecated_alias(uniform_)
+normal = _deprecated_alias(normal_)
+constant = _deprecated_alias(constant_)
+eye = _deprecated_alias(eye_)
+dirac = _deprecated_alias(dirac_)
+xavier_uniform = _deprecated_alias(xavier_uniform_)
+xavier_normal = _deprecated_alias(xavier_normal_)
+kaiming_uniform = _deprecated_alias(kaiming_uniform_)
+kaiming_normal = _deprecated_alias(kaiming_normal_)
+orthogonal = _deprecated_alias(orthogonal_)
+sparse = _deprecated_alias(sparse_)
+
 __all__ = [
     "calculate_gain",
     "constant_",
+    "dirac_",
+    "eye_",
+    "orthogonal_",
+    "sparse_",
+    "trunc_normal_",
     "kaiming_normal_",
     "kaiming_uniform_",
     "normal_",

@@ -1,5 +1,6 @@
 """Helpers around modules and their parameters (PyTorch's `torch.nn.utils`)."""
 
+from . import rnn
 from .clip_grad import clip_grad_norm_, clip_grad_value_
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 
@@ -7,5 +8,6 @@ __all__ = [
     "clip_grad_norm_",
     "clip_grad_value_",
     "parameters_to_vector",
+    "rnn",
     "vector_to_parameters",
 ]
