@@ -25,7 +25,7 @@ from .base import Op, broadcast_error
 from .copy_slices import CopySlices
 from .dual import data_of, getitem, mul_const, xp_of, zeros_like
 from .elementwise import clamp, relu
-from .indexing import index, is_basic, normalize_key
+from .indexing import index, is_basic, normalize_key, split_selects
 from .promotion import _CATEGORY, result_type, scalar
 from .views import (
     AsStridedBackward0,
@@ -383,6 +383,11 @@ def setitem(input: Tensor, key: Any, value: Any) -> None:
     if isinstance(input._data, np.generic):
         input._data = np.array(input._data)  # a 0-d gradient as a NumPy scalar: give it storage
     key = normalize_key(key, input._data, input.device)
+    split = split_selects(key)
+    if split is not None:  # PyTorch's order: the integers select a view, the rest writes it
+        selects, rest = split
+        setitem(index(input, selects), rest, value)
+        return
     value = _operand(input, value, move=True)
     if isinstance(value, Tensor) and value.dtype != input.dtype:
         value = value.to(dtype=input.dtype)
