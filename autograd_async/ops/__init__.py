@@ -37,7 +37,7 @@ from . import (
 from .transfer import to
 
 # isort: split
-from . import activations, linalg, losses, pointwise, scan, special
+from . import activations, linalg, linalg_solvers, losses, pointwise, scan, special
 
 # isort: split
 from . import random_draws, random_fills
@@ -47,6 +47,7 @@ _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
 _FAMILIES += (conv, pooling, sampling, normalization, embedding, distance, attention)
 _FAMILIES += (special, pointwise, scan, linalg, activations, losses)
 _FAMILIES += (views,)
+_FAMILIES += (linalg_solvers,)
 _FAMILIES += (random_fills, random_draws)
 
 FUNCTIONS: dict[str, Any] = {}
