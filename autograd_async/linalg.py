@@ -36,6 +36,9 @@ from .ops.linalg_solvers import (
     solve_triangular,
     svd,
 )
+from .ops.linalg_solvers import (
+    linalg_cross as cross,
+)
 from .ops.views import diagonal as _diagonal
 from .tensor import Tensor
 
@@ -61,23 +64,6 @@ def multi_dot(tensors: Any) -> Tensor:
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """sum(conj(x) * y) over `dim`, broadcasting."""
     return ((x.conj() if x.is_complex() else x) * y).sum(dim)
-
-
-def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
-    """The cross product of 3-vectors along `dim`, broadcasting."""
-    require_tensor("linalg.cross", input)
-    require_tensor("linalg.cross", other, "other", 2)
-    if input.shape[dim] != 3 or other.shape[dim] != 3:
-        raise RuntimeError(
-            f"linalg.cross: inputs dimension {dim} must have length 3. Got "
-            f"{input.shape[dim]} and {other.shape[dim]}"
-        )
-    a = [input.select(dim, i) for i in range(3)]
-    b = [other.select(dim, i) for i in range(3)]
-    parts = [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
-    from .ops.shape import stack  # noqa: PLC0415 - kept next to its one use
-
-    return stack(parts, dim)
 
 
 def vander(x: Tensor, *, N: int | None = None) -> Tensor:  # noqa: N803 - PyTorch's name

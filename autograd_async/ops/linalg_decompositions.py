@@ -220,17 +220,27 @@ def qr_backward(q: Any, r: Any, gq: Any, gr: Any) -> Any:
 class LinalgQrBackward0(Op):
     """Q, R of each matrix, mode 'reduced' or 'complete' (complete only where Q is square)."""
 
-    __slots__ = ("_q", "_r")
+    __slots__ = ("_q", "_r", "_mode")
     op_name = "linalg_qr"
     saved_slots = ("_q", "_r")
 
     def forward(self, a: Any, mode: str) -> Any:
-        q, r = xp_of(a).linalg.qr(a, mode=mode)
+        self._mode = mode
+        xp = xp_of(a)
+        q, r = xp.linalg.qr(a, mode="reduced" if mode == "r" else mode)
         self._q, self._r = q, r
+        if mode == "r":  # Q is not returned (an empty tensor), as in PyTorch
+            q = xp.empty((0,), a.dtype)
         return as_array(q), as_array(r)
 
     def backward(self, gq: Any, gr: Any) -> Any:
         _no_double_backward("linalg_qr", gr)
+        if self._mode == "r":
+            raise RuntimeError(
+                "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
+                "Please use linalg.qr(A, mode='reduced') if you are going to differentiate "
+                "through linalg.qr."
+            )
         self.check_released()
         q, r = self._q, self._r
         m, n = q.shape[-2], r.shape[-1]

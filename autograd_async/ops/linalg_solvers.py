@@ -33,6 +33,7 @@ from .linalg_decompositions import (
     not_positive_definite,
     zero_pivot,
 )
+from .shape import stack
 
 
 class SlogdetResult(NamedTuple):
@@ -303,10 +304,7 @@ def qr(A: Tensor, mode: str = "reduced") -> QrResult:
             f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), "
             "'r', or 'complete'"
         )
-    q, r = LinalgQrBackward0.apply(A, mode="reduced" if mode == "r" else mode)
-    if mode == "r":
-        q = Tensor._wrap(xp_of(A._data).empty((0,), A.dtype), A.device)
-    return QrResult(q, r)
+    return QrResult(*LinalgQrBackward0.apply(A, mode=mode))
 
 
 def eigh(A: Tensor, UPLO: str = "L") -> EighResult:  # noqa: N803 - PyTorch's name
@@ -498,6 +496,29 @@ def cond(A: Tensor, p: Any = None) -> Tensor:
     return matrix_norm(A, p) * matrix_norm(inverse, p)
 
 
+def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
+    """The cross product of 3-vectors along `dim`, broadcasting."""
+    require_tensor("linalg.cross", input)
+    require_tensor("linalg.cross", other, "other", 2)
+    if input.shape[dim] != 3 or other.shape[dim] != 3:
+        raise RuntimeError(
+            f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+            f"{input.shape[dim]} and {other.shape[dim]}"
+        )
+    a = [input.select(dim, i) for i in range(3)]
+    b = [other.select(dim, i) for i in range(3)]
+    parts = [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+    return stack(parts, dim)
+
+
+def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
+    """torch.cross: along `dim`, or (deprecated default) the first dim of length 3."""
+    if dim is None:
+        sizes = np.broadcast_shapes(tuple(input.shape), tuple(other.shape))
+        dim = next((d for d, n in enumerate(sizes) if n == 3), -1)
+    return linalg_cross(input, other, dim=dim)
+
+
 def old_cholesky(input: Tensor, upper: bool = False) -> Tensor:
     """torch.cholesky: the lower (or upper) Cholesky factor."""
     return cholesky(input, upper=upper)
@@ -509,6 +530,7 @@ def old_qr(input: Tensor, some: bool = True) -> QrResult:
 
 
 FUNCTIONS: dict[str, Any] = {
+    "cross": cross,
     "cholesky": old_cholesky,
     "qr": old_qr,
     "det": det,

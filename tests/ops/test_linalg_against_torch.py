@@ -71,6 +71,14 @@ CASES = {
     "tensorinv": (lambda L, a: L.linalg.tensorinv((a[0] @ a[1]).reshape(3, 3), ind=1), SQUARE),
     "householder_product": (lambda L, a: L.linalg.householder_product(a[0], a[1, 0, :2]),
                             TALL),
+    "eigvals_abs": (lambda L, a: L.linalg.eigvals(a).abs(), SQUARE),
+    "eig_vectors_abs": (lambda L, a: L.linalg.eig(a).eigenvectors.abs(), SPD),
+    "svd_full": (lambda L, a: L.linalg.svd(a).S, WIDE),
+    "qr_complete": (lambda L, a: L.linalg.qr(a, mode="complete").R, WIDE),
+    "old_cross": (lambda L, a, b: L.cross(a, b[..., :1].expand(2, 3, 3)), SQUARE, RHS),
+    "cross_method": (lambda L, a, b: a.cross(b[..., :1].expand(2, 3, 3), dim=-1), SQUARE, RHS),
+    "tensorsolve": (lambda L, a, b: L.linalg.tensorsolve(a[0].reshape(3, 3, 1) * 1, b[0, :, 0]),
+                    SQUARE, RHS),
     "diagonal": (lambda L, a: L.linalg.diagonal(a, offset=1), SQUARE),
 }
 
@@ -141,6 +149,10 @@ def test_singular_inputs_like_torch(torch):
         assert str(ours.value) == str(theirs.value)
         assert isinstance(ours.value, LA.LinAlgError) == isinstance(
             theirs.value, torch.linalg.LinAlgError)
+    for lib in (aa, torch):
+        leaf = lib.tensor(TALL, requires_grad=True)
+        with pytest.raises(RuntimeError, match="not computed when mode='r'"):
+            lib.linalg.qr(leaf, mode="r").R.sum().backward()
     assert LA.det(aa.tensor(singular)).item() == 0
     assert LA.slogdet(aa.tensor(singular)).logabsdet.item() == -np.inf
     assert np.isnan(aa.logdet(-aa.eye(3, dtype=aa.float64)).item())
@@ -151,3 +163,20 @@ def test_singular_inputs_like_torch(torch):
     their_lu, their_pivots = torch.linalg.lu_factor(torch.tensor(SQUARE[0]))
     np.testing.assert_allclose(lu.numpy(), their_lu.numpy(), rtol=1e-10)
     assert pivots.tolist() == their_pivots.tolist()
+
+
+@pytest.mark.parametrize("name", ["inv", "det", "solve", "cholesky", "qr_tall", "eigh",
+                                  "svd_reconstruct", "matrix_exp", "lu_u", "pinv", "eigvals_abs"])
+def test_linalg_on_each_device(device, name):
+    fn, *arrays = CASES[name]
+    tensors = [aa.tensor(a, dtype=aa.float64, device=device, requires_grad=True) for a in arrays]
+    out = fn(aa, *tensors)
+    out = out[0] if isinstance(out, tuple) else out
+    assert out.device == aa.device(device)
+    out.sum().backward()
+    reference = [aa.tensor(a, dtype=aa.float64, requires_grad=True) for a in arrays]
+    expected = fn(aa, *reference)
+    (expected[0] if isinstance(expected, tuple) else expected).sum().backward()
+    for t, r in zip(tensors, reference):
+        assert t.grad.device == aa.device(device)
+        np.testing.assert_allclose(t.grad.cpu().numpy(), r.grad.numpy(), rtol=1e-10)
