@@ -1,0 +1,171 @@
+"""torch functions built from other ops (stacks, splits, grids, order statistics, counting) and
+NumPy's `axis=`/`keepdims=` names, against PyTorch: values, dtypes and float64 gradients."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import autograd_async as aa
+
+R = np.random.default_rng(1)
+A = R.standard_normal((2, 3))
+B = R.standard_normal((3,))
+C = R.standard_normal((2, 3, 4))
+V = R.standard_normal(4)
+M = R.standard_normal((3, 5))
+NANS = M.copy()
+NANS[1, 2] = np.nan
+INTS = np.array([3, 1, 2, 1, 3, 0, 5])
+SORTED = np.array([1.0, 3, 5, 7])
+TIES = np.array([[3.0, 1, 2, 1, 3], [0, 0, 1, 1, 1], [2, 2, 2, 1, 1]])
+
+CASES = {
+    "vstack": (lambda L, a, b: L.vstack([a, b]), A, B),
+    "hstack": (lambda L, a: L.hstack([a, a]), A),
+    "dstack": (lambda L, a: L.dstack([a, a]), A),
+    "column_stack": (lambda L, a, b: L.column_stack([b, a.T]), A, B),
+    "row_stack": (lambda L, a, b: L.row_stack([a, b]), A, B),
+    "atleast_3d": (lambda L, a, b: L.atleast_3d(a, b), A, B),
+    "atleast_2d": (lambda L, b: L.atleast_2d(b), B),
+    "atleast_1d": (lambda L, b: L.atleast_1d(b[0]), B),
+    "tensor_split": (lambda L, c: L.tensor_split(c, 3, dim=2), C),
+    "tensor_split_indices": (lambda L, c: L.tensor_split(c, [1, 3, 10], dim=-1), C),
+    "hsplit": (lambda L, c: L.hsplit(c, 3), C),
+    "vsplit": (lambda L, c: L.vsplit(c, [1]), C),
+    "dsplit": (lambda L, c: L.dsplit(c, 2), C),
+    "broadcast_tensors": (lambda L, a, b: L.broadcast_tensors(a, b), A, B),
+    "meshgrid": (lambda L, a, b: L.meshgrid(a[0], b, indexing="ij"), A, B),
+    "meshgrid_xy": (lambda L, a, b: L.meshgrid(a[0], b, indexing="xy"), A, B),
+    "cartesian_prod": (lambda L, a, b: L.cartesian_prod(a[0], b), A, B),
+    "combinations": (lambda L, v: L.combinations(v, 2), V),
+    "combinations_replacement": (lambda L, v: L.combinations(v, 3, with_replacement=True), V),
+    "block_diag": (lambda L, a, b: L.block_diag(a, b, a[0, 0]), A, B),
+    "tile": (lambda L, a: L.tile(a, (2, 1, 2)), A),
+    "tile_method": (lambda L, a: a.tile((2,)), A),
+    "kron": (lambda L, a, c: L.kron(a, c), A, C),
+    "rot90": (lambda L, c: L.rot90(c, 1, [1, 2]), C),
+    "rot90_negative": (lambda L, c: L.rot90(c, -1, [0, 2]), C),
+    "diag_embed": (lambda L, c: L.diag_embed(c, 1, 0, 2), C),
+    "diag_embed_negative": (lambda L, a: L.diag_embed(a, -2), A),
+    "diagflat": (lambda L, a: L.diagflat(a, 1), A),
+    "tril_indices": (lambda L: L.tril_indices(3, 4, 1),),
+    "triu_indices": (lambda L: L.triu_indices(4, 3, -1),),
+    "cummax": (lambda L, a: L.cummax(a, 1), M),
+    "cummin": (lambda L, a: L.cummin(a, 0), M),
+    "cummax_ties": (lambda L, d: L.cummax(d, 1), TIES),
+    "logcumsumexp": (lambda L, a: L.logcumsumexp(a, 1), M),
+    "median": (lambda L, a: L.median(a, 1), M),
+    "median_all": (lambda L, a: L.median(a), M),
+    "median_nan": (lambda L, a: L.median(a, 1), NANS),
+    "nanmedian": (lambda L, a: L.nanmedian(a, 1), NANS),
+    "nanmedian_all": (lambda L, a: L.nanmedian(a), NANS),
+    "mode": (lambda L, d: L.mode(d, 1), TIES),
+    "quantile": (lambda L, a: L.quantile(a, 0.3, dim=1), M),
+    "quantile_tensor_q": (lambda L, a: L.quantile(
+        a, L.tensor([0.1, 0.5, 0.9], dtype=L.float64), dim=0, keepdim=True), M),
+    "quantile_all": (lambda L, a: L.quantile(a, 0.7), M),
+    "quantile_lower": (lambda L, a: L.quantile(a, 0.35, dim=1, interpolation="lower"), M),
+    "quantile_higher": (lambda L, a: L.quantile(a, 0.35, dim=1, interpolation="higher"), M),
+    "quantile_midpoint": (lambda L, a: L.quantile(a, 0.35, dim=1, interpolation="midpoint"), M),
+    "quantile_nearest": (lambda L, a: L.quantile(a, 0.35, dim=1, interpolation="nearest"), M),
+    "quantile_nan": (lambda L, a: L.quantile(a, 0.3, dim=1), NANS),
+    "nanquantile": (lambda L, a: L.nanquantile(a, 0.3, dim=1), NANS),
+    "nansum": (lambda L, a: L.nansum(a, 1), NANS),
+    "nanmean": (lambda L, a: L.nanmean(a, 1), NANS),
+    "count_nonzero": (lambda L, d: L.count_nonzero(d, 1), TIES),
+    "aminmax": (lambda L, a: L.aminmax(a, dim=1), M),
+    "aminmax_all": (lambda L, a: L.aminmax(a), M),
+    "unique": (lambda L, i: L.unique(i, return_inverse=True, return_counts=True), INTS),
+    "unique_consecutive": (lambda L: L.unique_consecutive(
+        L.tensor([1, 1, 2, 2, 3, 1, 1]), return_inverse=True, return_counts=True),),
+    "bincount": (lambda L, i: L.bincount(i), INTS),
+    "bincount_weights": (lambda L, i: L.bincount(i, L.arange(7.0)), INTS),
+    "histc": (lambda L, a: L.histc(a, bins=4, min=-1, max=1), M),
+    "histc_range": (lambda L, a: L.histc(a, bins=5), M),
+    "searchsorted": (lambda L, s: L.searchsorted(s, L.tensor([3.0, 6, 9]), right=True), SORTED),
+    "searchsorted_rows": (lambda L, a: L.searchsorted(L.sort(a, 1)[0],
+                                                       a[:, :2].contiguous()), M),
+    "bucketize": (lambda L, s: L.bucketize(L.tensor([3.0, 6, 9]), s), SORTED),
+}
+
+
+def _run(lib, fn, arrays):
+    tensors = [lib.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = fn(lib, *tensors)
+    return tensors, out if isinstance(out, (tuple, list)) else (out,)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_like_torch(torch, name):
+    fn, *arrays = CASES[name]
+    ours_in, ours = _run(aa, fn, arrays)
+    their_in, theirs = _run(torch, fn, arrays)
+    assert len(ours) == len(theirs)
+    for a, t in zip(ours, theirs):
+        assert tuple(a.shape) == tuple(t.shape)
+        assert str(a.dtype).rsplit(".")[-1] == str(t.dtype).rsplit(".")[-1]
+        np.testing.assert_allclose(np.asarray(a.tolist(), dtype=float),
+                                   np.asarray(t.tolist(), dtype=float), rtol=1e-12,
+                                   equal_nan=True)
+    floats = [(a, t) for a, t in zip(ours, theirs) if t.is_floating_point() and t.requires_grad]
+    if not floats:
+        return
+    weights = [R.standard_normal(tuple(t.shape)) for _, t in floats]
+    sum((a * aa.tensor(w)).sum() for (a, _), w in zip(floats, weights)).backward()
+    sum((t * torch.tensor(w)).sum() for (_, t), w in zip(floats, weights)).backward()
+    for a, t in zip(ours_in, their_in):
+        if t.grad is not None:
+            np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-12,
+                                       equal_nan=True)
+
+
+def test_unique_along_a_dim(torch):
+    ours = aa.unique(aa.tensor(TIES), dim=1, return_inverse=True)
+    theirs = torch.unique(torch.tensor(TIES), dim=1, return_inverse=True)
+    for a, t in zip(ours, theirs):
+        assert a.tolist() == t.tolist()
+    ours = aa.unique_consecutive(aa.tensor(TIES), dim=0, return_counts=True)
+    theirs = torch.unique_consecutive(torch.tensor(TIES), dim=0, return_counts=True)
+    for a, t in zip(ours, theirs):
+        assert a.tolist() == t.tolist()
+
+
+def test_broadcast_shapes(torch):
+    assert aa.broadcast_shapes((2, 1), (3,), 1) == tuple(torch.broadcast_shapes((2, 1), (3,), 1))
+    with pytest.raises(RuntimeError):
+        aa.broadcast_shapes((2,), (3,))
+
+
+AXIS_CALLS = [
+    ("sum", {"axis": 0}), ("sum", {"axis": 1, "keepdims": True}), ("mean", {"axis": 0}),
+    ("std", {"axis": 1}), ("var", {"axis": 0}), ("prod", {"axis": 1}), ("amax", {"axis": 0}),
+    ("amin", {"axis": 1}), ("argmax", {"axis": 1}), ("argmin", {"axis": 0}),
+    ("logsumexp", {"axis": 1}), ("cumsum", {"axis": 1}), ("nansum", {"axis": 0}),
+    ("median", {"axis": 1}), ("count_nonzero", {"axis": 0}), ("softmax", {"axis": 1}),
+    ("max", {"axis": 0}), ("min", {"axis": 1}), ("std_mean", {"axis": 0}),
+    ("var_mean", {"axis": 1}), ("all", {"axis": 0}), ("any", {"axis": 1}),
+    ("unbind", {"axis": 1}), ("squeeze", {"axis": 0}), ("unsqueeze", {"axis": 1}),
+]
+
+
+@pytest.mark.parametrize("name, kwargs", AXIS_CALLS)
+def test_numpy_axis_and_keepdims_names(torch, name, kwargs):
+    for values in (A, A[:1]):
+        ours = getattr(aa, name)(aa.tensor(values), **kwargs)
+        theirs = getattr(torch, name)(torch.tensor(values), **kwargs)
+        ours = ours if isinstance(ours, tuple) else (ours,)
+        theirs = theirs if isinstance(theirs, tuple) else (theirs,)
+        for a, t in zip(ours, theirs):
+            np.testing.assert_allclose(np.asarray(a.tolist(), float),
+                                       np.asarray(t.tolist(), float), rtol=1e-12)
+        method = getattr(aa.tensor(values), name)(**kwargs)
+        method = method if isinstance(method, tuple) else (method,)
+        assert [m.shape for m in method] == [tuple(t.shape) for t in theirs]
+    assert aa.cat([aa.tensor(A)] * 2, axis=1).shape == (2, 6)
+    with pytest.raises(TypeError):
+        aa.sum(aa.tensor(A), dim=0, axis=0)
