@@ -45,6 +45,7 @@ from . import (
     linalg,
     linalg_solvers,
     losses,
+    numeric,
     pointwise,
     scan,
     special,
@@ -59,7 +60,7 @@ _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
 _FAMILIES += (conv, pooling, sampling, normalization, embedding, distance, attention)
 _FAMILIES += (special, pointwise, scan, linalg, activations, losses)
 _FAMILIES += (views,)
-_FAMILIES += (linalg_solvers, assembling, statistics)
+_FAMILIES += (linalg_solvers, assembling, statistics, numeric)
 _FAMILIES += (random_fills, random_draws)
 
 FUNCTIONS: dict[str, Any] = {}
@@ -78,7 +79,7 @@ def _cast(dtype: Any) -> Any:
 # Functions of several tensors that PyTorch has no method for.
 _NOT_METHODS = ("cat", "concat", "concatenate", "stack")
 _NOT_METHODS += ("normal", "poisson")
-_NOT_METHODS += assembling.NOT_METHODS
+_NOT_METHODS += assembling.NOT_METHODS + numeric.NOT_METHODS
 
 
 _NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
@@ -132,6 +133,9 @@ def _install() -> None:
             "where": lambda self, condition, other: elementwise.where(condition, self, other),
         }
     )
+    for name, fn in inplace.IN_PLACE_FORMS.items():
+        if name not in methods and name[:-1] in methods:  # only where the op itself exists
+            methods[name] = fn
     for name, fn in methods.items():
         setattr(Tensor, name, accept_numpy_names(fn))
     # `ndarray op tensor` defers to the tensor's reflected operator instead of converting it.

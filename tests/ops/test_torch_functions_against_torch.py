@@ -169,3 +169,79 @@ def test_numpy_axis_and_keepdims_names(torch, name, kwargs):
     assert aa.cat([aa.tensor(A)] * 2, axis=1).shape == (2, 6)
     with pytest.raises(TypeError):
         aa.sum(aa.tensor(A), dim=0, axis=0)
+
+
+P = R.standard_normal((3, 4))
+Q = R.standard_normal((3, 4))
+SPECIAL = np.array([-1.5, 0, -0.0, 2, np.nan, np.inf, -np.inf])
+LEFT_INTS = np.array([12, 18, -7, 0])
+RIGHT_INTS = np.array([8, 4, 21, 5])
+POINTS = np.sort(R.standard_normal(4))
+
+NUMERIC = {
+    "copysign": (lambda L, a, b: L.copysign(a, b), P, Q),
+    "copysign_number": (lambda L, a: L.copysign(a, -1.0), P),
+    "copysign_ints": (lambda L, i, j: L.copysign(i, j), LEFT_INTS, RIGHT_INTS),
+    "heaviside": (lambda L, z: L.heaviside(z.detach(), L.full((7,), 0.5, dtype=L.float64)),
+                  SPECIAL),
+    "fmax": (lambda L, z: L.fmax(L.tensor([1.0, 2, np.nan, np.nan, 0, 1, 2],
+                                          dtype=L.float64), z), SPECIAL),
+    "fmin": (lambda L, a, b: L.fmin(a, b), P, Q),
+    "gcd": (lambda L, i, j: L.gcd(i, j), LEFT_INTS, RIGHT_INTS),
+    "lcm": (lambda L, i, j: L.lcm(i, j), LEFT_INTS, RIGHT_INTS),
+    "signbit": (lambda L, z: L.signbit(z), SPECIAL),
+    "float_power": (lambda L, a: L.float_power(a, 2), P),
+    "float_power_ints": (lambda L, i: L.float_power(i, 2), LEFT_INTS),
+    "nan_to_num": (lambda L, z: L.nan_to_num(z), SPECIAL),
+    "nan_to_num_values": (lambda L, z: L.nan_to_num(z, nan=1.0, posinf=9.0, neginf=-9.0),
+                          SPECIAL),
+    "addcmul": (lambda L, a, b: L.addcmul(a, a, b, value=0.5), P, Q),
+    "addcdiv": (lambda L, a, b: L.addcdiv(a, a, b, value=2), P, Q),
+    "trace": (lambda L, a: L.trace(a), P),
+    "diff": (lambda L, a: L.diff(a, n=2, dim=1), P),
+    "diff_prepend_append": (lambda L, a, b: L.diff(a, dim=0, prepend=b[:1], append=b[1:]), P, Q),
+    "tensordot": (lambda L, c, a: L.tensordot(c, a, dims=([1, 2], [0, 1])), C, P),
+    "tensordot_int": (lambda L, c, a: L.tensordot(c, a.T, dims=1), C, P),
+    "take": (lambda L, a: L.take(a, L.tensor([[0, 5], [11, 3]])), P),
+    "cov": (lambda L, a: L.cov(a), P),
+    "cov_correction": (lambda L, a: L.cov(a, correction=0), P),
+    "cov_weights": (lambda L, a: L.cov(a, fweights=L.tensor([1, 2, 1, 3]), aweights=L.tensor(
+        [0.5, 1.0, 2.0, 1.0], dtype=L.float64)), P),
+    "corrcoef": (lambda L, a: L.corrcoef(a), P),
+    "trapezoid": (lambda L, a: L.trapezoid(a), P),
+    "trapezoid_x": (lambda L, a, x: L.trapezoid(a, x), P, POINTS),
+    "trapezoid_dx": (lambda L, a: L.trapezoid(a, dx=0.5, dim=0), P),
+    "cumulative_trapezoid": (lambda L, a, x: L.cumulative_trapezoid(a, x), P, POINTS),
+    "cdist": (lambda L, a, b: L.cdist(a, b[:2]), P, Q),
+    "cdist_p1": (lambda L, c, b: L.cdist(c, b[:2], p=1), C, Q),
+    "unfold": (lambda L, c: c.unfold(2, 2, 1), C),
+    "unfold_step": (lambda L, c: c.unfold(0, 1, 2), C),
+    "conj": (lambda L, a: L.conj(a), P),
+    "in_place_forms": (lambda L, a: (a * 1).sin_().mul_(2).clamp_min_(-0.5).add_(1).sqrt_(), P),
+    "in_place_binary": (lambda L, a, b: (a * 1).atan2_(b).lerp_(b, 0.3), P, Q),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NUMERIC))
+def test_numeric_like_torch(torch, name):
+    CASES[name] = NUMERIC[name]
+    try:
+        test_like_torch(torch, name)
+    finally:
+        del CASES[name]
+
+
+def test_dtype_queries(torch):
+    assert str(aa.result_type(aa.tensor([1]), 1.0)) == "float32"
+    for a, b in [("int32", "float16"), ("uint8", "int8"), ("bool", "int16")]:
+        ours = aa.promote_types(getattr(aa, a), getattr(aa, b))
+        assert str(ours) == str(torch.promote_types(getattr(torch, a), getattr(torch, b)))[6:]
+        assert aa.can_cast(getattr(aa, a), getattr(aa, b)) == torch.can_cast(
+            getattr(torch, a), getattr(torch, b))
+    assert aa.is_floating_point(aa.tensor(1.0)) and not aa.is_complex(aa.tensor(1.0))
+
+
+def test_in_place_forms_refuse_a_wider_result(torch):
+    for lib in (aa, torch):
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
+            lib.tensor([1, 2]).exp_()
