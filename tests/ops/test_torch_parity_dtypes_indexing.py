@@ -16,7 +16,7 @@ DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float3
 
 
 def _outcome(fn, *args, **kwargs):
-    """fn(*args, **kwargs) as ('ok', dtype name, values) or ('err', exception type name, message)."""
+    """fn(*args, **kwargs) as ('ok', dtype, values) or ('err', exception type, message)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
