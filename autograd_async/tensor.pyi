@@ -673,6 +673,7 @@ class Tensor:
         src: Any = ...,
         *,
         value: Any = ...,
+        reduce: str | None = ...,
     ) -> Tensor: ...
     def scatter_(
         self,
@@ -684,6 +685,15 @@ class Tensor:
     ) -> Tensor: ...
     def scatter_add(self, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor: ...
     def scatter_add_(self, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor: ...
+    def scatter_reduce(
+        self,
+        dim: builtins.int,
+        index: Tensor,
+        src: Tensor,
+        reduce: str,
+        *,
+        include_self: builtins.bool = ...,
+    ) -> Tensor: ...
     def searchsorted(
         self,
         input: Any,

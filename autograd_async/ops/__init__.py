@@ -48,6 +48,7 @@ from . import (
     numeric,
     pointwise,
     scan,
+    scatter_reduce,
     special,
     statistics,
 )
@@ -60,7 +61,7 @@ _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
 _FAMILIES += (conv, pooling, sampling, normalization, embedding, distance, attention)
 _FAMILIES += (special, pointwise, scan, linalg, activations, losses)
 _FAMILIES += (views,)
-_FAMILIES += (linalg_solvers, assembling, statistics, numeric)
+_FAMILIES += (linalg_solvers, assembling, statistics, numeric, scatter_reduce)
 _FAMILIES += (random_fills, random_draws)
 
 FUNCTIONS: dict[str, Any] = {}

@@ -326,8 +326,18 @@ def scatter(
     src: Any = ...,
     *,
     value: Any = ...,
+    reduce: str | None = ...,
 ) -> Tensor: ...
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor: ...
+def scatter_reduce(
+    input: Tensor,
+    dim: int,
+    index: Tensor,
+    src: Tensor,
+    reduce: str,
+    *,
+    include_self: bool = ...,
+) -> Tensor: ...
 def searchsorted(
     sorted_sequence: Tensor,
     input: Any,
@@ -658,6 +668,7 @@ __all__ = [
     "rsub",
     "scatter",
     "scatter_add",
+    "scatter_reduce",
     "searchsorted",
     "select",
     "sigmoid",

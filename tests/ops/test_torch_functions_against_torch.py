@@ -245,3 +245,36 @@ def test_in_place_forms_refuse_a_wider_result(torch):
     for lib in (aa, torch):
         with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
             lib.tensor([1, 2]).exp_()
+
+
+SCATTER_INDEX = [[0, 0, 2, 4], [1, 1, 1, 1], [3, 2, 3, 2]]
+SCATTER_SRC = R.standard_normal((3, 4))
+SCATTER_SRC[0, 1] = SCATTER_SRC[0, 0]  # a tie for amax and amin
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_like_torch(torch, reduce, include_self):
+    CASES["scatter_reduce"] = (lambda L, x, s: L.scatter_reduce(
+        x, 1, L.tensor(SCATTER_INDEX), s, reduce, include_self=include_self), M, SCATTER_SRC)
+    try:
+        test_like_torch(torch, "scatter_reduce")
+    finally:
+        del CASES["scatter_reduce"]
+
+
+def test_scatter_with_reduce_and_integers(torch):
+    for lib in (aa, torch):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            added = lib.scatter(lib.tensor(M), 1, lib.tensor(SCATTER_INDEX),
+                                lib.tensor(SCATTER_SRC), reduce="add")
+            scaled = lib.scatter(lib.tensor(M), 1, lib.tensor([[0, 0, 2, 4]]), 2.0,
+                                 reduce="multiply")
+            means = lib.scatter_reduce(lib.arange(6).reshape(2, 3), 1, lib.tensor([[0, 0], [2, 1]]),
+                                       lib.tensor([[5, -3], [7, 1]]), "mean")
+        if lib is aa:
+            ours = (added.numpy(), scaled.numpy(), means.numpy())
+    np.testing.assert_allclose(ours[0], added.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ours[1], scaled.numpy(), rtol=1e-12)
+    assert ours[2].tolist() == means.tolist()
