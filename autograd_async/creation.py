@@ -217,6 +217,8 @@ def arange(
     if dtype is None:
         is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
         dtype = np.int64 if is_int else default_float()
+    if as_dtype(dtype).kind == "b":
+        raise NotImplementedError('"arange_cpu" not implemented for \'Bool\'')
     return _make(np.arange(start, end, step, dtype=as_dtype(dtype)), device, requires_grad)
 
 
@@ -297,6 +299,8 @@ def linspace(
     if steps < 0:
         raise RuntimeError("linspace: number of steps must be non-negative")
     dtype = as_dtype(dtype) or default_float()
+    if dtype.kind == "b":
+        raise NotImplementedError('"linspace_cpu" not implemented for \'Bool\'')
     values = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
     if dtype.kind in "iu":
         values = np.trunc(values)  # PyTorch truncates toward zero for integer dtypes
@@ -311,6 +315,8 @@ def logspace(
     if steps < 0:
         raise RuntimeError("logspace: number of steps must be non-negative")
     dtype = as_dtype(dtype) or default_float()
+    if dtype.kind == "b":
+        raise NotImplementedError('"logspace_cpu" not implemented for \'Bool\'')
     exponents = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
     return _make((float(base) ** exponents).astype(dtype), device, requires_grad)
 

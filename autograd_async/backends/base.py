@@ -87,6 +87,10 @@ class Backend(ABC):
         """The scipy.special function `name` (erf, erfinv, ...) for this type's arrays."""
         raise NotImplementedError(f"{self.type} devices have no special function {name!r}")
 
+    def scipy_linalg(self, name: str) -> Any:
+        """The scipy.linalg function `name` (expm, lu, ...) for this type's arrays."""
+        raise NotImplementedError(f"{self.type} devices have no linalg function {name!r}")
+
     # ---------------------------------------------------- the current device
     @contextmanager
     def device_context(self, device: Device) -> Iterator[None]:

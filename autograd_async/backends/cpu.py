@@ -100,6 +100,12 @@ class CpuBackend(Backend):
 
         return getattr(scipy.special, name)
 
+    def scipy_linalg(self, name: str) -> Any:
+        """The scipy.linalg function `name` for this type's arrays."""
+        import scipy.linalg  # noqa: PLC0415 - only the ops that need it pay its import
+
+        return getattr(scipy.linalg, name)
+
     # ------------------------------------------------------- streams & random
     @property
     def streams(self) -> StreamBackend:

@@ -156,6 +156,11 @@ class CudaBackend(Backend):
 
         return getattr(cupy_special, name)
 
+    def scipy_linalg(self, name: str) -> Any:
+        import cupyx.scipy.linalg as cupy_linalg  # noqa: PLC0415 - with CuPy only
+
+        return getattr(cupy_linalg, name)
+
     # ---------------------------------------------------- the current device
     def device_context(self, device: Device) -> AbstractContextManager:
         # CuPy's Device is itself the context (set and restore, skipped when already current),

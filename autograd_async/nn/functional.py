@@ -26,13 +26,11 @@ from ..ops.nn_ops import (
     CrossEntropyLossBackward0,
     GeluBackward0,
     LinearBackward0,
-    LogSoftmaxBackward0,
     MseLossBackward0,
     NativeDropoutBackward0,
 )
-from ..ops.nn_ops import (
-    softmax as _softmax,
-)
+from ..ops.nn_ops import log_softmax as _log_softmax
+from ..ops.nn_ops import softmax as _softmax
 from ..ops.normalization import batch_norm, group_norm, instance_norm, layer_norm
 from ..ops.pooling import (
     adaptive_avg_pool1d,
@@ -44,7 +42,6 @@ from ..ops.pooling import (
     max_pool2d,
 )
 from ..ops.promotion import result_type
-from ..ops.reduction import normalize_dim
 from ..ops.sampling import interpolate, pad
 from ..tensor import Tensor
 from ..type_names import type_name
@@ -139,18 +136,13 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 def softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
     """exp(input) / sum(exp(input)) along `dim`."""
     _require_tensor(input, "softmax", "input", 1)
-    if dtype is not None:
-        input = input.to(dtype=dtype)
-    return _softmax(input, _implicit_dim(input, dim, "softmax"))
+    return _softmax(input, _implicit_dim(input, dim, "softmax"), dtype)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
     """input - logsumexp(input) along `dim`."""
     _require_tensor(input, "log_softmax", "input", 1)
-    if dtype is not None:
-        input = input.to(dtype=dtype)
-    dim = normalize_dim(_implicit_dim(input, dim, "log_softmax"), input.ndim)
-    return LogSoftmaxBackward0.apply(input, dim=dim)
+    return _log_softmax(input, _implicit_dim(input, dim, "log_softmax"), dtype)
 
 
 def _implicit_dim(input: Tensor, dim: int | None, function: str) -> int:

@@ -7,6 +7,8 @@ PyTorch's names and errors); this package collects the functions into `__all__` 
 
 from __future__ import annotations
 
+import functools
+import inspect
 from typing import Any
 
 from ..tensor import Tensor, bool_, float16, float32, float64, int32, int64
@@ -37,7 +39,19 @@ from . import (
 from .transfer import to
 
 # isort: split
-from . import activations, linalg, losses, pointwise, scan, special
+from . import (
+    activations,
+    assembling,
+    linalg,
+    linalg_solvers,
+    losses,
+    numeric,
+    pointwise,
+    scan,
+    scatter_reduce,
+    special,
+    statistics,
+)
 
 # isort: split
 from . import random_draws, random_fills
@@ -50,6 +64,7 @@ _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
 _FAMILIES += (conv, pooling, sampling, normalization, embedding, distance, attention)
 _FAMILIES += (special, pointwise, scan, linalg, activations, losses)
 _FAMILIES += (views,)
+_FAMILIES += (linalg_solvers, assembling, statistics, numeric, scatter_reduce)
 _FAMILIES += (random_fills, random_draws)
 _FAMILIES += (distribution_math,)
 
@@ -70,6 +85,39 @@ def _cast(dtype: Any) -> Any:
 _NOT_METHODS = ("cat", "concat", "concatenate", "stack")
 _NOT_METHODS += ("normal", "poisson")
 _NOT_METHODS += ("binomial",)
+_NOT_METHODS += assembling.NOT_METHODS + numeric.NOT_METHODS
+
+
+_NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
+
+
+def accept_numpy_names(fn: Any) -> Any:
+    """`fn` also taking NumPy's `axis=` and `keepdims=` for its `dim` and `keepdim`, as
+    PyTorch's argument parser does for every function with those parameters."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return fn
+    aliases = {k: v for k, v in _NUMPY_NAMES.items() if v in params and k not in params}
+    if not aliases:
+        return fn
+
+    @functools.wraps(fn)
+    def with_aliases(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            for alias, name in aliases.items():
+                if alias in kwargs:
+                    if name in kwargs:
+                        raise TypeError(
+                            f"{fn.__name__}() got an unexpected keyword argument '{alias}'"
+                        )
+                    kwargs[name] = kwargs.pop(alias)
+        return fn(*args, **kwargs)
+
+    return with_aliases
+
+
+FUNCTIONS = {name: accept_numpy_names(fn) for name, fn in FUNCTIONS.items()}
 
 
 def _install() -> None:
@@ -91,8 +139,11 @@ def _install() -> None:
             "where": lambda self, condition, other: elementwise.where(condition, self, other),
         }
     )
+    for name, fn in inplace.IN_PLACE_FORMS.items():
+        if name not in methods and name[:-1] in methods:  # only where the op itself exists
+            methods[name] = fn
     for name, fn in methods.items():
-        setattr(Tensor, name, fn)
+        setattr(Tensor, name, accept_numpy_names(fn))
     # `ndarray op tensor` defers to the tensor's reflected operator instead of converting it.
     Tensor.__array_ufunc__ = None
 

@@ -32,7 +32,7 @@ from .dual import (
     zeros_like,
 )
 from .elementwise import reciprocal
-from .promotion import promote, scalar
+from .promotion import promote, result_type, scalar
 
 
 class _ScaledSecondOperand(Op):
@@ -115,13 +115,10 @@ class DivBackward0(Op):
     saved_for = {0: (1,), 1: (0, 1)}
 
     def forward(self, a: Any, b: Any, out: Any = None) -> Any:
-        a, b = promote(a, b)
         if _integral(a) and _integral(b):
             # True division of integers gives the default float, as in PyTorch.
-            if hasattr(a, "astype"):
-                a = a.astype(default_float())
-            else:
-                b = b.astype(default_float())
+            a, b = (x.astype(default_float()) if hasattr(x, "astype") else x for x in (a, b))
+        a, b = promote(a, b)
         with quiet():  # x / 0 and 0 / 0 give inf and nan silently, as in PyTorch
             if out is not None:
                 return xp_of(out).divide(a, b, out=out)
@@ -134,6 +131,34 @@ class DivBackward0(Op):
             ga = g / b if need[0] else None
             gb = -g * a / (b * b) if need[1] else None
         return ga, gb
+
+
+class DivBackward2(Op):
+    """Division rounded toward zero ('trunc') or down ('floor'); its gradient is zero."""
+
+    __slots__ = ()
+    op_name = "div"
+
+    def forward(self, a: Any, b: Any, rounding_mode: str) -> Any:
+        a, b = promote(a, b)
+        xp = xp_of(a if hasattr(a, "dtype") else b)
+        kind = (a if hasattr(a, "dtype") else b).dtype.kind
+        if kind in "iu":
+            if not xp.all(b):
+                raise RuntimeError("ZeroDivisionError")
+            if rounding_mode == "floor":
+                return as_array(xp.floor_divide(a, b))
+            quotient = xp.floor_divide(a, b)  # rounded down; one up where a remainder is left
+            up = (quotient < 0) & (quotient * b != a)
+            return as_array(quotient + up.astype(quotient.dtype))
+        with quiet():
+            if rounding_mode == "floor":
+                return as_array(xp.floor_divide(a, b))
+            return as_array(xp.trunc(a / b))
+
+    def backward(self, g: Any) -> tuple:
+        zero = zeros_like(g)
+        return zero, zero
 
 
 def _integral(x: Any) -> bool:
@@ -159,6 +184,23 @@ class NegBackward0(Op):
         return -g
 
 
+def power(a: Any, b: Any) -> Any:
+    """a ** b; integers to negative integer powers as in PyTorch (0, or 1 and -1 for bases
+    1 and -1) where NumPy refuses them."""
+    if type(a) is bool:  # `True ** t` for an integer t: NumPy would keep the bool's kind
+        a = int(a)
+    kind = getattr(b, "dtype", np.dtype(type(b))).kind
+    if kind not in "iu" or getattr(a, "dtype", np.dtype(type(a))).kind not in "iu":
+        return a**b
+    xp = xp_of(b if hasattr(b, "dtype") else a)
+    negative = b < 0
+    if not xp.any(negative):
+        return a**b
+    result = a ** xp.where(negative, 0, b)
+    reciprocal = xp.where(a == 1, 1, xp.where(a == -1, 1 - 2 * (b % 2), 0))
+    return xp.where(negative, reciprocal, result).astype(result.dtype)
+
+
 class PowBackward0(Op):
     """`input ** exponent` for a scalar exponent (kept in a slot: one edge, as in PyTorch)."""
 
@@ -167,9 +209,9 @@ class PowBackward0(Op):
     saved_inputs = (0,)
 
     def forward(self, a: Any, exponent: Any) -> Any:
-        a, p = promote(a, exponent)
-        if a.dtype.kind in "iu" and isinstance(p, int) and p < 0:
+        if a.dtype.kind in "iu" and type(exponent) is int and exponent < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
+        a, p = promote(a, exponent)
         self._exponent = p
         if type(p) is int and p >= 0:
             return as_array(a**p)
@@ -200,7 +242,7 @@ class PowBackward1(Op):
     def forward(self, a: Any, b: Any) -> Any:
         a, b = promote(a, b)
         with quiet():
-            return as_array(a**b)
+            return as_array(power(a, b))
 
     def backward(self, g: Any) -> tuple:
         a, b, out = self.saved(g)
@@ -228,7 +270,7 @@ class PowBackward2(Op):
         base, b = promote(base, b)
         self._base = base
         with quiet():  # 0 ** -1, (-2) ** 0.5
-            return as_array(base**b)
+            return as_array(power(base, b))
 
     def backward(self, g: Any) -> Any:
         (out,) = self.saved(g)
@@ -354,11 +396,29 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """input - alpha * other, broadcast."""
+    _refuse_bool_subtraction(input, other)
     return SubBackward0.apply(_operand(input, "sub"), _operand(other, "sub"), alpha=alpha)
+
+
+def _refuse_bool_subtraction(input: Any, other: Any) -> None:
+    """PyTorch's error for subtracting with a bool operand (tensor or Python bool)."""
+    bools = [x is True or x is False or (isinstance(x, Tensor) and x.dtype.kind == "b")
+             for x in (input, other)]
+    if all(bools) and isinstance(input, Tensor) and isinstance(other, Tensor):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+            "or `logical_xor()` operator instead."
+        )
+    if any(bools):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+            "trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
 
 
 def rsub(input: Tensor, other: Any) -> Tensor:
     """other - input (PyTorch's `rsub`)."""
+    _refuse_bool_subtraction(input, other)
     if isinstance(other, Tensor):
         return sub(other, input)
     return RsubBackward1.apply(input, other=_operand(other, "rsub"))
@@ -369,9 +429,31 @@ def mul(input: Any, other: Any) -> Tensor:
     return MulBackward0.apply(_operand(input, "mul"), _operand(other, "mul"))
 
 
-def div(input: Any, other: Any) -> Tensor:
-    """input / other, broadcast (true division: integers give float32)."""
-    return DivBackward0.apply(_operand(input, "div"), _operand(other, "div"))
+def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    """input / other, broadcast: true division (integers give the default float), or rounded
+    'trunc' (toward zero) or 'floor' (down) in the operands' promoted dtype."""
+    input, other = _operand(input, "div"), _operand(other, "div")
+    if rounding_mode is None:
+        return DivBackward0.apply(input, other)
+    if rounding_mode not in ("trunc", "floor"):
+        raise RuntimeError(
+            "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+            f"'{rounding_mode}'"
+        )
+    dtype = result_type(*(x._data if isinstance(x, Tensor) else x for x in (input, other)))
+    if dtype.kind == "b":
+        raise NotImplementedError(f"\"div_{rounding_mode}_cpu\" not implemented for 'Bool'")
+    return DivBackward2.apply(input, other, rounding_mode=rounding_mode)
+
+
+def true_divide(dividend: Any, divisor: Any) -> Tensor:
+    """dividend / divisor (true division)."""
+    return div(dividend, divisor)
+
+
+def floor_divide(input: Any, other: Any) -> Tensor:
+    """input / other rounded down (`//`), in the operands' promoted dtype."""
+    return div(input, other, rounding_mode="floor")
 
 
 def neg(input: Tensor) -> Tensor:
@@ -463,6 +545,8 @@ OPERATORS = {
     "__rmul__": _forward(mul),
     "__truediv__": _forward(div),
     "__rtruediv__": _rtruediv,
+    "__floordiv__": _forward(floor_divide),
+    "__rfloordiv__": _reflected(floor_divide),
     "__pow__": _forward(pow),
     "__rpow__": _reflected(pow),
     "__matmul__": lambda self, other: (
@@ -480,7 +564,8 @@ FUNCTIONS = {
     "multiply": mul,
     "div": div,
     "divide": div,
-    "true_divide": div,
+    "true_divide": true_divide,
+    "floor_divide": floor_divide,
     "neg": neg,
     "negative": neg,
     "pow": pow,

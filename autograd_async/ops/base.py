@@ -94,6 +94,18 @@ def torch_type_name(dtype: Any) -> str:
     return _TORCH_TYPE_NAMES.get(str(dtype), str(dtype))
 
 
+def require_kernel_dtype(kernel: str, t: Tensor, kinds: str = "f", also: tuple = ()) -> None:
+    """PyTorch's NotImplementedError for a dtype its kernel `kernel` has no version for.
+
+    `kinds` are the NumPy dtype kinds the kernel takes ("f" floats, "fc" with complex), `also`
+    names single dtypes beyond them (uint8 for image resampling, int64 for average pooling).
+    """
+    if t.dtype.kind not in kinds and str(t.dtype) not in also:
+        raise NotImplementedError(
+            f'"{kernel}" not implemented for \'{torch_type_name(t.dtype)}\''
+        )
+
+
 def torch_description(t: Tensor) -> str:
     """A tensor as PyTorch's messages show it: `[torch.FloatTensor [2, 3]]` (device if not cpu)."""
     kind = _TORCH_TYPE_NAMES.get(str(t.dtype), str(t.dtype)) + "Tensor"

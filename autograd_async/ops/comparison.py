@@ -11,7 +11,7 @@ from ..devices import DeviceError, launching
 from ..tensor import Tensor
 from .base import broadcast_error, require_tensor, torch_type_name
 from .dual import as_array, xp_of
-from .promotion import promote, scalar
+from .promotion import promote, result_type, scalar
 from .reduction import normalize_dims
 
 
@@ -90,21 +90,34 @@ logical_or = _logical("logical_or", "logical_or")
 logical_xor = _logical("logical_xor", "logical_xor")
 
 
-def _bitwise(name: str, ufunc: str) -> Any:
-    def bitwise(input: Tensor, other: Any) -> Tensor:
-        if input.dtype.kind not in "biu":
-            raise RuntimeError(f"\"{name}_cpu\" not implemented for '{input.dtype}'")
-        return _no_grad_op(name, lambda a, b: getattr(xp_of(a), ufunc)(*promote(a, b)), input,
-                           other)
+def _bitwise(name: str, ufunc: str, kernel: str, kinds: str = "biu") -> Any:
+    def bitwise(input: Any, other: Any) -> Tensor:
+        if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+            raise TypeError(f"{name}(): expected at least one Tensor argument")
+        for value in (input, other):
+            if not isinstance(value, (Tensor, Number)):
+                raise TypeError(f"{name}(): expected a Tensor or a number, got "
+                                f"{type(value).__name__}")
+        dtype = result_type(*(v._data if isinstance(v, Tensor) else scalar(v)
+                              for v in (input, other)))
+        if dtype.kind not in kinds:
+            raise NotImplementedError(
+                f"\"{kernel}_cpu\" not implemented for '{torch_type_name(dtype)}'"
+            )
+        return _no_grad_op(
+            name, lambda a, b: getattr(xp_of(b if isinstance(a, Number) else a), ufunc)(
+                *promote(a, b)), input, other)
 
     bitwise.__name__ = name
-    bitwise.__doc__ = f"Elementwise `{ufunc}` of bool or integer tensors."
+    bitwise.__doc__ = f"Elementwise `{ufunc}` of bool or integer tensors and numbers."
     return bitwise
 
 
-bitwise_and = _bitwise("bitwise_and", "bitwise_and")
-bitwise_or = _bitwise("bitwise_or", "bitwise_or")
-bitwise_xor = _bitwise("bitwise_xor", "bitwise_xor")
+bitwise_and = _bitwise("bitwise_and", "bitwise_and", "bitwise_and")
+bitwise_or = _bitwise("bitwise_or", "bitwise_or", "bitwise_or")
+bitwise_xor = _bitwise("bitwise_xor", "bitwise_xor", "bitwise_xor")
+bitwise_left_shift = _bitwise("bitwise_left_shift", "left_shift", "lshift", "iu")
+bitwise_right_shift = _bitwise("bitwise_right_shift", "right_shift", "rshift", "iu")
 
 
 def bitwise_not(input: Tensor) -> Tensor:
@@ -112,12 +125,6 @@ def bitwise_not(input: Tensor) -> Tensor:
     if input.dtype.kind not in "biu":
         raise RuntimeError(f"\"bitwise_not_cpu\" not implemented for '{input.dtype}'")
     return _no_grad_op("bitwise_not", lambda a: xp_of(a).invert(a), input)
-
-
-def floor_divide(input: Any, other: Any) -> Tensor:
-    """Elementwise floor(input / other) (no gradient, as its derivative is zero)."""
-    return _no_grad_op("floor_divide", lambda a, b: xp_of(a).floor_divide(*promote(a, b)),
-                       input, other)
 
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8,
@@ -211,7 +218,8 @@ FUNCTIONS = {
     "logical_not": logical_not, "logical_and": logical_and, "logical_or": logical_or,
     "logical_xor": logical_xor, "bitwise_and": bitwise_and, "bitwise_or": bitwise_or,
     "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not,
-    "floor_divide": floor_divide, "allclose": allclose, "equal": equal,
+    "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,
+    "allclose": allclose, "equal": equal,
     "isclose": isclose, "all": all, "any": any,
 }
 METHODS = {
@@ -225,6 +233,11 @@ METHODS = {
     "__and__": _binary_method(bitwise_and),
     "__or__": _binary_method(bitwise_or),
     "__xor__": _binary_method(bitwise_xor),
-    "__floordiv__": _binary_method(floor_divide),
-    "__rfloordiv__": _reflected(floor_divide),
+    "__rand__": _binary_method(bitwise_and),
+    "__ror__": _binary_method(bitwise_or),
+    "__rxor__": _binary_method(bitwise_xor),
+    "__lshift__": _binary_method(bitwise_left_shift),
+    "__rshift__": _binary_method(bitwise_right_shift),
+    "__rlshift__": _reflected(bitwise_left_shift),
+    "__rrshift__": _reflected(bitwise_right_shift),
 }

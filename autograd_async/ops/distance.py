@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor
-from .base import require_tensor
+from .base import require_tensor, torch_type_name
+from .linalg import vector_norm
+from .promotion import result_type
 
 
 def _powered_sum(x: Tensor, p: float, dim: Any, keepdim: bool) -> Tensor:
@@ -33,9 +35,8 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
     require_tensor("normalize", input)
     if out is not None:
         raise NotImplementedError("normalize: the out= argument is not supported")
-    if p <= 0:
-        raise ValueError(f"normalize: p must be positive, but got {p}")
-    return input / _norm(input, p, dim, True, eps)
+    # PyTorch's own composition: any p (0 counts nonzeros), integer inputs refused by the norm
+    return input / vector_norm(input, p, dim, True).clamp_min(eps)
 
 
 def _check_broadcast(name: str, a: Tensor, b: Tensor) -> None:
@@ -54,6 +55,12 @@ def _check_broadcast(name: str, a: Tensor, b: Tensor) -> None:
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) along `dim` (broadcasting)."""
     _check_broadcast("cosine_similarity", x1, x2)
+    common = result_type(x1, x2)
+    if common.kind not in "fc":
+        raise RuntimeError(
+            "expected common dtype to be floating point, yet common dtype is "
+            f"{torch_type_name(common)}"
+        )
     a = x1 / _norm(x1, 2, dim, True, eps)
     b = x2 / _norm(x2, 2, dim, True, eps)
     return (a * b).sum(dim=dim)

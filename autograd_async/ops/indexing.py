@@ -32,6 +32,11 @@ def _has_int_arrays(key: tuple) -> bool:
 def normalize_key(key: Any, data: Any, device: Device) -> tuple:
     """A tuple key of ints, slices, None, Ellipsis and arrays on `data`'s backend (on `device`),
     its integer arrays checked against the dims they index."""
+    if isinstance(key, list) and len(key) < 32 and any(
+        isinstance(k, (list, tuple, slice, Tensor, np.ndarray, EllipsisType)) or k is None
+        for k in key
+    ):
+        key = tuple(key)  # NumPy's old rule, kept by PyTorch: such a list is a tuple of indices
     if not isinstance(key, tuple):
         key = (key,)
     xp = xp_of(data)
@@ -43,7 +48,7 @@ def normalize_key(key: Any, data: Any, device: Device) -> tuple:
                 k = int(k)
             elif xp is not np:
                 k = xp.asarray(k)
-        elif isinstance(k, (list, np.ndarray)) or (xp is not np and hasattr(k, "dtype")):
+        elif isinstance(k, (list, tuple, np.ndarray)) or (xp is not np and hasattr(k, "dtype")):
             k = xp.asarray(k)
             if k.dtype.kind == "f" and k.size == 0:
                 k = k.astype(np.int64)  # `x[[]]` selects nothing
@@ -64,6 +69,30 @@ def normalize_key(key: Any, data: Any, device: Device) -> tuple:
     if not backend.indexing_checks_bounds:  # CuPy wraps out-of-range indices around: refuse
         check_key_bounds(backend, key, data.shape)
     return key
+
+
+def split_selects(key: tuple) -> tuple[tuple, tuple] | None:
+    """PyTorch applies a key's integers first, as selects, so that they never join the index
+    arrays (NumPy's rule would move the indexed dims to the front in `x[1, :, idx]`): the
+    selects and the rest of the key, or None when both rules agree."""
+    ints = [isinstance(k, int) and not isinstance(k, bool) for k in key]
+    arrays = [getattr(k, "dtype", None) is not None for k in key]
+    if not any(ints) or not any(arrays):
+        return None
+    selects, rest = [], []
+    for k, is_int in zip(key, ints):
+        if is_int:
+            selects.append(k)
+        elif k is None:
+            selects.append(None)
+            rest.append(slice(None))
+        elif k is Ellipsis:
+            selects.append(k)
+            rest.append(k)
+        else:
+            selects.extend([slice(None)] * _dims_taken(k))
+            rest.append(k)
+    return tuple(selects), tuple(rest)
 
 
 def check_key_bounds(backend: Any, key: tuple, shape: tuple[int, ...]) -> None:
@@ -155,6 +184,10 @@ class IndexAccumulateBackward0(Op):
 def index(input: Tensor, key: Any) -> Tensor:
     """`input[key]`: a view for basic keys, a copy for masks and integer arrays."""
     key = normalize_key(key, input._data, input.device)
+    split = split_selects(key)
+    if split is not None:
+        selects, key = split
+        input = SelectBackward0.apply(input, key=selects)
     if is_basic(key):
         op = SelectBackward0 if all(isinstance(k, int) for k in key) else SliceBackward0
         return op.apply(input, key=key)

@@ -25,7 +25,7 @@ from .base import Op, broadcast_error
 from .copy_slices import CopySlices
 from .dual import data_of, getitem, mul_const, xp_of, zeros_like
 from .elementwise import clamp, relu
-from .indexing import index, is_basic, normalize_key
+from .indexing import index, is_basic, normalize_key, split_selects
 from .promotion import _CATEGORY, result_type, scalar
 from .views import (
     AsStridedBackward0,
@@ -383,6 +383,11 @@ def setitem(input: Tensor, key: Any, value: Any) -> None:
     if isinstance(input._data, np.generic):
         input._data = np.array(input._data)  # a 0-d gradient as a NumPy scalar: give it storage
     key = normalize_key(key, input._data, input.device)
+    split = split_selects(key)
+    if split is not None:  # PyTorch's order: the integers select a view, the rest writes it
+        selects, rest = split
+        setitem(index(input, selects), rest, value)
+        return
     value = _operand(input, value, move=True)
     if isinstance(value, Tensor) and value.dtype != input.dtype:
         value = value.to(dtype=input.dtype)
@@ -410,6 +415,54 @@ def _iop(fn: Any) -> Any:
 
     return method
 
+
+def _in_place_form(name: str) -> Any:
+    """`Tensor.<name>_`: the out-of-place method's result written back, with its history."""
+
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        compute = getattr(Tensor, name)
+        others = tuple(a for a in args if isinstance(a, Tensor))
+        recording = _recording(self, *others)
+        if recording:
+            result = compute(_snapshot(self, copy=True), *args, **kwargs)
+        else:
+            with _no_grad():
+                result = compute(self, *args, **kwargs)
+        if _CATEGORY[result.dtype.kind] > _CATEGORY[self.dtype.kind]:
+            raise RuntimeError(
+                f"result type {_TORCH_NAMES[result.dtype.kind]} can't be cast to the desired "
+                f"output type {_TORCH_NAMES[self.dtype.kind]}"
+            )
+        if result.shape != self.shape:
+            raise RuntimeError(
+                f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                f"{list(result.shape)}"
+            )
+        self._data[...] = result._data
+        if recording:
+            return _commit(self, result.grad_fn)
+        self._bump_version()
+        return self
+
+    method.__name__ = name + "_"
+    method.__doc__ = f"`{name}`, in place."
+    return method
+
+
+# PyTorch's in-place forms of ops that keep the tensor's shape.
+_IN_PLACE_FORMS = (
+    "abs", "acos", "addcdiv", "addcmul", "addmm", "arccos", "arcsin", "arcsinh", "arctan2",
+    "arctan", "asin", "asinh", "atan2", "atan", "baddbmm", "bitwise_and", "bitwise_left_shift",
+    "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "clamp_max",
+    "clamp_min", "clip", "copysign", "cos", "cosh", "cumprod", "cumsum", "divide", "eq", "erf",
+    "erfinv", "exp", "expm1", "fix", "floor", "floor_divide", "fmod", "frac", "gcd", "ge",
+    "greater", "greater_equal", "gt", "heaviside", "hypot", "lcm", "le", "lerp", "less",
+    "less_equal", "log1p", "log", "logical_and", "logical_not", "logical_or", "logical_xor", "lt",
+    "multiply", "nan_to_num", "ne", "neg", "negative", "not_equal", "pow", "reciprocal",
+    "remainder", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square",
+    "subtract", "tan", "tanh", "tril", "triu", "true_divide", "trunc", "xlogy",
+)
+IN_PLACE_FORMS = {name + "_": _in_place_form(name) for name in _IN_PLACE_FORMS}
 
 METHODS = {
     "add_": add_,

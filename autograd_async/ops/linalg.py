@@ -299,7 +299,10 @@ class NormBackward1(Op):
             if p == 2:
                 return where(zero, 0.0, g / out) * x
             scale = where(zero, 0.0, g / out ** (p - 1))
-            return scale * mul_const(abs_(x) ** (p - 1), sgn)
+            slope = mul_const(abs_(x) ** (p - 1), sgn)
+            if p < 1:  # |x| ** (p - 1) is inf at 0, where the slope is taken as 0
+                slope = where(data_of(x) == 0, 0.0, slope)
+            return scale * slope
 
 
 class LinalgSvdvalsBackward0(Op):

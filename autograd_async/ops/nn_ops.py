@@ -15,7 +15,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from . import dual
-from .base import Op, require_tensor
+from .base import Op, require_kernel_dtype, require_tensor
 from .dual import as_array, exp, mul_const, sum_dims, xp_of
 from .promotion import as_float
 from .reduction import logsumexp_array
@@ -305,18 +305,28 @@ class NativeDropoutBackward0(Op):
         return mul_const(g, self._mask)
 
 
-def softmax(input: Tensor, dim: int) -> Tensor:
-    """exp(input) / sum(exp(input)) along `dim`."""
+def _softmax_input(name: str, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor, int]:
+    """The input cast to `dtype`, and `dim` normalised; PyTorch's error for integer inputs."""
     from .reduction import normalize_dim  # noqa: PLC0415
 
-    return SoftmaxBackward0.apply(input, dim=normalize_dim(dim, input.ndim))
+    if dtype is not None:
+        input = input.to(dtype=dtype)
+    dim = normalize_dim(dim, input.ndim)
+    last = "_lastdim" if dim == input.ndim - 1 or input.ndim == 0 else ""
+    require_kernel_dtype(f"{name}{last}_kernel_impl", input)
+    return input, dim
 
 
-def log_softmax(input: Tensor, dim: int) -> Tensor:
-    """input - logsumexp(input) along `dim`."""
-    from .reduction import normalize_dim  # noqa: PLC0415
+def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """exp(input) / sum(exp(input)) along `dim` (computed in `dtype` when given)."""
+    input, dim = _softmax_input("softmax", input, dim, dtype)
+    return SoftmaxBackward0.apply(input, dim=dim)
 
-    return LogSoftmaxBackward0.apply(input, dim=normalize_dim(dim, input.ndim))
+
+def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """input - logsumexp(input) along `dim` (computed in `dtype` when given)."""
+    input, dim = _softmax_input("log_softmax", input, dim, dtype)
+    return LogSoftmaxBackward0.apply(input, dim=dim)
 
 
 def erf(input: Tensor) -> Tensor:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..grad_mode import no_grad
 from ..tensor import Tensor, float32, float64
-from .base import require_tensor
+from .base import require_kernel_dtype, require_tensor
 from .batch_norm import fused_batch_norm
 from .layer_norm import fused_layer_norm
 
@@ -76,6 +76,7 @@ def batch_norm(
 ) -> Tensor:
     """Normalise each channel of (N, C, *) by batch statistics (training) or running ones."""
     require_tensor("batch_norm", input)
+    require_kernel_dtype("batch_norm", input)
     channels = input.shape[1] if input.ndim > 1 else 0
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
@@ -118,6 +119,7 @@ def instance_norm(
 ) -> Tensor:
     """Normalise each channel of each sample of (N, C, *spatial) over its spatial dims."""
     require_tensor("instance_norm", input)
+    require_kernel_dtype("batch_norm", input)
     if input.ndim < 3:
         raise ValueError(
             "instance_norm: expected an input of at least 3 dims (N, C, *spatial), but got "
@@ -147,6 +149,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise (N, C, *) over groups of C / num_groups channels (and all spatial dims)."""
     require_tensor("group_norm", input)
+    require_kernel_dtype("GroupNormKernelImpl", input)
     if input.ndim < 2:
         raise RuntimeError(
             f"Expected at least 2 dimensions for input tensor but received {input.ndim}"
@@ -168,6 +171,7 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise over the trailing `normalized_shape` dims, then scale and shift elementwise."""
     require_tensor("layer_norm", input)
+    require_kernel_dtype("LayerNormKernelImpl", input)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     n = len(shape)
     if input.ndim < n or tuple(input.shape[input.ndim - n :]) != shape:

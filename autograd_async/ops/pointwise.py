@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor
-from .base import Op, torch_type_name
+from .base import Op, require_tensor, torch_type_name
 from .comparison import _binary_method
 from .dual import as_array, data_of, log, mul_const, quiet, where, xp_of
 from .promotion import as_float, promote, result_type, scalar
@@ -192,16 +192,32 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:
     return HypotBackward0.apply(*_operands("hypot", input, other))
 
 
+def _integer_division(name: str, input: Any, other: Any) -> None:
+    """PyTorch's errors for a remainder of bools, or of integers by zero."""
+    dtype = result_type(*(v._data if isinstance(v, Tensor) else v for v in (input, other)))
+    if dtype.kind == "b":
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
+    if dtype.kind in "iu":
+        divisor = other._data if isinstance(other, Tensor) else xp_of(input._data).asarray(other)
+        if not divisor.all():
+            raise RuntimeError("ZeroDivisionError")
+
+
 def remainder(input: Any, other: Any) -> Tensor:
     """Elementwise remainder with the sign of `other` (Python's %)."""
     _no_complex("remainder", input, other)
-    return RemainderBackward0.apply(*_operands("remainder", input, other))
+    values = _operands("remainder", input, other)
+    _integer_division("remainder", input, other)
+    return RemainderBackward0.apply(*values)
 
 
 def fmod(input: Tensor, other: Any) -> Tensor:
     """Elementwise remainder with the sign of `input` (C's fmod)."""
+    require_tensor("fmod", input)
     _no_complex("fmod", input, other)
-    return FmodBackward0.apply(*_operands("fmod", input, other))
+    values = _operands("fmod", input, other)
+    _integer_division("fmod", input, other)
+    return FmodBackward0.apply(*values)
 
 
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:

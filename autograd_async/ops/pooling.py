@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor
+from .base import require_kernel_dtype
 from .conv import Im2ColBackward0, expand_param
 from .dual import xp_of
 from .max_pool import max_pool
@@ -87,6 +88,9 @@ def _pool_windows(
 def _max_pool(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
               ceil_mode: bool, return_indices: bool, dims: int, op: str) -> Any:
     x = _check_rank(input, dims, op)
+    if dims == 1 and not return_indices:  # PyTorch's one-dimensional kernel takes floats only
+        require_kernel_dtype("max_pool1d_impl", x)
+    require_kernel_dtype("max_pool2d", x, "fiu")
     win = _pool_windows(x, kernel_size, stride, padding, dilation, ceil_mode, dims, op)
     if not return_indices:
         return _unbatch(max_pool(x, win, False), input, dims)
@@ -126,15 +130,19 @@ def _window_counts(win: Windows, include_pad: bool) -> np.ndarray:
 def _avg_pool(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
               count_include_pad: bool, divisor_override: Any, dims: int, op: str) -> Tensor:
     x = _check_rank(input, dims, op)
-    if x.dtype.kind != "f":
-        raise RuntimeError(f"{op}: expected a floating point input, but got {x.dtype}")
+    require_kernel_dtype("avg_pool2d", x, "f", also=("int64",))
     win = _pool_windows(x, kernel_size, stride, padding, 1, ceil_mode, dims, op)
     n, c = x.shape[:2]
     cols = Im2ColBackward0.apply(x, win=win)
     sums = cols.reshape((n, c, win.kernel_numel) + win.out).sum(dim=2)
-    if divisor_override is not None:
-        if divisor_override == 0:
-            raise RuntimeError(f"{op}: divisor must be not zero")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError(f"{op}: divisor must be not zero")
+    if x.dtype.kind != "f":  # int64: the integer sum divided by the count, rounded toward zero
+        xp = xp_of(x._data)
+        count = divisor_override or xp.asarray(_window_counts(win, count_include_pad))
+        whole = xp.abs(sums._data) // count
+        out = Tensor._wrap(xp.where(sums._data < 0, -whole, whole), x.device)
+    elif divisor_override is not None:
         out = sums * (1.0 / divisor_override)
     else:
         scale = 1.0 / _window_counts(win, count_include_pad)
@@ -200,6 +208,7 @@ def _check_adaptive_rank(input: Tensor, dims: int, op: str) -> None:
 
 def _adaptive_avg(input: Tensor, output_size: Any, dims: int, op: str) -> Tensor:
     _check_adaptive_rank(input, dims, op)
+    require_kernel_dtype("adaptive_avg_pool2d", input)
     size = tuple(input.shape[-dims:])
     out = _output_size(output_size, size, op)
     xp = xp_of(input._data)
@@ -227,6 +236,7 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     """Max over an `output_size` grid of adaptive windows of (N, C, H, W)."""
     op = "adaptive_max_pool2d"
     _check_adaptive_rank(input, 2, op)
+    require_kernel_dtype(op, input)
     x = input if input.ndim == 4 else input.unsqueeze(0)
     size = tuple(x.shape[2:])
     out = _output_size(output_size, size, op)

@@ -75,7 +75,17 @@ def promote(a: Any, b: Any) -> tuple[Any, Any]:
         a = a.astype(dtype)
     if db is not None and db != dtype:
         b = b.astype(dtype)
-    return a, b
+    return _wrapped(a, dtype), _wrapped(b, dtype)
+
+
+def _wrapped(x: Any, dtype: np.dtype) -> Any:
+    """A Python int outside an integer dtype's range wrapped into it, as PyTorch's casts do
+    (`uint8 tensor - 2`); NumPy would raise OverflowError. Other operands are returned as is."""
+    if type(x) is int and dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if not info.min <= x <= info.max:
+            return np.asarray(x).astype(dtype)
+    return x
 
 
 def as_float(a: Any) -> Any:

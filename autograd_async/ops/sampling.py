@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor
-from .base import Op, require_tensor
+from .base import Op, require_kernel_dtype, require_tensor
 from .dual import xp_of
 from .plane_gather import gather_trailing
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
@@ -71,8 +71,10 @@ def _source_index(n: int, lo: int, hi: int, mode: str) -> np.ndarray:
     i = np.arange(-lo, n + hi)
     if mode == "replicate":
         return np.clip(i, 0, n - 1)
-    if mode == "circular":
-        return i % n
+    if mode == "circular":  # negative pads crop first; positive ones wrap what is left
+        start = max(-lo, 0)
+        kept = n - start - max(-hi, 0)
+        return start + (np.arange(-max(lo, 0), kept + max(hi, 0)) % kept)
     reflected = np.abs(i)  # reflect: mirror about the first and the last element
     return (n - 1) - np.abs((n - 1) - reflected)
 
@@ -95,7 +97,8 @@ def _check_non_constant(input: Tensor, pads: tuple[tuple[int, int], ...], mode: 
                 f"got: padding ({lo}, {hi}) at dimension {lead + d} of input "
                 f"{list(input.shape)}"
             )
-        if mode == "circular" and (lo > n or hi > n):
+        kept = n - max(-lo, 0) - max(-hi, 0)
+        if mode == "circular" and (lo > kept or hi > kept):
             raise RuntimeError(
                 f"pad: Padding value causes wrapping around more than once: padding ({lo}, "
                 f"{hi}) at dimension {lead + d} of input {list(input.shape)}"
@@ -128,6 +131,9 @@ def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = N
     if value:
         raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument")
     _check_non_constant(input, pads, mode)
+    if mode != "circular":
+        kernel = "reflection" if mode == "reflect" else "replication"
+        require_kernel_dtype(f"{kernel}_pad{len(pads)}d", input, "fiuc")
     lead = input.ndim - len(pads)
     size = input.shape[lead:]
     index = _joint_index(
@@ -148,6 +154,19 @@ def _joint_index(per_dim: list[np.ndarray], size: tuple[int, ...]) -> np.ndarray
 # ------------------------------------------------------------- interpolate
 _SPATIAL = {"linear": 1, "bilinear": 2}
 _MODES = ("nearest", "nearest-exact", "linear", "bilinear", "area")
+# PyTorch's kernel for each mode (and spatial rank, for nearest), named in its dtype errors.
+_KERNELS = {"nearest": "compute_indices_weights_nearest",
+            "linear": "compute_indices_weights_linear", "area": "adaptive_avg_pool2d",
+            ("nearest", 2): "upsample_nearest2d_channels_last",
+            "bilinear": "upsample_bilinear2d_channels_last"}
+
+
+def _check_interpolate_dtype(input: Tensor, mode: str) -> None:
+    """Floats everywhere; uint8 images for nearest and bilinear only, as PyTorch's kernels."""
+    base = "nearest" if mode.startswith("nearest") else mode
+    kernel = _KERNELS.get((base, input.ndim - 2)) or _KERNELS[base]
+    images = ("uint8",) if base in ("nearest", "bilinear") else ()
+    require_kernel_dtype(kernel, input, "f", also=images)
 
 
 def _interpolate_sizes(
@@ -233,6 +252,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         )
     if antialias:
         raise NotImplementedError("interpolate: antialias is not supported")
+    _check_interpolate_dtype(input, mode)
     sizes, scales = _interpolate_sizes(input, size, scale_factor, recompute_scale_factor)
     if any(s <= 0 for s in sizes):
         raise RuntimeError(f"interpolate: output sizes must be positive, but got {list(sizes)}")
@@ -250,10 +270,12 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
             spatial,
         )
         return gather_trailing(input, xp.asarray(index), len(spatial), sizes)
+    if input.dtype.kind != "f":
+        return _resample_image(input, spatial, sizes, scales, bool(align_corners))
     out = input
     for axis, (n, o, s) in enumerate(zip(spatial, sizes, scales)):
         matrix = Tensor._wrap(
-            xp.asarray(_linear_matrix(n, o, s, bool(align_corners)), dtype=input.dtype),
+            xp.asarray(_linear_matrix(n, o, s, bool(align_corners)), dtype=out.dtype),
             input.device,
         )
         if axis == len(spatial) - 1:
@@ -261,6 +283,25 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         else:
             out = matrix @ out
     return out
+
+
+def _resample_image(input: Tensor, spatial: tuple, sizes: tuple, scales: tuple,
+                    align_corners: bool) -> Tensor:
+    """Bilinear resampling of a uint8 image as PyTorch's uint8 kernel does it: integer weights
+    of 15 significant bits, one pass per dim (width first), each rounded back to uint8."""
+    xp = xp_of(input._data)
+    out = input._data.astype(np.int64)
+    for axis in reversed(range(len(spatial))):
+        weights = _linear_matrix(spatial[axis], sizes[axis], scales[axis], align_corners)
+        bits = 0
+        while bits < 22 and int(0.5 + weights.max() * (1 << (bits + 1))) < 1 << 15:
+            bits += 1
+        fixed = xp.asarray(np.trunc(weights * (1 << bits) + np.copysign(0.5, weights)),
+                           dtype=np.int64)
+        moved = xp.moveaxis(out, axis + 2, -1)
+        total = (moved @ fixed.T + (1 << (bits - 1))) >> bits
+        out = xp.moveaxis(xp.clip(total, 0, 255), -1, axis + 2)
+    return Tensor._wrap(xp.ascontiguousarray(out.astype(input.dtype)), input.device)
 
 
 FUNCTIONS: dict[str, Any] = {}  # torch has these as functions, not Tensor methods

@@ -119,6 +119,8 @@ class CumprodBackward0(Op):
         a, out = self.saved(g)
         axis = self._dim
         data = data_of(a)
+        if data.size == 0:  # nothing to differentiate (an empty dim, or an empty batch)
+            return g * 0
         if not isinstance(g, Tensor):
             return _cumprod_grad(data, data_of(out), g, axis)
         if not (data == 0).any():  # the reversed running sum of g * out, over a

@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from ..devices import data_ptr
 from ..tensor import Tensor
 from ..type_names import type_name
-from .base import Op
+from .base import Op, torch_type_name
 from .dual import getitem, xp_of
 from .promotion import result_type
 from .reduction import normalize_dim
@@ -244,7 +245,7 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
 def view(input: Tensor, *shape: Any) -> Tensor:
     """A view in a new shape; an error when the strides do not allow one."""
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list)):
-        return input.to(dtype=shape[0])  # view(dtype): a cast, close enough without bit views
+        return view_dtype(input, shape[0])
     shape = infer_shape(_sizes(shape), input.numel())
     if not _viewable(input._data, shape):
         raise RuntimeError(
@@ -252,6 +253,54 @@ def view(input: Tensor, *shape: Any) -> Tensor:
             "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
         )
     return ViewBackward0.apply(input, shape=shape)
+
+
+def stride(input: Tensor, dim: int | None = None) -> Any:
+    """The steps, in elements, between neighbours along each dim (or along `dim`)."""
+    data = input._data
+    steps = tuple(s // data.itemsize for s in data.strides)
+    return steps if dim is None else steps[normalize_dim(dim, input.ndim)]
+
+
+def storage_offset(input: Tensor) -> int:
+    """Where the tensor starts in its base's storage, in elements."""
+    base = input._base
+    if base is None:
+        return 0
+    return (data_ptr(input._data) - data_ptr(base._data)) // input._data.itemsize
+
+
+def view_dtype(input: Tensor, dtype: Any) -> Tensor:
+    """The same bytes read as `dtype` (a view, outside autograd as in PyTorch); with a different
+    element size the last dim is scaled by the ratio of the sizes."""
+    target = np.dtype(dtype)
+    data = input._data
+    old, new = data.dtype.itemsize, target.itemsize
+    if old != new:
+        what = (f"to view {torch_type_name(data.dtype)} as {torch_type_name(target)} (different "
+                "element sizes)")
+        if data.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        stride = data.strides[-1] // old
+        if stride != 1 and data.shape[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {stride}")
+        if new > old:
+            ratio = new // old
+            if data.shape[-1] % ratio:
+                raise RuntimeError(
+                    f"self.size(-1) must be divisible by {ratio} {what}, but got "
+                    f"{data.shape[-1]}"
+                )
+            offset = storage_offset(input)
+            if offset % ratio:
+                raise RuntimeError(
+                    f"self.storage_offset() must be divisible by {ratio} {what}, but got {offset}"
+                )
+    out = data.view(target) if old == new or data.shape[-1] != 1 or data.flags.c_contiguous else (
+        xp_of(data).lib.stride_tricks.as_strided(data, strides=data.strides[:-1] + (old,)).view(
+            target))
+    base = input._base if input._base is not None else input
+    return Tensor._wrap(out, input.device, None, 0, base)
 
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -479,6 +528,8 @@ FUNCTIONS = {
 }
 METHODS = {
     "view": view,
+    "stride": stride,
+    "storage_offset": storage_offset,
     "expand": expand,
     "expand_as": expand_as,
     "contiguous": contiguous,
