@@ -91,8 +91,7 @@ from .tensor import (
 
 # isort: split
 from . import linalg  # torch.linalg's names
-
-__version__ = "0.1.0"
+from ._version import __version__ as __version__  # the one place for the version
 
 __all__ = [
     "Device",
