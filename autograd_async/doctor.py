@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from . import compiled_core
 from ._version import __version__
 from .backends.sim_mode import sim_mode
-from .compiled_core import active_compiled_core, describe_compiled_core
 from .devices import sim_device_count
 
 __all__ = ["collect_report", "format_json", "format_text"]
@@ -151,10 +151,11 @@ def collect_report() -> dict[str, Section]:
             report["cupy"] = _cupy_section()
     report["mpi4py"] = _mpi_section()
     report["sim"] = {"mode": sim_mode(), "devices": sim_device_count()}
+    name = compiled_core.active_compiled_core()
     report["compiled_core"] = {
-        "active": active_compiled_core() is not None,
-        "name": active_compiled_core(),
-        "description": describe_compiled_core(),
+        "active": name is not None,
+        "name": name,
+        "description": compiled_core.describe_compiled_core(),
     }
     return report
 
@@ -181,7 +182,7 @@ def _section_line(key: str, section: Section) -> str:
         details.append(f"MPI {section['mpi_standard']}, {section['mpi_library']}")
     if "error" in section:
         details.append(f"error: {section['error']}")
-    head = section["version"] or "not installed"
+    head = section["version"] or ("unavailable" if "error" in section else "not installed")
     return f"{head} ({'; '.join(details)})" if details else head
 
 
