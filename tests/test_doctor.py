@@ -40,8 +40,20 @@ def test_doctor_text_names_every_part(capsys):
     lines = capsys.readouterr().out.splitlines()
     labels = [line.split(":", 1)[0] for line in lines]
     assert labels == [
-        "autograd-async", "Python", "platform", "NumPy", "SciPy", "CuPy", "uvloop", "Ray",
-        "PyTorch (reference)", "msgpack", "ml_dtypes", "mpi4py", "sim devices", "compiled core",
+        "autograd-async",
+        "Python",
+        "platform",
+        "NumPy",
+        "SciPy",
+        "CuPy",
+        "uvloop",
+        "Ray",
+        "PyTorch (reference)",
+        "msgpack",
+        "ml_dtypes",
+        "mpi4py",
+        "sim devices",
+        "compiled core",
     ]
     text = "\n".join(lines)
     assert f"autograd-async: {aa.__version__} (" in text
@@ -58,7 +70,9 @@ def test_doctor_json_holds_the_same_report(capsys):
     assert report["numpy"]["version"] == __import__("numpy").__version__
     assert report["sim"] == {"mode": aa.sim_mode(), "devices": aa.sim_device_count()}
     assert report["compiled_core"] == {
-        "active": False, "name": None, "description": "no (pure Python)",
+        "active": False,
+        "name": None,
+        "description": "no (pure Python)",
     }
     assert list(report) == list(doctor.collect_report())
 
@@ -71,6 +85,7 @@ def test_doctor_reports_a_compiled_core_through_its_one_function(monkeypatch, ca
 
 def _fake_cupy(count) -> types.ModuleType:
     """A stand-in CuPy whose runtime reports `count` GPUs, or raises `count` when it is one."""
+
     def get_device_count():
         if isinstance(count, Exception):
             raise count
@@ -120,7 +135,10 @@ def test_doctor_reports_a_cupy_that_fails_to_import(monkeypatch):
 def test_doctor_runs_as_a_module_and_exits_zero():
     done = subprocess.run(
         [sys.executable, "-m", "autograd_async", "doctor", "--json"],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["autograd_async"]["version"] == aa.__version__

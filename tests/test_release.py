@@ -30,8 +30,18 @@ WHEEL_TOP_LEVEL = {"autograd_async", "workers", f"autograd_async-{VERSION}.dist-
 STEP_TIMEOUT = 420
 # What the build copy leaves out of the repository (caches, environments, earlier builds).
 NOT_SOURCE = shutil.ignore_patterns(
-    ".git", ".venv", "venv", "__pycache__", "*.egg-info", "build", "dist", ".pytest_cache",
-    ".ruff_cache", ".hypothesis", "out", "*.trace.json",
+    ".git",
+    ".venv",
+    "venv",
+    "__pycache__",
+    "*.egg-info",
+    "build",
+    "dist",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".hypothesis",
+    "out",
+    "*.trace.json",
 )
 pytestmark = [pytest.mark.release, pytest.mark.timeout(2 * STEP_TIMEOUT)]
 
@@ -91,8 +101,17 @@ def skip_if_unreachable(done: subprocess.CompletedProcess, what: str, cwd: Path)
     pip cannot fetch even msgpack (a dependency) from it now; other failures fail."""
     if done.returncode == 0:
         return
-    probe = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest",
-             str(cwd / "probe"), "msgpack"]
+    probe = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--dest",
+        str(cwd / "probe"),
+        "msgpack",
+    ]
     reached = run(probe, cwd, "pip download msgpack")
     if reached.returncode != 0:
         tail = " ".join((reached.stderr or reached.stdout).split())[-300:]
@@ -136,12 +155,21 @@ def venv(dists, tmp_path_factory) -> Path:
     where = tmp_path_factory.mktemp("venv") / "env"
     # No pip inside: this interpreter's pip installs into it (`pip --python`), which saves the
     # ensurepip step. No --system-site-packages: only what the wheel asks for is there.
-    check(run([sys.executable, "-m", "venv", "--without-pip", str(where)], where.parent, "venv"),
-          "python -m venv")
+    check(
+        run([sys.executable, "-m", "venv", "--without-pip", str(where)], where.parent, "venv"),
+        "python -m venv",
+    )
     python = where / "bin" / "python"
     install = [
-        sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
-        "--no-compile", f"{dists['wheel']}[examples]",
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        str(python),
+        "install",
+        "--quiet",
+        "--no-compile",
+        f"{dists['wheel']}[examples]",
     ]
     done = run(install, where.parent, "pip install")
     skip_if_unreachable(done, "pip install of the wheel's dependencies", where.parent)
@@ -168,9 +196,11 @@ def test_the_wheel_ships_the_typing_files_and_no_tests(dists):
 
 
 def test_the_metadata_carries_the_version_and_the_classifiers(dists):
-    metadata = zipfile.ZipFile(dists["wheel"]).read(
-        f"autograd_async-{VERSION}.dist-info/METADATA"
-    ).decode()
+    metadata = (
+        zipfile.ZipFile(dists["wheel"])
+        .read(f"autograd_async-{VERSION}.dist-info/METADATA")
+        .decode()
+    )
     assert f"\nVersion: {VERSION}\n" in metadata
     assert dists["wheel"].name == f"autograd_async-{VERSION}-py3-none-any.whl"
     for line in (
@@ -187,19 +217,26 @@ def test_the_metadata_carries_the_version_and_the_classifiers(dists):
 def test_the_sdist_holds_the_sources_and_the_changelog(dists):
     with tarfile.open(dists["sdist"]) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
-    assert {"pyproject.toml", "README.md", "CHANGELOG.md", "autograd_async/_version.py",
-            "autograd_async/py.typed", "autograd_async/tensor.pyi"} <= names
+    assert {
+        "pyproject.toml",
+        "README.md",
+        "CHANGELOG.md",
+        "autograd_async/_version.py",
+        "autograd_async/py.typed",
+        "autograd_async/tensor.pyi",
+    } <= names
 
 
 def test_the_installed_package_reports_its_version_and_environment(venv, outside):
-    out = check(run([str(venv), "-m", "autograd_async", "--version"], outside, "--version"),
-                "--version")
+    out = check(
+        run([str(venv), "-m", "autograd_async", "--version"], outside, "--version"), "--version"
+    )
     assert out == f"autograd-async {VERSION}\n"
-    report = check(run([str(venv), "-m", "autograd_async", "doctor"], outside, "doctor"),
-                   "doctor")
+    report = check(run([str(venv), "-m", "autograd_async", "doctor"], outside, "doctor"), "doctor")
     site = venv.parent.parent
-    assert re.search(rf"^autograd-async: {re.escape(VERSION)} \({re.escape(str(site))}/", report,
-                     re.M), report
+    assert re.search(
+        rf"^autograd-async: {re.escape(VERSION)} \({re.escape(str(site))}/", report, re.M
+    ), report
     assert "\nCuPy: " in report and "\nsim devices: " in report
     assert report.rstrip().endswith("compiled core: no (pure Python)")
 
