@@ -106,8 +106,7 @@ globals().update(torch_functions(
 
 # isort: split
 from . import distributions  # torch.distributions' names
-
-__version__ = "0.1.0"
+from ._version import __version__ as __version__  # the one place for the version
 
 __all__ = [
     "Device",

@@ -51,6 +51,8 @@ RULES_FREE_FILES = frozenset(
     {
         "tests/test_benchmarks.py",
         "tests/test_type_stubs.py",
+        "tests/test_doctor.py",
+        "tests/test_release.py",
         "tests/examples/test_cli_help.py",
         "tests/distributed/test_worker_cli.py",
         "tests/distributed/test_fuzz.py",
