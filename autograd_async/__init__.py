@@ -92,6 +92,9 @@ from .tensor import (
 # isort: split
 from . import linalg  # torch.linalg's names
 
+# isort: split
+from . import func  # torch.func's transforms
+
 __version__ = "0.1.0"
 
 __all__ = [

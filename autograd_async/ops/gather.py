@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..batching import batchable
 from ..devices import DeviceError, backend_of
 from ..tensor import Tensor
 from .base import Op, describe, require_tensor
@@ -207,6 +208,7 @@ def _vector_index(name: str, input: Tensor, index: Any, axis: int) -> Any:
 
 
 # --------------------------------------------------------------- functions
+@batchable
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     """out[i][j] = input[i][index[i][j]] for dim=1 (and likewise for any dim)."""
     idx = _index("gather", input, index)

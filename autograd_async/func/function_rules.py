@@ -1,0 +1,104 @@
+"""Batching rules of public functions that read their inputs' arrays without an op:
+comparisons and other results outside the graph, argmax, indexing by tensors, gather, and
+the losses over class indices."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..ops.reduction import normalize_dim
+from ..tensor import Tensor
+from .batched import top_level, unwrap
+from .dispatch import function_rule, materialize, per_example, wrap_out
+from .rules import aligned
+
+
+@function_rule("_no_grad_op")
+def _elementwise_outside_graph(fn: Callable, level: int, args: tuple, kwargs: dict) -> Any:
+    name, ufunc, *inputs = args
+    return wrap_out(fn(name, ufunc, *aligned(tuple(inputs), level)), level)
+
+
+@function_rule("_arg")
+def _arg(fn: Callable, level: int, args: tuple, kwargs: dict) -> Any:
+    x, dim, keepdim, largest = args
+    v = unwrap(x, level)[0]
+    if dim is None:
+        flat = v.reshape((v.shape[0], -1))
+        out = fn(flat, 1, False, largest)
+        if keepdim:
+            out = out.reshape((v.shape[0],) + (1,) * x.ndim)
+        return wrap_out(out, level)
+    axis = normalize_dim(dim, x.ndim) + 1 if x.ndim else 0
+    if not x.ndim:
+        return wrap_out(fn(v.reshape((-1, 1)), 1, False, largest).reshape((-1,)), level)
+    return wrap_out(fn(v, axis, keepdim, largest), level)
+
+
+@function_rule("index")
+def _index(fn: Callable, level: int, args: tuple, kwargs: dict) -> Any:
+    x, key = args
+    keys = key if isinstance(key, tuple) else (key,)
+    level = max(level, top_level(keys))
+    if any(unwrap(k, level)[1] for k in keys) or not unwrap(x, level)[1]:
+        return per_example("index", lambda *xs: fn(xs[0], tuple(xs[1:])), level, (x, *keys))
+    return fn(x, key)  # an op-level rule runs the indexing on the batch
+
+
+@function_rule("gather")
+def _gather(fn: Callable, level: int, args: tuple, kwargs: dict) -> Any:
+    x, dim, index = args[:3]
+    axis = normalize_dim(dim, x.ndim) + 1
+    vx, vi = materialize(x, level), materialize(index, level)
+    return wrap_out(fn(vx, axis, vi, **kwargs), level)
+
+
+def _cross_entropy_like(fn: Callable, level: int, args: tuple, kwargs: dict, name: str) -> Any:
+    """The per-example loss over class indices: rows of all examples in one call."""
+    names = ("input", "target", "weight", "ignore_index", "reduction", "label_smoothing")
+    given = dict(zip(names, args)) | kwargs
+    x, target = given["input"], given["target"]
+    weight = given.get("weight")
+    simple = (
+        isinstance(target, Tensor) and target.dtype.kind in "iu" and x.ndim in (1, 2)
+        and not given.get("label_smoothing") and not isinstance(weight, Tensor)
+        and given.get("size_average") is None and given.get("reduce") is None
+        and unwrap(x, level)[1] and unwrap(target, level)[1]
+    )
+    if not simple:
+        keys = list(given)
+        return per_example(
+            name, lambda *xs: fn(**dict(zip(keys, xs))), level, tuple(given.values())
+        )
+    vx, vt = unwrap(x, level)[0], unwrap(target, level)[0]
+    classes = vx.shape[-1]
+    ignore_index = given.get("ignore_index", -100)
+    losses = fn(vx.reshape((-1, classes)), vt.reshape((-1,)), ignore_index=ignore_index,
+                reduction="none").reshape(tuple(vt.shape))
+    reduction = given.get("reduction", "mean")
+    if reduction == "none" or x.ndim == 1 and reduction == "sum":
+        return wrap_out(losses, level)
+    if x.ndim == 1:  # one row per example: its mean is its loss (nan when ignored)
+        kept = (vt != ignore_index).to(losses.dtype)
+        return wrap_out(losses / kept, level)
+    total = losses.sum(1)
+    if reduction == "sum":
+        return wrap_out(total, level)
+    kept = (vt != ignore_index).to(losses.dtype).sum(1)
+    return wrap_out(total / kept, level)
+
+
+@function_rule("cross_entropy")
+def _cross_entropy(fn: Callable, level: int, args: tuple, kwargs: dict) -> Any:
+    return _cross_entropy_like(fn, level, args, kwargs, "cross_entropy")
+
+
+@function_rule("nll_loss")
+def _nll_loss(fn: Callable, level: int, args: tuple, kwargs: dict) -> Any:
+    names = ("input", "target", "weight", "size_average", "ignore_index", "reduce", "reduction")
+    given = dict(zip(names, args)) | kwargs
+    given.setdefault("weight", None)
+    ordered = tuple(given.get(n) for n in ("input", "target", "weight"))
+    rest = {k: v for k, v in given.items() if k not in ("input", "target", "weight")}
+    return _cross_entropy_like(fn, level, ordered, rest, "nll_loss")
