@@ -33,6 +33,7 @@ SMOKE_RUNS = [
         (),
     ),
     ("service_health.py", ["--quick"], "/health p99 under load", ("aiohttp",)),
+    ("func_per_sample.py", ["--quick"], "target: ours vmap / NumPy", ("torch",)),
 ]
 
 
