@@ -22,6 +22,7 @@ from .batched import BatchedTensor, batched, level_size, top_level, unwrap
 # Op class -> rule(cls, level, inputs, kwargs); function name -> rule(fn, level, args, kwargs).
 OP_RULES: dict[type, Callable[..., Any]] = {}
 FUNCTION_RULES: dict[str, Callable[..., Any]] = {}
+_UNSEEN = object()
 # The ops that ran per example already, so that each is named once.
 _WARNED: set[str] = set()
 
@@ -61,7 +62,11 @@ def wrap_out(out: Any, level: int) -> Any:
 def dispatch_op(cls: type, inputs: tuple, kwargs: dict) -> Any:
     """Run op `cls` on inputs of which some are batched."""
     level = top_level(inputs)
-    rule = OP_RULES.get(cls)
+    rule = OP_RULES.get(cls, _UNSEEN)
+    if rule is _UNSEEN:  # a subclass made later (per arity, say) follows its base's rule
+        rule = OP_RULES[cls] = next(
+            (OP_RULES[base] for base in cls.__mro__[1:] if OP_RULES.get(base)), None
+        )
     if rule is not None:
         return rule(cls, level, inputs, kwargs)
     return per_example(cls.op_name, lambda *xs: cls.apply(*xs, **kwargs), level, inputs)

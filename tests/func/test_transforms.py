@@ -45,7 +45,8 @@ def test_grad_and_value_of_a_dict_of_parameters(torch, device):
     def f(p, v):
         return ((p["w"] @ v).tanh() ** 2).sum()
 
-    g, value = func.grad_and_value(f)({"w": aa.tensor(w, device=device)}, aa.tensor(x, device=device))
+    params = {"w": aa.tensor(w, device=device)}
+    g, value = func.grad_and_value(f)(params, aa.tensor(x, device=device))
     tg, tvalue = torch.func.grad_and_value(f)({"w": _t(torch, w)}, _t(torch, x))
     _close(g["w"], tg["w"])
     _close(value, tvalue)
