@@ -102,9 +102,12 @@ def warn_per_example(name: str) -> None:
     )
 
 
-def per_example(name: str, run: Callable[..., Any], level: int, inputs: tuple) -> Any:
+def per_example(
+    name: str, run: Callable[..., Any], level: int, inputs: tuple, warn: bool = True
+) -> Any:
     """`run` once per example of the batch at `level`, its outputs stacked along dim 0."""
-    warn_per_example(name)
+    if warn:
+        warn_per_example(name)
     size = level_size(level)
     values = [unwrap(x, level) for x in inputs]
     results = []

@@ -19,7 +19,8 @@ from ..creation import ones_like, zeros_like
 from ..grad_mode import enable_grad
 from ..ops.shape import stack
 from ..tensor import Tensor
-from .batched import BatchedTensor, batched, physical
+from .batched import BatchedTensor, batched, level_size, physical
+from .dispatch import per_example
 from .pytree import tree_flatten, tree_map, tree_unflatten
 
 # How many transforms that differentiate are running around this point.
@@ -34,25 +35,26 @@ def _levels_of(x: Tensor) -> list[int]:
     return levels[::-1]  # outermost level (lowest number) first, as the physical dims
 
 
-def _lifted(x: Tensor) -> tuple[Tensor, list[int]]:
-    """The physical tensor of `x` broadcast over every active vmap level, and those levels."""
-    active = [v for v in vmap_levels.get()]
+def _lifted(x: Tensor, levels: list[int] | None = None) -> tuple[Tensor, list[int]]:
+    """The physical tensor of `x` broadcast over vmap `levels` (default: every active one)."""
+    if levels is None:
+        levels = [v.level for v in vmap_levels.get()]
     have = _levels_of(x)
     p = physical(x)
-    if have == [v.level for v in active]:
+    if have == levels:
         return p, have
     logical = tuple(p.shape[len(have):])
     shape, sizes = [], []
-    for v in active:
-        if v.level in have:
-            n = p.shape[have.index(v.level)]
+    for level in levels:
+        if level in have:
+            n = p.shape[have.index(level)]
             shape.append(n)
         else:
             shape.append(1)
-            n = v.size
+            n = level_size(level)
         sizes.append(n)
     p = p.reshape(tuple(shape) + logical).expand(tuple(sizes) + logical)
-    return p, [v.level for v in active]
+    return p, list(levels)
 
 
 def _rewrap(p: Tensor, levels: list[int]) -> Tensor:
@@ -107,10 +109,11 @@ def _create_graph(values: list) -> bool:
 
 
 def _engine_grad(outputs: list, inputs: list[_Input], cotangents: list, create: bool) -> list:
-    # Outputs and cotangents broadcast over every active vmap, as the inputs are.
+    # Outputs and cotangents broadcast over the vmaps the inputs were made under, as they are.
+    levels = inputs[0].levels if inputs else None
     grads = autograd_grad(
-        [_lifted(o)[0] for o in outputs], [i.leaf for i in inputs],
-        [_lifted(c)[0] for c in cotangents], retain_graph=True, create_graph=create,
+        [_lifted(o, levels)[0] for o in outputs], [i.leaf for i in inputs],
+        [_lifted(c, levels)[0] for c in cotangents], retain_graph=True, create_graph=create,
         allow_unused=True,
     )
     return [i.result(g if create or g is None else g.detach()) for i, g in zip(inputs, grads)]
@@ -226,8 +229,23 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
                 f"type {type(o)}"
             )
 
+    made_under = {v.level for v in vmap_levels.get()}
+
     def vjp_fn(cotangents: Any) -> tuple:
         cts, ct_spec = tree_flatten(cotangents)
+        newer = [lv for c in cts if isinstance(c, Tensor) for lv in _levels_of(c)
+                 if lv not in made_under]
+        if newer:  # cotangents batched by a vmap entered since: one product per example
+            flat_spec: list = []
+
+            def one(*picked: Any) -> tuple:
+                grads = vjp_fn(tree_unflatten(list(picked), ct_spec))
+                leaves, spec = tree_flatten(grads)
+                flat_spec[:] = [spec]
+                return tuple(leaves)
+
+            stacked = per_example("vjp", one, max(newer), tuple(cts), warn=False)
+            return tree_unflatten(list(stacked), flat_spec[0])
         if ct_spec != out_spec:
             raise RuntimeError(
                 "Expected pytree structure of cotangents to be the same as pytree structure of "
