@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..creation import arange
 from ..ops.reduction import normalize_dim
 from ..tensor import Tensor
 from .batched import top_level, unwrap
@@ -41,7 +42,15 @@ def _index(fn: Callable, level: int, args: tuple, kwargs: dict) -> Any:
     x, key = args
     keys = key if isinstance(key, tuple) else (key,)
     level = max(level, top_level(keys))
-    if any(unwrap(k, level)[1] for k in keys) or not unwrap(x, level)[1]:
+    vx, x_batched = unwrap(x, level)
+    batched_keys = [unwrap(k, level)[1] for k in keys]
+    if len(keys) == 1 and batched_keys[0] and keys[0].dtype.kind in "iu":
+        vi = unwrap(keys[0], level)[0]  # one integer index per example: `x[i]`
+        if not x_batched:
+            return wrap_out(fn(x, (vi,)), level)
+        rows = arange(vi.shape[0], device=vi.device).reshape((-1,) + (1,) * (vi.ndim - 1))
+        return wrap_out(fn(vx, (rows, vi)), level)
+    if any(batched_keys) or not x_batched:
         return per_example("index", lambda *xs: fn(xs[0], tuple(xs[1:])), level, (x, *keys))
     return fn(x, key)  # an op-level rule runs the indexing on the batch
 

@@ -222,3 +222,20 @@ def test_jacrev_inside_vmap_and_hessian_vs_torch(torch, device):
 
     _close(func.vmap(func.jacrev(f))(x), torch.func.vmap(torch.func.jacrev(f))(tx))
     _close(func.vmap(func.hessian(f))(x), torch.func.vmap(torch.func.hessian(f))(tx), atol=1e-4)
+
+
+def test_indexing_by_a_batched_integer_tensor(device):
+    # torch.func refuses `x[i]` for a batched 0-d `i` (it calls .item()); ours gathers per example
+    a, w = _data(4, 5, 3), _data(5, 3, seed=1)
+    x, table = aa.tensor(a, device=device), aa.tensor(w, device=device)
+    index = [0, 4, 2, 1]
+    y = aa.tensor(index, device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = func.vmap(lambda v, i: v[i] * table[i])(x, y)
+        grads = func.vmap(func.grad(lambda v, i: (v[i] * table[i]).sum()))(x, y)
+    rows = np.arange(4)
+    np.testing.assert_allclose(_np(got), a[rows, index] * w[index], rtol=1e-6)
+    expected = np.zeros_like(a)
+    expected[rows, index] = w[index]
+    np.testing.assert_allclose(_np(grads), expected, rtol=1e-6)
