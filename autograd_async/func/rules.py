@@ -13,6 +13,7 @@ from ..ops import (
     arithmetic,
     elementwise,
     indexing,
+    linalg,
     nn_ops,
     pointwise,
     rearrange,
@@ -99,7 +100,7 @@ def _full_reduction(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> A
     reduction.SumBackward1, reduction.MeanBackward1, reduction.AmaxBackward0,
     reduction.AminBackward0, reduction.MaxBackward1, reduction.MinBackward1,
     reduction.LogsumexpBackward0, reduction.VarBackward0, reduction.StdBackward0,
-    rearrange.FlipBackward0,
+    rearrange.FlipBackward0, linalg.NormBackward1,
 )
 def _dims_reduction(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
     x = inputs[0]

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ops import arithmetic, conv, embedding, layer_norm, linalg, max_pool, nn_ops
+from ..ops import (
+    arithmetic,
+    conv,
+    embedding,
+    layer_norm,
+    linalg,
+    losses,
+    max_pool,
+    nn_ops,
+    sampling,
+)
 from ..ops.arithmetic import matmul
 from ..ops.base import Op
 from ..ops.nn_ops import NativeDropoutBackward0
@@ -207,3 +217,22 @@ def _einsum(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
         values.append(v)
         terms.append(letter + term if is_batched else term)
     return wrap_out(cls.apply(*values, terms=tuple(terms), out=letter + kwargs["out"]), level)
+
+
+@op_rule(sampling.ConstantPadNdBackward0)
+def _constant_pad(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
+    # Padding names trailing dims only: the batch dim in front is left alone.
+    return wrap_out(cls.apply(unwrap(inputs[0], level)[0], **kwargs), level)
+
+
+@op_rule(losses.BinaryCrossEntropyBackward0)
+def _binary_cross_entropy(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
+    x, target = inputs[:2]
+    if kwargs.get("weight") is not None:
+        return _loop(cls, level, inputs, kwargs)
+    rank = max(x.ndim, target.ndim)
+    vx, vt = padded(x, level, rank), padded(target, level, rank)
+    if not unwrap(x, level)[1]:
+        vx = vx.expand(tuple(vt.shape))
+    losses = cls.apply(vx, vt, weight=None, reduction="none")
+    return wrap_out(_reduced(losses, kwargs["reduction"]), level)

@@ -58,6 +58,10 @@ CASES = [
     ("where compare", lambda L, x: L.where(x > 0, x, x * 0.1), 0, [(4, 3)]),
     ("einsum", lambda L, a, b: L.einsum("ij,jk->ik", a, b), (0, None), [(4, 2, 3), (3, 2)]),
     ("indexing", lambda L, x: x[..., 1] + x[0, :], 0, [(4, 3, 3)]),
+    ("pad norm", lambda L, x: L.nn.functional.pad(x, (1, 2)).sum(0) + x.norm(dim=1).sum(), 0,
+     [(4, 3, 2)]),
+    ("bce", lambda L, x, t: L.nn.functional.binary_cross_entropy(x.sigmoid(), t.sigmoid()), (0, 0),
+     [(4, 3), (4, 3)]),
 ]
 
 
@@ -125,13 +129,13 @@ def test_randomness_modes(device):
 def test_per_example_fallback_warns_once_and_is_right(torch, device):
     a = _data(4, 5)
     (x,), (tx,) = _both(torch, device, a)
-    dispatch._WARNED.discard("constant_pad_nd")  # said once per process: forget it was said
-    with pytest.warns(UserWarning, match="batching rule for constant_pad_nd"):
-        got = func.vmap(lambda v: F.pad(v, (1, 2)) * 2)(x)
-    _close(got, torch.func.vmap(lambda v: torch.nn.functional.pad(v, (1, 2)) * 2)(tx))
+    dispatch._WARNED.discard("diag")  # said once per process: forget it was said
+    with pytest.warns(UserWarning, match="batching rule for diag"):
+        got = func.vmap(lambda v: aa.diag(v, 1) * 2)(x)
+    _close(got, torch.func.vmap(lambda v: torch.diag(v, 1) * 2)(tx))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # said once per op
-        func.vmap(lambda v: F.pad(v, (1, 1)))(x)
+        func.vmap(lambda v: aa.diag(v))(x)
 
 
 def test_vmap_errors_say_what_torch_says():
