@@ -111,3 +111,24 @@ def _nll_loss(fn: Callable, level: int, args: tuple, kwargs: dict) -> Any:
     ordered = tuple(given.get(n) for n in ("input", "target", "weight"))
     rest = {k: v for k, v in given.items() if k not in ("input", "target", "weight")}
     return _cross_entropy_like(fn, level, ordered, rest, "nll_loss")
+
+
+@function_rule("argsort")
+def _argsort(fn: Callable, level: int, args: tuple, kwargs: dict) -> Any:
+    names = ("input", "dim", "descending")
+    given = dict(zip(names, args)) | kwargs
+    x = given.pop("input")
+    dim = normalize_dim(given.pop("dim", -1), x.ndim) + 1 if x.ndim else None
+    v = unwrap(x, level)[0]
+    if dim is None:
+        return wrap_out(fn(v.reshape((-1, 1)), 1, **given).reshape((-1,)), level)
+    return wrap_out(fn(v, dim, **given), level)
+
+
+@function_rule("nonzero")
+def _nonzero(fn: Callable, level: int, args: tuple, kwargs: dict) -> Any:
+    raise RuntimeError(
+        "vmap: We do not support batching operators that can output dynamic shape. Attempted "
+        "to vmap over aten::nonzero. Please file an issue at "
+        "https://github.com/pytorch/pytorch/issues if you need this feature."
+    )

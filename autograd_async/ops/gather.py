@@ -379,6 +379,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     return MaskedFillBackward0.apply(input, value, mask=m)
 
 
+@batchable
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     """Indices of the non-zero elements: an (n, ndim) int64 tensor, or one 1-D tensor per dim."""
     require_tensor("nonzero", input)

@@ -58,6 +58,7 @@ CASES = [
     ("where compare", lambda L, x: L.where(x > 0, x, x * 0.1), 0, [(4, 3)]),
     ("einsum", lambda L, a, b: L.einsum("ij,jk->ik", a, b), (0, None), [(4, 2, 3), (3, 2)]),
     ("indexing", lambda L, x: x[..., 1] + x[0, :], 0, [(4, 3, 3)]),
+    ("argsort argmax", lambda L, x: x.argsort(0) + x.argmax(-1, keepdim=True), 0, [(4, 3, 2)]),
     ("pad norm", lambda L, x: L.nn.functional.pad(x, (1, 2)).sum(0) + x.norm(dim=1).sum(), 0,
      [(4, 3, 2)]),
     ("bce", lambda L, x, t: L.nn.functional.binary_cross_entropy(x.sigmoid(), t.sigmoid()), (0, 0),
@@ -155,6 +156,8 @@ def test_vmap_errors_say_what_torch_says():
         func.vmap(lambda a: a, randomness="foo")
     with pytest.raises(RuntimeError, match=r"calling \.item\(\) on a Tensor"):
         func.vmap(lambda a: a.sum().item())(aa.ones(2, 2))
+    with pytest.raises(RuntimeError, match="can output dynamic shape"):
+        func.vmap(aa.nonzero)(aa.ones(2, 2))
     with pytest.raises(ValueError, match="got no inputs"):
         func.vmap(lambda: x)()
 
@@ -243,3 +246,32 @@ def test_indexing_by_a_batched_integer_tensor(device):
     expected = np.zeros_like(a)
     expected[rows, index] = w[index]
     np.testing.assert_allclose(_np(grads), expected, rtol=1e-6)
+
+
+def test_compositions_match_torch(torch):
+    xs, w = _data(2, 3, 4), _data(4, 5, seed=1)
+
+    def loss(lib):
+        return lambda m, x: ((x @ m).tanh() ** 2).sum()
+
+    def run(lib, tr, make):
+        m, x = make(w), make(xs)
+        return {
+            "vmap vmap grad": tr.vmap(tr.vmap(tr.grad(loss(lib)), in_dims=(None, 0)),
+                                      in_dims=(None, 0))(m, x),
+            "grad of vmap": tr.grad(
+                lambda m: tr.vmap(loss(lib), in_dims=(None, 0))(m, x[0]).sum())(m),
+            "jacrev of vmap": tr.jacrev(
+                lambda m: tr.vmap(loss(lib), in_dims=(None, 0))(m, x[0]))(m),
+            "vmap hessian": tr.vmap(tr.hessian(loss(lib)), in_dims=(None, 0))(
+                m[:2, :2], x[0][:, :2]),
+            "vmap jvp": tr.vmap(lambda v: tr.jvp(lambda a: loss(lib)(m, a), (v,), (v,))[1])(x[0]),
+            "grad of vmap grad": tr.grad(lambda m: tr.vmap(tr.grad(loss(lib)), in_dims=(None, 0))(
+                m, x[0]).pow(2).sum())(m),
+        }
+
+    ours = run(aa, func, aa.tensor)
+    theirs = run(torch, torch.func, torch.from_numpy)
+    for key in ours:
+        assert tuple(ours[key].shape) == tuple(theirs[key].shape), key
+        _close(ours[key], theirs[key], atol=1e-4)
