@@ -12,7 +12,7 @@ from ..ops.reduction import normalize_dim
 from ..tensor import Tensor
 from .batched import top_level, unwrap
 from .dispatch import function_rule, materialize, per_example, wrap_out
-from .rules import aligned
+from .rules import aligned, padded
 
 
 @function_rule("_no_grad_op")
@@ -132,3 +132,35 @@ def _nonzero(fn: Callable, level: int, args: tuple, kwargs: dict) -> Any:
         "to vmap over aten::nonzero. Please file an issue at "
         "https://github.com/pytorch/pytorch/issues if you need this feature."
     )
+
+
+INPLACE_MESSAGE = (
+    "vmap: {name}(self, *extra_args) is not possible because there exists a Tensor `other` in "
+    "extra_args that has more elements than `self`. This happened due to `other` being vmapped "
+    "over but `self` not being vmapped over in a vmap. Please try to use out-of-place operators "
+    "instead of {name}. If said operator is being called inside the PyTorch framework, please "
+    "file a bug report instead."
+)
+
+
+@function_rule("add_", "sub_", "mul_", "div_", "relu_", "clamp_", "zero_", "fill_", "copy_")
+def _in_place(fn: Callable, level: int, args: tuple, kwargs: dict) -> Any:
+    x, *others = args
+    vx, x_batched = unwrap(x, level)
+    if not x_batched:
+        raise RuntimeError(INPLACE_MESSAGE.format(name=fn.__name__))
+    values = [padded(o, level, x.ndim) if isinstance(o, Tensor) else o for o in others]
+    fn(vx, *values, **kwargs)  # the batched value changes in place, and records its history
+    return x
+
+
+@function_rule("setitem")
+def _setitem(fn: Callable, level: int, args: tuple, kwargs: dict) -> Any:
+    x, key, value = args
+    keys = key if isinstance(key, tuple) else (key,)
+    vx, x_batched = unwrap(x, level)
+    if not x_batched:
+        raise RuntimeError(INPLACE_MESSAGE.format(name="setitem"))
+    if any(unwrap(k, level)[1] for k in keys):
+        raise RuntimeError("vmap: setitem with an index batched by vmap is not supported")
+    fn(vx, (slice(None),) + keys, unwrap(value, level)[0])

@@ -275,3 +275,24 @@ def test_compositions_match_torch(torch):
     for key in ours:
         assert tuple(ours[key].shape) == tuple(theirs[key].shape), key
         _close(ours[key], theirs[key], atol=1e-4)
+
+
+def test_in_place_ops_on_batched_tensors_match_torch(torch, device):
+    a = _data(3, 4)
+    (x,), (tx,) = _both(torch, device, a)
+
+    def f(v):
+        y = v * 2
+        y[0] = 5.0
+        y[1:3] = v[:2] * 3
+        y += v[3]
+        return y.mul_(v).pow(2).sum()
+
+    _close(func.vmap(func.grad(f))(x), torch.func.vmap(torch.func.grad(f))(tx))
+
+    def g(v):
+        return (v * 2).relu_().sum()
+
+    _close(func.vmap(func.grad(g))(x), torch.func.vmap(torch.func.grad(g))(tx))
+    with pytest.raises(RuntimeError, match=r"add_\(self, \*extra_args\) is not possible"):
+        func.vmap(lambda v: aa.zeros(4, device=device).add_(v))(x)
