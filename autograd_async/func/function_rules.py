@@ -7,11 +7,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..creation import arange
+from ..creation import arange, zeros
 from ..ops.reduction import normalize_dim
 from ..tensor import Tensor
 from .batched import top_level, unwrap
-from .dispatch import function_rule, materialize, per_example, wrap_out
+from .dispatch import (
+    RANDOM_ERROR,
+    current_randomness,
+    function_rule,
+    materialize,
+    per_example,
+    wrap_out,
+)
 from .rules import aligned, padded
 
 
@@ -164,3 +171,25 @@ def _setitem(fn: Callable, level: int, args: tuple, kwargs: dict) -> Any:
     if any(unwrap(k, level)[1] for k in keys):
         raise RuntimeError("vmap: setitem with an index batched by vmap is not supported")
     fn(vx, (slice(None),) + keys, unwrap(value, level)[0])
+
+
+@function_rule("fill_with")
+def _fill_with(fn: Callable, level: int, args: tuple, kwargs: dict) -> Any:
+    """In-place random fills (`uniform_`, `normal_`, ...) under vmap's randomness mode."""
+    x, node, draw, *others = args
+    mode = current_randomness()
+    if mode == "error":
+        raise RuntimeError(RANDOM_ERROR)
+    vx, x_batched = unwrap(x, level)
+    if not x_batched:
+        raise RuntimeError(INPLACE_MESSAGE.format(name=node.op_name))
+    if mode == "different":
+        fn(vx, node, draw, *[padded(o, level, x.ndim) for o in others])
+        return x
+    if any(unwrap(o, level)[1] for o in others):
+        raise RuntimeError(
+            f"vmap: {node.op_name} with a batched argument and randomness='same' is not supported"
+        )
+    drawn = fn(zeros(*x.shape, dtype=x.dtype, device=x.device), node, draw, *others)
+    vx.copy_(drawn)  # one draw, the same for every example
+    return x

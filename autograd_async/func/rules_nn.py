@@ -13,6 +13,8 @@ from ..ops import (
     losses,
     max_pool,
     nn_ops,
+    random_draws,
+    random_fills,
     sampling,
 )
 from ..ops.arithmetic import matmul
@@ -22,7 +24,7 @@ from ..ops.reduction import MeanBackward1, SumBackward1
 from ..tensor import Tensor
 from .batched import unwrap
 from .dispatch import RANDOM_ERROR, current_randomness, op_rule, per_example, wrap_out
-from .rules import padded
+from .rules import aligned, padded
 from .shared_weight import SharedWeightLinear, SharedWeightMatmul, is_shared
 
 
@@ -236,3 +238,20 @@ def _binary_cross_entropy(cls: type[Op], level: int, inputs: tuple, kwargs: dict
         vx = vx.expand(tuple(vt.shape))
     losses = cls.apply(vx, vt, weight=None, reduction="none")
     return wrap_out(_reduced(losses, kwargs["reduction"]), level)
+
+
+@op_rule(
+    random_draws.BernoulliBackward0, random_draws.BernoulliWithP, random_draws._Normal,
+    random_draws.PoissonBackward0, random_fills.RandomFill,
+)
+def _random(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
+    """Draws shaped by batched inputs: one per element of the batch ("different")."""
+    mode = current_randomness()
+    if mode == "error":
+        raise RuntimeError(RANDOM_ERROR)
+    if mode == "same":
+        raise RuntimeError(
+            f"vmap: {cls.op_name} of a batched tensor with randomness='same' is not supported; "
+            "use randomness='different' or draw outside vmap"
+        )
+    return wrap_out(cls.apply(*aligned(inputs, level), **kwargs), level)

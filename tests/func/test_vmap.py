@@ -125,6 +125,17 @@ def test_randomness_modes(device):
     assert (masks == masks[0]).all()
     with pytest.raises(RuntimeError, match="randomness error mode"):
         func.vmap(lambda v: F.dropout(v, 0.5))(ones)
+    probs = aa.full((4, 200), 0.3, device=device)
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        func.vmap(aa.bernoulli)(probs)
+    drawn = func.vmap(aa.bernoulli, randomness="different")(probs).cpu().numpy()
+    assert len({tuple(row) for row in drawn}) == 4 and 0.2 < drawn.mean() < 0.4
+    filled = func.vmap(lambda v: v.clone().uniform_(), randomness="different")(x).cpu().numpy()
+    assert len({tuple(row) for row in filled}) == 5
+    filled = func.vmap(lambda v: v.clone().normal_(), randomness="same")(x).cpu().numpy()
+    assert (filled == filled[0]).all() and filled.std() > 0
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        func.vmap(lambda v: v.clone().uniform_())(x)
 
 
 def test_per_example_fallback_warns_once_and_is_right(torch, device):
