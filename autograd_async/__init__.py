@@ -94,6 +94,7 @@ from . import linalg  # torch.linalg's names
 
 # isort: split
 from . import func  # torch.func's transforms
+from .func import vmap  # torch.vmap
 
 __version__ = "0.1.0"
 
@@ -107,6 +108,8 @@ __all__ = [
     "autograd",
     "engine",
     "linalg",
+    "func",
+    "vmap",
     "nn",
     "optim",
     "profiler",
