@@ -277,6 +277,47 @@ def _starts(specs: list) -> list[int]:
     return starts
 
 
+class _ForwardProducts:
+    """`func(*primals)` run once, with the graph of u -> Jᵀu kept: Jacobian-vector products for
+    any tangents then cost one reverse pass each (u -> Jᵀu is linear; its vjp with t is J·t)."""
+
+    def __init__(self, func: Callable, primals: tuple, has_aux: bool) -> None:
+        self.create = _create_graph(tree_flatten(primals)[0])
+        with enable_grad():
+            token = _depth.set(_depth.get() + 1)
+            try:
+                new_args, inputs, _, _ = _prepare(primals, tuple(range(len(primals))))
+                out = func(*new_args)
+                self.aux = None
+                if has_aux:
+                    out, self.aux = out
+                outs, self.out_spec = tree_flatten(out)
+                self.dummies = [_Input(zeros_like(o)) for o in outs]
+                self.vjps = _engine_grad(outs, inputs, [d.seen for d in self.dummies], True)
+            finally:
+                _depth.reset(token)
+        self.out = out
+
+    def value(self, make: bool) -> Any:
+        """The function's output (detached unless the products are differentiated)."""
+        return tree_map(lambda x: x if make else x.detach(), self.out)
+
+    def __call__(self, tangents: list) -> tuple[list, bool]:
+        """J·t for flat tangents, one per input, and whether it is differentiable."""
+        make = self.create or _depth.get() > 0 or any(
+            isinstance(t, Tensor) and t.requires_grad for t in tangents
+        )
+        with enable_grad():
+            pairs = [(v, t) for v, t in zip(self.vjps, tangents) if physical(v).requires_grad]
+            if pairs:
+                results = _engine_grad(
+                    [v for v, _ in pairs], self.dummies, [t for _, t in pairs], make
+                )
+            else:
+                results = [d.result(None) for d in self.dummies]
+        return results, make
+
+
 def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
         has_aux: bool = False) -> tuple:
     """`func(*primals)` and the Jacobian-vector product with `tangents` (forward mode, computed
@@ -287,43 +328,25 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
     if not isinstance(tangents, tuple) or len(tangents) != len(primals):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the "
                            "same python structure.")
-    create = _create_graph(tree_flatten((primals, tangents))[0])
-    with enable_grad():
-        token = _depth.set(_depth.get() + 1)
-        try:
-            new_args, inputs, specs, _ = _prepare(primals, tuple(range(len(primals))))
-            out = func(*new_args)
-            aux = None
-            if has_aux:
-                out, aux = out
-            outs, out_spec = tree_flatten(out)
-            # u ↦ Jᵀu is linear in u; its vjp with the tangents is J·t.
-            dummies = [_Input(zeros_like(o)) for o in outs]
-            vjps = _engine_grad(outs, inputs, [d.seen for d in dummies], True)
-        finally:
-            _depth.reset(token)
-        tans = tree_flatten(tangents)[0]
-        make = create or _depth.get() > 0
-        pairs = [(v, t) for v, t in zip(vjps, tans) if physical(v).requires_grad]
-        if pairs:
-            results = _engine_grad([v for v, _ in pairs], dummies, [t for _, t in pairs], make)
-        else:
-            results = [d.result(None) for d in dummies]
-    value = tree_map(lambda x: x if make else x.detach(), out)
-    tangent_out = tree_unflatten(results, out_spec)
+    products = _ForwardProducts(func, primals, has_aux)
+    results, make = products(tree_flatten(tangents)[0])
+    value = products.value(make)
+    tangent_out = tree_unflatten(results, products.out_spec)
     if has_aux:
-        return value, tangent_out, _detached(aux, make)
+        return value, tangent_out, _detached(products.aux, make)
     return value, tangent_out
 
 
 def linearize(func: Callable, *primals: Any) -> tuple:
-    """`func(*primals)` and a function that gives its Jacobian-vector product with tangents."""
-    value = jvp(func, primals, tuple(zeros_like(p) for p in primals))[0]
+    """`func(*primals)` and a function that gives its Jacobian-vector product with tangents,
+    without running `func` again."""
+    products = _ForwardProducts(func, primals, False)
 
     def jvp_fn(*tangents: Any) -> Any:
-        return jvp(func, primals, tangents)[1]
+        results, _ = products(tree_flatten(tangents)[0])
+        return tree_unflatten(results, products.out_spec)
 
-    return value, jvp_fn
+    return products.value(products.create), jvp_fn
 
 
 def _basis(like: Tensor) -> list[Tensor]:
@@ -403,25 +426,19 @@ def jacfwd(func: Callable, argnums: Any = 0, has_aux: bool = False, *,
                 full[n] = p
             return func(*full)
 
-        in_leaves, in_spec = tree_flatten(primals)
+        in_leaves = tree_flatten(primals)[0]
+        products = _ForwardProducts(partial, primals, has_aux)
+        outs, out_spec, aux = tree_flatten(products.out)[0], products.out_spec, products.aux
         columns: list[list] = []
-        out_spec = aux = None
-        outs: list = []
+        make = False
         for i, x in enumerate(in_leaves):
             cols = []
             for e in _basis(x):
                 tans = [e if j == i else zeros_like(q) for j, q in enumerate(in_leaves)]
-                res = jvp(partial, primals, tree_unflatten(tans, in_spec), has_aux=has_aux)
-                outs, out_spec = tree_flatten(res[0])
-                if has_aux:
-                    aux = res[2]
-                cols.append(tree_flatten(res[1])[0])
+                results, make = products(tans)
+                cols.append(results)
             columns.append(cols)
-        if out_spec is None:  # no input elements: evaluate once for the output's structure
-            res = partial(*primals)
-            if has_aux:
-                res, aux = res
-            outs, out_spec = tree_flatten(res)
+        aux = _detached(aux, make) if has_aux else None
         per_output = []
         for k, o in enumerate(outs):
             jac = []
@@ -440,5 +457,6 @@ def jacfwd(func: Callable, argnums: Any = 0, has_aux: bool = False, *,
 
 
 def hessian(func: Callable, argnums: Any = 0) -> Callable:
-    """The Hessian of scalar-valued `func` with respect to inputs `argnums`."""
-    return jacfwd(jacrev(func, argnums), argnums)
+    """The Hessian of scalar-valued `func` with respect to inputs `argnums` (the Jacobian of its
+    gradient: one reverse pass per input element through the gradient's graph)."""
+    return jacrev(jacrev(func, argnums), argnums)
