@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..creation import arange, zeros
+from ..ops.elementwise import where
 from ..ops.reduction import normalize_dim
 from ..tensor import Tensor
 from .batched import top_level, unwrap
@@ -193,3 +194,12 @@ def _fill_with(fn: Callable, level: int, args: tuple, kwargs: dict) -> Any:
     drawn = fn(zeros(*x.shape, dtype=x.dtype, device=x.device), node, draw, *others)
     vx.copy_(drawn)  # one draw, the same for every example
     return x
+
+
+@function_rule("masked_fill")
+def _masked_fill(fn: Callable, level: int, args: tuple, kwargs: dict) -> Any:
+    given = dict(zip(("input", "mask", "value"), args)) | kwargs
+    x, mask, value = given["input"], given["mask"], given["value"]
+    if isinstance(value, Tensor) and unwrap(value, level)[1]:
+        return where(mask, value, x)  # a fill value per example
+    return wrap_out(fn(materialize(x, level), padded(mask, level, x.ndim), value), level)

@@ -364,6 +364,7 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     return IndexCopyBackward0.apply(input, source, key=key)
 
 
+@batchable
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     """A copy of `input` with `value` (a number or a 0-d tensor) where `mask` holds."""
     m = _mask("masked_fill", input, mask)

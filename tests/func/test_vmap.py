@@ -56,6 +56,8 @@ CASES = [
      [(3,), (4, 2, 3)]),
     ("mse", lambda L, x, y: L.nn.functional.mse_loss(x, y), (0, 0), [(4, 3), (4, 3)]),
     ("where compare", lambda L, x: L.where(x > 0, x, x * 0.1), 0, [(4, 3)]),
+    ("masked_fill", lambda L, x, y: x.masked_fill(y > 0, 0.5) + y.masked_fill(x > 0, 1.0),
+     (0, None), [(4, 3), (3,)]),
     ("einsum", lambda L, a, b: L.einsum("ij,jk->ik", a, b), (0, None), [(4, 2, 3), (3, 2)]),
     ("indexing", lambda L, x: x[..., 1] + x[0, :], 0, [(4, 3, 3)]),
     ("argsort argmax", lambda L, x: x.argsort(0) + x.argmax(-1, keepdim=True), 0, [(4, 3, 2)]),
