@@ -96,14 +96,14 @@ def _cross_entropy_like(fn: Callable, level: int, args: tuple, kwargs: dict, nam
     reduction = given.get("reduction", "mean")
     if reduction == "none" or x.ndim == 1 and reduction == "sum":
         return wrap_out(losses, level)
-    if x.ndim == 1:  # one row per example: its mean is its loss (nan when ignored)
-        kept = (vt != ignore_index).to(losses.dtype)
-        return wrap_out(losses / kept, level)
-    total = losses.sum(1)
-    if reduction == "sum":
-        return wrap_out(total, level)
-    kept = (vt != ignore_index).to(losses.dtype).sum(1)
-    return wrap_out(total / kept, level)
+    kept = (vt != ignore_index).to(losses.dtype)
+    if x.ndim > 1:
+        losses, kept = losses.sum(1), kept.sum(1)
+        if reduction == "sum":
+            return wrap_out(losses, level)
+    # The mean over the kept targets; nan where none is kept, with a zero gradient (PyTorch's).
+    mean = where(kept == 0, float("nan"), losses / kept.clamp(min=1))
+    return wrap_out(mean, level)
 
 
 @function_rule("cross_entropy")

@@ -309,3 +309,32 @@ def test_in_place_ops_on_batched_tensors_match_torch(torch, device):
     _close(func.vmap(func.grad(g))(x), torch.func.vmap(torch.func.grad(g))(tx))
     with pytest.raises(RuntimeError, match=r"add_\(self, \*extra_args\) is not possible"):
         func.vmap(lambda v: aa.zeros(4, device=device).add_(v))(x)
+
+
+@pytest.mark.parametrize("rows", [True, False], ids=["rows", "one row"])
+@pytest.mark.parametrize(
+    "options", [{}, {"ignore_index": 1}, {"ignore_index": 1, "reduction": "sum"},
+                {"reduction": "none"}, {"label_smoothing": 0.1}],
+    ids=["mean", "ignored", "ignored sum", "none", "smoothing"],
+)
+def test_class_index_losses_per_example_match_torch(torch, rows, options):
+    xs = _data(4, 3, 5)
+    ys = np.array([[0, 1, 4], [2, 2, 1], [3, 0, 0], [1, 1, 1]])
+    if not rows:
+        xs, ys = xs[:, 0], ys[:, 0]
+
+    def loss(lib, functional):
+        if "label_smoothing" in options:
+            return lambda x, y: functional.cross_entropy(x, y, **options).sum()
+        return lambda x, y: functional.nll_loss(functional.log_softmax(x, -1), y, **options).sum()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # label smoothing runs per example
+        got = func.vmap(func.grad(loss(aa, F)))(aa.tensor(xs), aa.tensor(ys))
+        values = func.vmap(loss(aa, F))(aa.tensor(xs), aa.tensor(ys))
+    tf = torch.nn.functional
+    expected = torch.func.vmap(torch.func.grad(loss(torch, tf)))(
+        torch.from_numpy(xs), torch.from_numpy(ys))
+    tvalues = torch.func.vmap(loss(torch, tf))(torch.from_numpy(xs), torch.from_numpy(ys))
+    _close(got, expected)
+    np.testing.assert_allclose(_np(values), _np(tvalues), rtol=1e-5, equal_nan=True)
