@@ -107,6 +107,8 @@ globals().update(torch_functions(
 # isort: split
 from . import distributions  # torch.distributions' names
 from ._version import __version__ as __version__  # the one place for the version
+from . import func  # torch.func's transforms
+from .func import vmap  # torch.vmap
 
 __all__ = [
     "Device",
@@ -118,6 +120,8 @@ __all__ = [
     "autograd",
     "engine",
     "linalg",
+    "func",
+    "vmap",
     "nn",
     "optim",
     "profiler",

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import devices as _devices
+from .batching import random_draw
 from .devices import CPU, Device
 from .dtypes import default_float
 from .tensor import Tensor, as_dtype, infer_array, made
@@ -107,13 +108,17 @@ def _drawn(
 ) -> Tensor:
     """Random values drawn on the device itself by its backend's generator."""
     dev = _device(device)
-    backend, state = (generator or default_generator).state_for(dev)
-    with _devices.launching(dev, draw):
-        array = getattr(backend, draw)(state, *args, shape, dtype)
-    t = made(Tensor._wrap(backend.asarray(array, dev) if backend.host_memory else array, dev))
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+
+    def drawn(shape: tuple) -> Tensor:
+        backend, state = (generator or default_generator).state_for(dev)
+        with _devices.launching(dev, draw):
+            array = getattr(backend, draw)(state, *args, shape, dtype)
+        t = made(Tensor._wrap(backend.asarray(array, dev) if backend.host_memory else array, dev))
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
+    return random_draw(drawn, shape)  # under vmap, its randomness mode decides the shape
 
 
 def _make(array: np.ndarray, device: Any, requires_grad: bool) -> Tensor:

@@ -98,6 +98,9 @@ class Tensor:
         "__weakref__",
     )
 
+    # The vmap level of a batched tensor (`autograd_async.func`); plain tensors are at level 0.
+    _vmap_level = 0
+
 
     def __init__(
         self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False

@@ -40,6 +40,7 @@ SMOKE_RUNS = [
         "host syncs inside backward",
         (),
     ),
+    ("func_per_sample.py", ["--quick"], "target: ours vmap / NumPy", ("torch",)),
 ]
 
 

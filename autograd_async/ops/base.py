@@ -16,6 +16,7 @@ import weakref
 from typing import Any, ClassVar
 
 from ..backends.sim_mode import sim_mode_state
+from ..batching import batched_op
 from ..devices import Device, launching
 from ..grad_mode import anomaly_enabled, grad_enabled, inference_enabled
 from ..graph import Node
@@ -211,6 +212,8 @@ class Op(Node):
         requires = False
         for x in inputs:
             if isinstance(x, Tensor):
+                if x._vmap_level:  # a tensor batched by vmap: its rule runs the op
+                    return batched_op(cls, inputs, kwargs)
                 if x._base is not None and x._view_version != x._version_source._ver:
                     refresh_if_stale(x)  # its base changed in place since: regenerate
                 where = x.device

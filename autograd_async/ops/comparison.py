@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..batching import batchable
 from ..devices import DeviceError, launching
 from ..tensor import Tensor
 from .base import broadcast_error, require_tensor, torch_type_name
@@ -15,6 +16,7 @@ from .promotion import promote, result_type, scalar
 from .reduction import normalize_dims
 
 
+@batchable
 def _no_grad_op(name: str, fn: Any, *inputs: Any) -> Tensor:
     """Apply `fn` to the inputs' arrays and wrap the result outside the graph."""
     dev = None

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..batching import batchable
 from ..devices import DeviceError, backend_of
 from ..tensor import Tensor
 from .base import Op, describe, require_tensor
@@ -207,6 +208,7 @@ def _vector_index(name: str, input: Tensor, index: Any, axis: int) -> Any:
 
 
 # --------------------------------------------------------------- functions
+@batchable
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     """out[i][j] = input[i][index[i][j]] for dim=1 (and likewise for any dim)."""
     idx = _index("gather", input, index)
@@ -362,6 +364,7 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     return IndexCopyBackward0.apply(input, source, key=key)
 
 
+@batchable
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     """A copy of `input` with `value` (a number or a 0-d tensor) where `mask` holds."""
     m = _mask("masked_fill", input, mask)
@@ -377,6 +380,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     return MaskedFillBackward0.apply(input, value, mask=m)
 
 
+@batchable
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     """Indices of the non-zero elements: an (n, ndim) int64 tensor, or one 1-D tensor per dim."""
     require_tensor("nonzero", input)

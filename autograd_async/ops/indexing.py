@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..batching import batchable
 from ..devices import Device, backend_for, backend_of
 from ..tensor import Tensor
 from .base import Op
@@ -181,6 +182,7 @@ class IndexAccumulateBackward0(Op):
         return getitem(gg, self._key)
 
 
+@batchable
 def index(input: Tensor, key: Any) -> Tensor:
     """`input[key]`: a view for basic keys, a copy for masks and integer arrays."""
     key = normalize_key(key, input._data, input.device)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..batching import batchable
 from ..devices import DeviceError, enters_device
 from ..grad_mode import grad_enabled
 from ..history import forward_name, rebase_history
@@ -266,12 +267,14 @@ def _additive(op: type, t: Tensor, other: Any, alpha: Any) -> Tensor:
 
 
 @enters_device
+@batchable
 def add_(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     """input += alpha * other, in place."""
     return _additive(AddBackward0, input, other, alpha)
 
 
 @enters_device
+@batchable
 def sub_(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     """input -= alpha * other, in place."""
     return _additive(SubBackward0, input, other, alpha)
@@ -301,6 +304,7 @@ def _no_grad() -> Any:
 
 
 @enters_device
+@batchable
 def mul_(input: Tensor, other: Any) -> Tensor:
     """input *= other, in place."""
     other = _operand(input, other)
@@ -314,6 +318,7 @@ def mul_(input: Tensor, other: Any) -> Tensor:
 
 
 @enters_device
+@batchable
 def div_(input: Tensor, other: Any) -> Tensor:
     """input /= other, in place (floating tensors)."""
     other = _operand(input, other)
@@ -331,18 +336,21 @@ def div_(input: Tensor, other: Any) -> Tensor:
 
 
 @enters_device
+@batchable
 def relu_(input: Tensor) -> Tensor:
     """max(input, 0), in place."""
     return _through_copy(input, relu)
 
 
 @enters_device
+@batchable
 def clamp_(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     """Limit values to [min, max], in place."""
     return _through_copy(input, lambda x: clamp(x, min, max))
 
 
 @enters_device
+@batchable
 def zero_(input: Tensor) -> Tensor:
     """Set every element to zero, in place."""
     if _recording(input, overlap_ok=True):
@@ -353,6 +361,7 @@ def zero_(input: Tensor) -> Tensor:
 
 
 @enters_device
+@batchable
 def fill_(input: Tensor, value: Any) -> Tensor:
     """Set every element to `value`, in place."""
     value = scalar(value.item() if isinstance(value, Tensor) else value)
@@ -365,6 +374,7 @@ def fill_(input: Tensor, value: Any) -> Tensor:
 
 
 @enters_device
+@batchable
 def copy_(input: Tensor, src: Any) -> Tensor:
     """Copy `src`'s values (broadcast, cast, from any device) into `input`."""
     src = _operand(input, src, move=True)
@@ -377,6 +387,7 @@ def copy_(input: Tensor, src: Any) -> Tensor:
 
 
 @enters_device
+@batchable
 def setitem(input: Tensor, key: Any, value: Any) -> None:
     """`input[key] = value`: basic keys copy into a view of the region (the base's history
     becomes CopySlices, as PyTorch's), other keys are recorded as IndexPutBackward0."""

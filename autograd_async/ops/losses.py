@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..batching import batchable
 from ..tensor import Tensor
 from .base import Op, torch_type_name
 from .dual import as_array, data_of, log, mul_const, quiet, unsqueeze, where, xp_of
@@ -127,6 +128,7 @@ class NllLossBackward0(Op):
         return mul_const(g, scatter.astype(g.dtype, copy=False)), None
 
 
+@batchable
 def nll_loss(
     input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
     ignore_index: int = -100, reduce: Any = None, reduction: str = "mean",
@@ -224,6 +226,7 @@ def _check_target_values(data: Any, classes: int, ignore_index: int) -> None:
 
 
 # ------------------------------------------------------------ cross entropy
+@batchable
 def cross_entropy(
     input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
     reduction: str = "mean", label_smoothing: float = 0.0,

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..batching import batchable
 from ..creation import Generator, default_generator
 from ..devices import Device, enters_device
 from ..tensor import Tensor
@@ -167,6 +168,7 @@ def zeros_shaped(like: Any, shape: tuple, dtype: Any) -> Any:
     return xp_of(like).zeros(shape, dtype)
 
 
+@batchable
 def fill_with(input: Tensor, node: type[Op], draw: Draw, *others: Tensor) -> Tensor:
     """Write `draw`'s values into `input` in place, recorded as `node` when grad mode needs it.
 

@@ -10,6 +10,7 @@ import math
 from collections import namedtuple
 from typing import Any
 
+from ..batching import batchable
 from ..devices import enters_device
 from ..tensor import Tensor
 from .base import Op, torch_type_name
@@ -451,6 +452,7 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     return LogsumexpBackward0.apply(input, dims=dims, keepdim=keepdim)
 
 
+@batchable
 @enters_device
 def _arg(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Tensor:
     data = input._data

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..batching import batchable
 from ..tensor import Tensor
 from .base import Op, require_tensor
 from .dual import as_array, unsqueeze, xp_of
@@ -107,6 +108,7 @@ def sort(
     return sort_result(*_apply(op, input, dim, descending=bool(descending), start=0, stop=n))
 
 
+@batchable
 def argsort(
     input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False
 ) -> Tensor:
