@@ -12,7 +12,7 @@ from typing import Any
 
 from ...backends.registry import backends
 from ...tensor import Tensor
-from .process_group import GroupMember, ProcessGroup, ReduceOp, default_groups
+from .process_group import GroupMember, ProcessGroup, ReduceOp, check_op_dtype, default_groups
 from .work import Work, completed_work
 
 __all__ = [
@@ -91,9 +91,10 @@ def _group_rank(group: ProcessGroup, rank: int, what: str) -> int:
         ) from None
 
 
-def _check_op(op: Any) -> ReduceOp:
+def _check_op(op: Any, tensor: Tensor) -> ReduceOp:
     if not isinstance(op, ReduceOp):
         raise TypeError(f"op must be a ReduceOp, got {op!r}")
+    check_op_dtype(op, tensor._data.dtype)
     return op
 
 
@@ -102,7 +103,7 @@ def all_reduce(
 ) -> Work | None:
     """Reduce `tensor` over every rank of the group, in place on each."""
     _check_tensor(tensor, "tensor")
-    pg, op = resolve_group(group), _check_op(op)
+    pg, op = resolve_group(group), _check_op(op, tensor)
     buffer = _array(tensor)
     tensor._bump_version()
     work = pg.allreduce(buffer, op, "all_reduce")
@@ -175,7 +176,7 @@ def reduce_scatter(
 ) -> Work | None:
     """Reduce `input_list[i]` over the ranks into rank i's `output`."""
     _check_tensor(output, "output")
-    pg, op = resolve_group(group), _check_op(op)
+    pg, op = resolve_group(group), _check_op(op, output)
     pg.check_size(len(input_list), "input_list")
     xp = backends.for_device(output.device).xp
     send = xp.stack([_check_tensor(t, "input_list entry")._data for t in input_list])
@@ -192,7 +193,7 @@ def reduce_scatter_tensor(
     """Reduce `input` (the ranks' parts, concatenated) over the ranks; rank i keeps part i."""
     _check_tensor(output, "output")
     _check_tensor(input, "input")
-    pg, op = resolve_group(group), _check_op(op)
+    pg, op = resolve_group(group), _check_op(op, output)
     if input.numel() != pg.size() * output.numel():
         raise ValueError(
             f"input tensor must have {pg.size()} times the output's elements "
@@ -211,7 +212,7 @@ def reduce(
 ) -> Work | None:
     """Reduce `tensor` over the ranks into rank `dst`'s `tensor`."""
     _check_tensor(tensor, "tensor")
-    pg, op = resolve_group(group), _check_op(op)
+    pg, op = resolve_group(group), _check_op(op, tensor)
     root = group_dst if group_dst is not None else _group_rank(pg, dst or 0, "dst")
     buffer = _array(tensor)
     work = pg.reduce(buffer, root, op, "reduce")

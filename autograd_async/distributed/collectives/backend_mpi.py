@@ -26,7 +26,7 @@ import numpy as np
 
 from . import supervision
 from .process_group import DEFAULT_TIMEOUT, ProcessGroup, ReduceOp
-from .work import DistBackendError, Work
+from .work import DistBackendError, ShapeMismatchError, Work
 
 __all__ = ["MpiProcessGroup", "import_mpi"]
 
@@ -69,6 +69,8 @@ def wire_view(array: np.ndarray) -> np.ndarray:
 
 def finish_average(array: np.ndarray, size: int) -> None:
     """Turn a sum into PyTorch's AVG (integers divide with truncation, as NCCL's average)."""
+    if array.dtype == np.bool_:  # reduced as a logical or already
+        return
     if array.dtype.kind in "fc":
         array /= size
     else:
@@ -142,13 +144,18 @@ class ProgressThread:
         """Run the job's next step: start its next request, or settle its work when done."""
         if job.work.is_completed():  # failed from outside (a peer died): drop it
             return
+        broken = job.group.broken
+        if broken is not None:
+            job.work.set_exception(DistBackendError(f"{job.work.name}: {broken}"))
+            return
         try:
             job.request = job.steps.send(None)
         except StopIteration:
             job.work.set_result(None)
             return
         except BaseException as exc:  # noqa: BLE001 - the collective's error, for its waiters
-            job.group.broken = job.group.broken or exc
+            if not isinstance(exc, ShapeMismatchError):  # found before any data moved
+                job.group.broken = job.group.broken or exc
             job.work.set_exception(exc)
             return
         job.order = next(self.counter)
@@ -252,7 +259,7 @@ class MpiProcessGroup(ProcessGroup):
                 f"rank {self.ranks[i]}: {c} elements of {_dtype_name(d)}"
                 for i, (c, d) in enumerate(everyone.tolist())
             )
-            raise DistBackendError(
+            raise ShapeMismatchError(
                 f"{label}: the ranks passed tensors of different sizes or dtypes ({shapes})"
             )
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .process_group import DEFAULT_TIMEOUT, ProcessGroup, ReduceOp, describe_ranks
-from .work import DistBackendError, Work
+from .work import DistBackendError, ShapeMismatchError, Work
 
 __all__ = ["HashStore", "ThreadProcessGroup"]
 
@@ -56,11 +56,12 @@ def combine(arrays: list[np.ndarray], op: ReduceOp) -> np.ndarray:
 class Round:
     """One collective of the group: what each rank handed in."""
 
-    __slots__ = ("label", "entries", "works", "deadline", "combine")
+    __slots__ = ("label", "entries", "names", "works", "deadline", "combine")
 
     def __init__(self, label: str, deadline: float, combine: Callable) -> None:
         self.label = label
         self.entries: dict[int, Any] = {}
+        self.names: dict[int, str] = {}
         self.works: dict[int, Work] = {}
         self.deadline = deadline
         self.combine = combine
@@ -95,6 +96,7 @@ class ThreadWorld:
                 found = self.rounds[seq] = Round(label, time.monotonic() + timeout, combiner)
                 heapq.heappush(self.deadlines, (found.deadline, seq))
             found.entries[rank] = entry
+            found.names[rank] = label.split(" #", 1)[0]
             found.works[rank] = work
             if len(found.entries) == self.size:
                 del self.rounds[seq]
@@ -110,11 +112,15 @@ class ThreadWorld:
             if ready is None:
                 return
             try:
+                if len(set(ready.names.values())) > 1:
+                    raise DistBackendError("the ranks called different collectives (" + ", ".join(
+                        f"rank {self.ranks[r]} called {n}" for r, n in sorted(ready.names.items())
+                    ) + ")")
                 ready.combine(ready.entries)
             except BaseException as exc:  # noqa: BLE001 - every rank's handle fails with it
+                kind = type(exc) if isinstance(exc, DistBackendError) else DistBackendError
                 for work in ready.works.values():
-                    work.set_exception(exc if isinstance(exc, DistBackendError) else
-                                       DistBackendError(f"{ready.label}: {exc}"))
+                    work.set_exception(kind(f"{ready.label}: {exc}"))
                 continue
             for work in ready.works.values():
                 work.set_result(None)
@@ -229,7 +235,7 @@ class ThreadProcessGroup(ProcessGroup):
             sends = _same_layout({r: e[0] for r, e in entries.items()}, name)
             for _, out in entries.values():
                 for i, part in enumerate(sends):
-                    np.copyto(out[i], part)
+                    np.copyto(out[i, ...], part)
         return self._round(name, (send, recv), run)
 
     def reduce_scatter(self, send: Any, recv: Any, op: ReduceOp,
@@ -252,7 +258,7 @@ class ThreadProcessGroup(ProcessGroup):
             sends = _same_layout({r: e[0] for r, e in entries.items()}, name)
             out = entries[dst][1]
             for i, part in enumerate(sends):
-                np.copyto(out[i], part)
+                np.copyto(out[i, ...], part)
         return self._round(name, (send, recv), run)
 
     def scatter(self, send: Any, recv: Any, src: int, name: str = "scatter") -> Work:
@@ -285,5 +291,7 @@ def _same_layout(entries: dict, name: str) -> list[np.ndarray]:
     if any(a.size != first.size or a.dtype != first.dtype for a in arrays):
         shapes = ", ".join(f"rank {r}: {a.size} elements of {a.dtype}"
                            for r, a in enumerate(arrays))
-        raise ValueError(f"the ranks passed tensors of different sizes or dtypes ({shapes})")
+        raise ShapeMismatchError(
+            f"the ranks passed tensors of different sizes or dtypes ({shapes})"
+        )
     return [a.reshape(first.shape) if a.shape != first.shape else a for a in arrays]

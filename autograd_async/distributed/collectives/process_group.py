@@ -26,6 +26,7 @@ __all__ = [
     "GroupMember",
     "ProcessGroup",
     "ReduceOp",
+    "check_op_dtype",
     "describe_ranks",
 ]
 
@@ -47,6 +48,15 @@ class ReduceOp(enum.Enum):
 
     def __repr__(self) -> str:
         return f"<RedOpType.{self.name}: {self.value}>"
+
+
+def check_op_dtype(op: ReduceOp, dtype: Any) -> None:
+    """Refuse an op that has no meaning for the dtype, before anything is sent."""
+    kind = getattr(dtype, "kind", "")
+    if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and kind not in "iub":
+        raise ValueError(f"ReduceOp.{op.name} needs an integer or bool tensor, got {dtype}")
+    if op in (ReduceOp.MIN, ReduceOp.MAX) and kind == "c":
+        raise ValueError(f"ReduceOp.{op.name} is not defined for complex tensors")
 
 
 def describe_ranks(ranks: Sequence[int]) -> str:

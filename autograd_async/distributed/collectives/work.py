@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import DistributedError
 
-__all__ = ["DistBackendError", "DistError", "Work", "completed_work"]
+__all__ = ["DistBackendError", "DistError", "ShapeMismatchError", "Work", "completed_work"]
 
 
 class DistError(DistributedError, RuntimeError):
@@ -24,6 +24,10 @@ class DistError(DistributedError, RuntimeError):
 
 class DistBackendError(DistError):
     """A collective failed in its backend: a timeout, a rank that died or raised, a mismatch."""
+
+
+class ShapeMismatchError(DistBackendError):
+    """The ranks passed tensors of different sizes or dtypes to one collective."""
 
 
 def seconds(timeout: float | timedelta | None) -> float | None:
