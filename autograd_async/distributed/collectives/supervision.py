@@ -143,6 +143,10 @@ class Supervision:
         text = "".join(traceback.format_exception(kind, value, tb))
         self.send({"t": "failed", "rank": self.rank, "error": text})
         self.previous_hook(kind, value, tb)
+        # Leave now: MPI_Finalize at exit would wait for peers that failed or are failing.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
 
     def goodbye(self) -> None:
         self.send({"t": "bye", "rank": self.rank})
