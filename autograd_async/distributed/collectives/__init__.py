@@ -37,6 +37,7 @@ from .groups import (
 )
 from .objects import all_gather_object, broadcast_object_list
 from .process_group import GroupMember, ProcessGroup, ReduceOp
+from .spawn import spawn_threads
 from .work import DistBackendError, DistError, Work
 
 __all__ = [
@@ -70,4 +71,5 @@ __all__ = [
     "reduce_scatter",
     "reduce_scatter_tensor",
     "scatter",
+    "spawn_threads",
 ]

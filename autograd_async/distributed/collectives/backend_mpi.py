@@ -18,7 +18,7 @@ import itertools
 import queue
 import threading
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -29,9 +29,6 @@ from .process_group import DEFAULT_TIMEOUT, ProcessGroup, ReduceOp
 from .work import DistBackendError, ShapeMismatchError, Work
 
 __all__ = ["MpiProcessGroup", "import_mpi"]
-
-Steps = Generator[Any, None, None]
-
 
 def import_mpi() -> Any:
     """mpi4py's MPI module (initialising MPI), with an install hint when it is missing."""
@@ -78,18 +75,39 @@ def finish_average(array: np.ndarray, size: int) -> None:
 
 
 class Job:
-    """One collective on the progress thread: its steps, its handle, its deadline."""
+    """One collective on the progress thread: an optional shape check, then its data request.
 
-    __slots__ = ("steps", "work", "deadline", "group", "seq", "request", "order")
+    MPI needs the collectives of a communicator started in the same order on every rank. Shape
+    checks run on a communicator of their own, started as jobs arrive (in collective order);
+    data requests are started strictly in collective order (`Lane`), whatever order the checks
+    complete in on each rank.
+    """
 
-    def __init__(self, steps: Steps, work: Work, group: MpiProcessGroup, seq: int) -> None:
-        self.steps = steps
+    __slots__ = ("work", "deadline", "group", "seq", "signature", "data", "after", "request",
+                 "order", "phase")
+
+    def __init__(self, work: Work, group: MpiProcessGroup, seq: int, signature: tuple | None,
+                 data: Callable[[], Any], after: Callable[[], None] | None = None) -> None:
         self.work = work
         self.group = group
         self.seq = seq
+        self.signature = signature
+        self.data = data
+        self.after = after
         self.deadline = time.monotonic() + group.timeout.total_seconds()
         self.request: Any = None
         self.order = 0
+        self.phase = "new"  # new -> check -> queued -> data -> done
+
+
+class Lane:
+    """A group's data requests, started in collective order: the next number and who waits."""
+
+    __slots__ = ("next_seq", "waiting")
+
+    def __init__(self) -> None:
+        self.next_seq = 1
+        self.waiting: dict[int, Job] = {}
 
 
 class ProgressThread:
@@ -110,7 +128,7 @@ class ProgressThread:
         self.thread.start()
 
     def submit(self, job: Job) -> None:
-        """Queue a collective; its first step runs on the progress thread."""
+        """Queue a collective; its requests are started on the progress thread."""
         self.incoming.put(job)
 
     def stop(self) -> None:
@@ -128,6 +146,7 @@ class ProgressThread:
                     if job is None:
                         self.fail_all("the process group was destroyed")
                         return
+                    heapq.heappush(self.deadlines, (job.deadline, next(self.counter), job))
                     self.advance(job)
                     job = self.incoming.get_nowait()
             except queue.Empty:
@@ -141,26 +160,65 @@ class ProgressThread:
             self.expire()
 
     def advance(self, job: Job) -> None:
-        """Run the job's next step: start its next request, or settle its work when done."""
-        if job.work.is_completed():  # failed from outside (a peer died): drop it
-            return
-        broken = job.group.broken
-        if broken is not None:
-            job.work.set_exception(DistBackendError(f"{job.work.name}: {broken}"))
-            return
+        """Move the job on: start its check, queue or start its data, or settle it."""
         try:
-            job.request = job.steps.send(None)
-        except StopIteration:
-            job.work.set_result(None)
-            return
+            if job.phase == "new" and job.work.is_completed():  # failed before it started
+                job.phase = "queued"
+                self.queue_data(job)
+                return
+            if job.phase == "new" and job.signature is not None and job.group.check_shapes:
+                job.phase = "check"
+                job.request = job.group.start_check(job)
+                self.activate(job)
+                return
+            if job.phase in ("new", "check"):
+                if job.phase == "check":
+                    job.group.verify_check(job)
+                job.phase = "queued"
+                self.queue_data(job)
+                return
+            if job.phase == "data":
+                job.phase = "done"
+                if job.after is not None:
+                    job.after()
+                job.work.set_result(None)
         except BaseException as exc:  # noqa: BLE001 - the collective's error, for its waiters
-            if not isinstance(exc, ShapeMismatchError):  # found before any data moved
+            if isinstance(exc, ShapeMismatchError):  # found before any data moved
+                job.phase = "queued"
+                self.skip_data(job)
+            else:
                 job.group.broken = job.group.broken or exc
             job.work.set_exception(exc)
-            return
+
+    def queue_data(self, job: Job) -> None:
+        """Start data requests of the job's group in collective order, as far as they are due."""
+        lane = job.group.lane
+        lane.waiting[job.seq] = job
+        while lane.next_seq in lane.waiting:
+            due = lane.waiting.pop(lane.next_seq)
+            lane.next_seq += 1
+            if due.work.is_completed():  # a mismatch, or failed from outside
+                continue
+            broken = due.group.broken
+            if broken is not None:
+                due.work.set_exception(DistBackendError(f"{due.work.name}: {broken}"))
+                continue
+            due.phase = "data"
+            try:
+                due.request = due.data()
+            except BaseException as exc:  # noqa: BLE001 - the collective's error
+                due.group.broken = due.group.broken or exc
+                due.work.set_exception(exc)
+                continue
+            self.activate(due)
+
+    def skip_data(self, job: Job) -> None:
+        """A job that sends no data still takes its turn, so later ones are not held up."""
+        self.queue_data(job)
+
+    def activate(self, job: Job) -> None:
         job.order = next(self.counter)
         self.active.append(job)
-        heapq.heappush(self.deadlines, (job.deadline, job.order, job))
 
     def poll(self) -> bool:
         """Advance every job whose request has completed; True if any had."""
@@ -179,7 +237,7 @@ class ProgressThread:
         finished = [self.active[i] for i in done]
         keep = set(done)
         self.active = [job for i, job in enumerate(self.active) if i not in keep]
-        for job in finished:
+        for job in sorted(finished, key=lambda j: j.order):
             self.advance(job)
         return True
 
@@ -189,15 +247,16 @@ class ProgressThread:
         while self.deadlines and (self.deadlines[0][0] <= now or
                                   self.deadlines[0][2].work.is_completed()):
             _, _, job = heapq.heappop(self.deadlines)
-            if job.work.is_completed() or job not in self.active:
+            if job.work.is_completed():
                 continue
-            self.active.remove(job)
+            if job in self.active:
+                self.active.remove(job)
             error = job.group.timeout_error(job.seq, job.work.name)
             job.group.broken = error
             job.work.set_exception(error)
 
     def fail_all(self, reason: str) -> None:
-        """Fail every collective in flight or queued."""
+        """Fail every collective in flight."""
         for job in self.active:
             job.work.set_exception(DistBackendError(f"{job.work.name}: {reason}"))
         self.active.clear()
@@ -221,46 +280,50 @@ class MpiProcessGroup(ProcessGroup):
         super().__init__(self.comm.Get_rank(), world_ranks, name, timeout)
         self.broken: BaseException | None = None
         self.check_shapes = True
+        self.check_comm = self.comm.Dup()  # shape checks, so they never reorder data requests
+        self.lane = Lane()
+        self.submit_lock = threading.Lock()
         with MpiProcessGroup.progress_lock:
             if MpiProcessGroup.progress is None or not MpiProcessGroup.progress.thread.is_alive():
                 MpiProcessGroup.progress = ProgressThread(MPI)
         supervision.watch(self)
 
     # ------------------------------------------------------------------ plumbing
-    def launch(self, name: str, steps_of: Any, signature: tuple | None) -> Work:
-        """Number a collective, and queue its steps (after the shape check) on the thread."""
-        seq, label = self.next_collective(name)
-        work = Work(f"{label} on {self.describe()}")
-        if self.broken is not None:
-            work.set_exception(DistBackendError(
-                f"{work.name}: the group is unusable after an earlier failure: {self.broken}"))
-            return work
-        failure = supervision.failure()
-        if failure is not None:
-            work.set_exception(DistBackendError(f"{work.name}: {failure}"))
-            return work
-
-        def steps() -> Steps:
-            if signature is not None and self.check_shapes:
-                yield from self.check_signature(signature, work.name)
-            yield from steps_of()
-
-        self.progress.submit(Job(steps(), work, self, seq))
+    def launch(self, name: str, data: Callable[[], Any], signature: tuple | None,
+               after: Callable[[], None] | None = None) -> Work:
+        """Number a collective and queue it on the progress thread (in number order)."""
+        with self.submit_lock:
+            seq, label = self.next_collective(name)
+            work = Work(f"{label} on {self.describe()}")
+            failure = supervision.failure()
+            if self.broken is not None:
+                work.set_exception(DistBackendError(
+                    f"{work.name}: the group is unusable after an earlier failure: {self.broken}"))
+            elif failure is not None:
+                work.set_exception(DistBackendError(f"{work.name}: {failure}"))
+            # Even a failed collective takes its turn, so the numbering stays the ranks' own.
+            self.progress.submit(Job(work, self, seq, signature, data, after))
         return work
 
-    def check_signature(self, signature: tuple, label: str) -> Steps:
-        """Exchange (element count, dtype) and raise if the ranks disagree."""
-        count, dtype = signature
+    def start_check(self, job: Job) -> Any:
+        """Start the exchange of every rank's (element count, dtype)."""
+        count, dtype = job.signature
         mine = np.array([count, np.dtype(dtype).num], dtype=np.int64)
         everyone = np.empty((self.size(), 2), dtype=np.int64)
-        yield self.comm.Iallgather(mine, everyone)
+        job.signature = (mine, everyone)
+        return self.check_comm.Iallgather(mine, everyone)
+
+    def verify_check(self, job: Job) -> None:
+        """Raise ShapeMismatchError if the ranks' counts or dtypes differ."""
+        mine, everyone = job.signature
         if (everyone != mine).any():
             shapes = ", ".join(
                 f"rank {self.ranks[i]}: {c} elements of {_dtype_name(d)}"
                 for i, (c, d) in enumerate(everyone.tolist())
             )
             raise ShapeMismatchError(
-                f"{label}: the ranks passed tensors of different sizes or dtypes ({shapes})"
+                f"{job.work.name}: the ranks passed tensors of different sizes or dtypes "
+                f"({shapes})"
             )
 
     def timeout_error(self, seq: int, label: str) -> DistBackendError:
@@ -291,100 +354,79 @@ class MpiProcessGroup(ProcessGroup):
                 job.work.set_exception(DistBackendError(f"{job.work.name}: {error_text}"))
 
     # --------------------------------------------------------------- collectives
-    def allreduce(self, array: np.ndarray, op: ReduceOp, name: str = "all_reduce") -> Work:
+    def allreduce(self, array: np.ndarray, op: ReduceOp, name: str = "all_reduce",
+                  checked: bool = True) -> Work:
         mop = mpi_op(self.MPI, op, array.dtype)
         buf = wire_view(array)
-
-        def steps() -> Steps:
-            yield self.comm.Iallreduce(self.MPI.IN_PLACE, buf, op=mop)
-            if op is ReduceOp.AVG:
-                finish_average(array, self.size())
-
-        return self.launch(name, steps, (array.size, array.dtype))
+        after = (lambda: finish_average(array, self.size())) if op is ReduceOp.AVG else None
+        return self.launch(name, lambda: self.comm.Iallreduce(self.MPI.IN_PLACE, buf, op=mop),
+                           (array.size, array.dtype) if checked else None, after)
 
     def broadcast(self, array: np.ndarray, src: int, name: str = "broadcast") -> Work:
         buf = wire_view(array)
-        return self.launch(name, lambda: _one(self.comm.Ibcast(buf, root=src)),
+        return self.launch(name, lambda: self.comm.Ibcast(buf, root=src),
                            (array.size, array.dtype))
 
     def allgather(self, send: np.ndarray, recv: np.ndarray, name: str = "all_gather") -> Work:
         s, r = wire_view(send), wire_view(recv)
-        return self.launch(name, lambda: _one(self.comm.Iallgather(s, r)),
-                           (send.size, send.dtype))
+        return self.launch(name, lambda: self.comm.Iallgather(s, r), (send.size, send.dtype))
 
     def reduce_scatter(
         self, send: np.ndarray, recv: np.ndarray, op: ReduceOp, name: str = "reduce_scatter"
     ) -> Work:
         mop = mpi_op(self.MPI, op, recv.dtype)
         s, r = wire_view(send), wire_view(recv)
-
-        def steps() -> Steps:
-            yield self.comm.Ireduce_scatter_block(s, r, op=mop)
-            if op is ReduceOp.AVG:
-                finish_average(recv, self.size())
-
-        return self.launch(name, steps, (recv.size, recv.dtype))
+        after = (lambda: finish_average(recv, self.size())) if op is ReduceOp.AVG else None
+        return self.launch(name, lambda: self.comm.Ireduce_scatter_block(s, r, op=mop),
+                           (recv.size, recv.dtype), after)
 
     def reduce(self, array: np.ndarray, dst: int, op: ReduceOp, name: str = "reduce") -> Work:
         mop = mpi_op(self.MPI, op, array.dtype)
         buf = wire_view(array)
-        is_root = self.rank() == dst
-
-        def steps() -> Steps:
-            if is_root:
-                yield self.comm.Ireduce(self.MPI.IN_PLACE, buf, op=mop, root=dst)
-                if op is ReduceOp.AVG:
-                    finish_average(array, self.size())
-            else:
-                yield self.comm.Ireduce(buf, None, op=mop, root=dst)
-
-        return self.launch(name, steps, (array.size, array.dtype))
+        if self.rank() == dst:
+            after = (lambda: finish_average(array, self.size())) if op is ReduceOp.AVG else None
+            return self.launch(
+                name, lambda: self.comm.Ireduce(self.MPI.IN_PLACE, buf, op=mop, root=dst),
+                (array.size, array.dtype), after)
+        return self.launch(name, lambda: self.comm.Ireduce(buf, None, op=mop, root=dst),
+                           (array.size, array.dtype))
 
     def gather(self, send: np.ndarray, recv: np.ndarray | None, dst: int,
                name: str = "gather") -> Work:
         s = wire_view(send)
         r = wire_view(recv) if recv is not None else None
-        return self.launch(name, lambda: _one(self.comm.Igather(s, r, root=dst)),
+        return self.launch(name, lambda: self.comm.Igather(s, r, root=dst),
                            (send.size, send.dtype))
 
     def scatter(self, send: np.ndarray | None, recv: np.ndarray, src: int,
                 name: str = "scatter") -> Work:
         s = wire_view(send) if send is not None else None
         r = wire_view(recv)
-        return self.launch(name, lambda: _one(self.comm.Iscatter(s, r, root=src)),
+        return self.launch(name, lambda: self.comm.Iscatter(s, r, root=src),
                            (recv.size, recv.dtype))
 
     def barrier(self, name: str = "barrier") -> Work:
-        return self.launch(name, lambda: _one(self.comm.Ibarrier()), None)
+        return self.launch(name, lambda: self.comm.Ibarrier(), None)
 
     def new_subgroup(self, ranks: Sequence[int], name: str, timeout: timedelta) -> Any:
         """Split this communicator (collective over all of its ranks, as PyTorch's new_group)."""
         member = self.ranks[self.rank()] in ranks
         color = 0 if member else self.MPI.UNDEFINED
         key = list(ranks).index(self.ranks[self.rank()]) if member else 0
-        done = Work(f"new_group({list(ranks)})")
-        result: list[Any] = []
+        made: list[Any] = []
 
-        def steps() -> Steps:
-            result.append(self.comm.Split(color, key))  # blocking, but on the progress thread
-            return
-            yield
+        def split() -> Any:
+            made.append(self.comm.Split(color, key))  # blocking, but on the progress thread
+            return self.comm.Ibarrier()  # a request to complete the job with
 
-        seq, _ = self.next_collective("new_group")
-        self.progress.submit(Job(steps(), done, self, seq))
-        done.wait()
+        self.launch("new_group", split, None).wait()
         if not member:
             return None
-        return MpiProcessGroup(result[0], name, timeout, ranks=list(ranks))
+        return MpiProcessGroup(made[0], name, timeout, ranks=list(ranks))
 
     def shutdown(self) -> None:
         super().shutdown()
         supervision.unwatch(self)
-
-
-def _one(request: Any) -> Steps:
-    """The steps of a collective that is one request."""
-    yield request
 
 
 def _dtype_name(num: int) -> str:

@@ -214,7 +214,8 @@ class ThreadProcessGroup(ProcessGroup):
         self.world.fail(reason)
 
     # --------------------------------------------------------------- collectives
-    def allreduce(self, array: Any, op: ReduceOp, name: str = "all_reduce") -> Work:
+    def allreduce(self, array: Any, op: ReduceOp, name: str = "all_reduce",
+                  checked: bool = True) -> Work:
         def run(entries: dict) -> None:
             arrays = _same_layout(entries, name)
             result = combine(arrays, op)

@@ -113,8 +113,9 @@ class ProcessGroup(ABC):
 
     # ------------------------------------------------------ collectives on arrays
     @abstractmethod
-    def allreduce(self, array: Any, op: ReduceOp, name: str) -> Work:
-        """Reduce `array` (contiguous) over the ranks, in place on every rank."""
+    def allreduce(self, array: Any, op: ReduceOp, name: str, checked: bool = True) -> Work:
+        """Reduce `array` (contiguous) over the ranks, in place on every rank (`checked=False`
+        skips the exchange of shapes, for callers that know the ranks agree)."""
 
     @abstractmethod
     def broadcast(self, array: Any, src: int, name: str) -> Work:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -13,46 +12,20 @@ import pytest
 
 import autograd_async as aa
 import autograd_async.distributed as dist
-from autograd_async.devices import Device, backend_for
 
 from .checks import check_everything, check_mismatch
 
 
-def run_ranks(size: int, body: Callable[[int], Any], timeout: float = 30.0,
-              devices: list[str] | None = None, pg_timeout: float = 30.0) -> list[Any]:
-    """Run `body(rank)` on `size` threads, each rank of one threads group; results by rank."""
-    store = dist.HashStore()
-    results: list[Any] = [None] * size
-    errors: list[BaseException | None] = [None] * size
-
-    def rank_main(rank: int) -> None:
-        try:
-            if devices is not None:
-                dev = Device(devices[rank])
-                backend_for(dev).use_device(dev)
-            dist.init_process_group("threads", rank=rank, world_size=size, store=store,
-                                    timeout=timedelta(seconds=pg_timeout))
-            try:
-                results[rank] = body(rank)
-            finally:
-                dist.destroy_process_group()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
-            errors[rank] = exc
-
-    threads = [threading.Thread(target=rank_main, args=(r,)) for r in range(size)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout)
-        assert not t.is_alive(), "a rank hung"
-    for err in errors:
-        if err is not None:
-            raise err
-    return results
+def run_ranks(size: int, body: Callable[[int], Any], devices: list[str] | None = None,
+              pg_timeout: float = 30.0) -> list[Any]:
+    """Run `body(rank)` as `size` thread ranks (on sim devices unless given); results by rank."""
+    devices = devices or [f"sim:{r}" for r in range(size)]
+    return dist.spawn_threads(body, devices[:size], timeout=timedelta(seconds=pg_timeout))
 
 
 def test_every_collective_and_op_matches_numpy_on_three_thread_ranks():
-    counts = run_ranks(3, lambda rank: check_everything(rank, 3, "cpu"))
+    counts = run_ranks(3, lambda rank: check_everything(rank, 3, ["cpu", "sim:0", "sim:1"][rank]),
+                      devices=["cpu", "sim:0", "sim:1"])
     assert min(counts) > 200
 
 

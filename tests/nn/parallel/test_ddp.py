@@ -1,0 +1,84 @@
+"""DistributedDataParallel, SyncBatchNorm and DistributedSampler: N ranks train as one process.
+
+Real processes through the launcher (2 and 3 ranks), and thread ranks on sim devices.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import autograd_async as aa
+import autograd_async.distributed as dist
+import autograd_async.nn as nn
+from autograd_async.utils.data import DistributedSampler
+
+from .ddp_checks import check_everything
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_ddp_on_mpi_ranks_matches_one_process_on_the_full_batch(size):
+    pytest.importorskip("mpi4py")
+    done = subprocess.run(
+        [sys.executable, "-m", "autograd_async.distributed.run", "-n", str(size),
+         str(Path(__file__).with_name("ddp_rank_main.py"))],
+        capture_output=True, text=True, timeout=150, cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1"),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    for rank in range(size):
+        assert f"rank {rank} of {size}: DDP matches one process" in done.stdout
+
+
+@pytest.mark.parametrize("devices", [["sim:0", "sim:1"], ["sim:1", "cpu", "sim:0"]])
+def test_ddp_on_thread_ranks_on_sim_devices(devices):
+    dist.spawn_threads(lambda rank: check_everything(rank, len(devices), devices[rank]), devices)
+
+
+def test_distributed_sampler_shares_and_pads_like_pytorch(torch):
+    from torch.utils.data import DistributedSampler as TorchSampler
+
+    for n, replicas, drop_last in [(10, 3, False), (10, 3, True), (2, 4, False), (12, 4, True)]:
+        for rank in range(replicas):
+            ours = DistributedSampler(range(n), replicas, rank, shuffle=False, drop_last=drop_last)
+            theirs = TorchSampler(range(n), replicas, rank, shuffle=False, drop_last=drop_last)
+            assert list(ours) == list(theirs) and len(ours) == len(theirs)
+    shuffled = DistributedSampler(range(20), 2, 0, seed=5)
+    first = list(shuffled)
+    assert list(shuffled) == first
+    shuffled.set_epoch(1)
+    assert list(shuffled) != first and sorted(first) != first
+    with pytest.raises(ValueError, match=r"Invalid rank 3, rank should be in the interval"):
+        DistributedSampler(range(4), 3, 3)
+
+
+def test_ddp_refuses_a_model_without_trainable_parameters():
+    def body(rank: int) -> None:
+        with pytest.raises(RuntimeError, match="doesn't have any parameter that requires"):
+            nn.parallel.DistributedDataParallel(nn.ReLU())
+        model = nn.Linear(2, 2)
+        ddp = nn.parallel.DistributedDataParallel(model)
+        assert list(ddp.state_dict()) == ["module.weight", "module.bias"]
+        assert isinstance(ddp, nn.Module) and ddp.module is model
+
+    dist.spawn_threads(body, ["sim:0"])
+
+
+def test_convert_sync_batchnorm_keeps_the_state_and_structure():
+    aa.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Sequential(nn.BatchNorm2d(2)))
+    with aa.no_grad():
+        model[1].running_mean.fill_(0.5)
+    converted = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    assert isinstance(converted[1], nn.SyncBatchNorm)
+    assert isinstance(converted[2][0], nn.SyncBatchNorm)
+    assert converted[1].weight is model[1].weight
+    np.testing.assert_array_equal(converted[1].running_mean.numpy(), np.full(4, 0.5))
+    assert list(converted.state_dict()) == list(model.state_dict())
