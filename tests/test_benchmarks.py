@@ -33,6 +33,7 @@ SMOKE_RUNS = [
         (),
     ),
     ("service_health.py", ["--quick"], "/health p99 under load", ("aiohttp",)),
+    ("data_parallel.py", ["--quick"], "target: ours / torch >= 1.0", ("torch", "mpi4py")),
 ]
 
 
