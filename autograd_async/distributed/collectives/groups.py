@@ -96,9 +96,13 @@ def init_process_group(
     elif name == Backend.NCCL:
         from .backend_nccl import NcclProcessGroup  # noqa: PLC0415 - imports CuPy
 
-        group = NcclProcessGroup.across_processes(timeout=timeout, device_id=device_id)
-        _check_given(group, world_size, rank)
-        default_groups.process = group
+        if store is not None:  # thread ranks of one process, one GPU each
+            group = NcclProcessGroup.in_process(store, rank, world_size, device_id, timeout)
+            default_groups.in_context.set(group)
+        else:
+            group = NcclProcessGroup.across_processes(timeout=timeout, device_id=device_id)
+            _check_given(group, world_size, rank)
+            default_groups.process = group
     elif name == Backend.THREADS:
         from .backend_threads import ThreadProcessGroup  # noqa: PLC0415 - only this backend
 

@@ -27,9 +27,11 @@ def spawn_threads(
     devices: Sequence[str | Device],
     args: Sequence[Any] = (),
     timeout: timedelta = DEFAULT_TIMEOUT,
+    backend: str = "threads",
 ) -> list[Any]:
-    """Run `fn(rank, *args)` on one thread per device, each a rank of a `threads` group;
-    return the ranks' results in rank order (re-raising the first rank's error)."""
+    """Run `fn(rank, *args)` on one thread per device, each a rank of a `threads` group (or
+    `nccl` for one GPU per rank); return the results in rank order (re-raising the first
+    rank's error)."""
     devs = [d if isinstance(d, Device) else Device(d) for d in devices]
     if len(set(devs)) != len(devs):
         raise ValueError(
@@ -44,8 +46,8 @@ def spawn_threads(
     def rank_main(rank: int) -> None:
         backend_for(devs[rank]).use_device(devs[rank])
         try:
-            init_process_group("threads", rank=rank, world_size=size, store=store,
-                               timeout=timeout)
+            init_process_group(backend, rank=rank, world_size=size, store=store,
+                               timeout=timeout, device_id=devs[rank].index)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller
             errors[rank] = exc
             return
@@ -55,7 +57,8 @@ def spawn_threads(
         except BaseException as exc:  # noqa: BLE001 - handed to the caller
             errors[rank] = exc
             text = f"rank {rank} failed ({type(exc).__name__}: {exc})"
-            group.fail_pending(text)
+            if hasattr(group, "fail_pending"):
+                group.fail_pending(text)
         finally:
             destroy_process_group()
 
