@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import time
 from collections.abc import Callable, Generator
 from datetime import timedelta
 from typing import Any
@@ -40,16 +41,18 @@ def seconds(timeout: float | timedelta | None) -> float | None:
 class Work:
     """The handle of one collective in flight (PyTorch's `torch.distributed.Work`)."""
 
-    __slots__ = ("future", "name", "_then")
+    __slots__ = ("future", "name", "_then", "completed_ns")
 
     def __init__(self, name: str, future: concurrent.futures.Future | None = None) -> None:
         self.name = name
         self.future: concurrent.futures.Future = future or concurrent.futures.Future()
         self._then: list[Callable[[], None]] | None = None
+        self.completed_ns = 0  # perf_counter_ns when the backend settled it (0 while pending)
 
     # ------------------------------------------------------------ settling (backends)
     def set_result(self, value: Any = None) -> None:
         """Mark the collective done (called by the backend, on its thread)."""
+        self.completed_ns = time.perf_counter_ns()
         try:
             if self._then:
                 for finish in self._then:  # copy results back into the caller's tensors

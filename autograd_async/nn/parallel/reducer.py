@@ -21,6 +21,8 @@ import numpy as np
 
 from ...backends.registry import backends
 from ...distributed.collectives.process_group import ReduceOp
+from ...engine.engine import get_engine
+from ...engine.trace_events import CollectiveSpan
 from ...tensor import Tensor
 from ..parameter import Parameter
 
@@ -54,7 +56,7 @@ class Bucket:
     """Parameters reduced together: their flat buffer and where each one lies in it."""
 
     __slots__ = ("index", "members", "offsets", "buffer", "pending", "work", "device",
-                 "launched_ns", "done_ns")
+                 "launched_ns", "source_node_id", "source_ns")
 
     def __init__(self, index: int, members: list[int], params: Sequence[Parameter]) -> None:
         self.index = index
@@ -71,7 +73,7 @@ class Bucket:
             self.buffer = backend.xp.zeros(at, dtype=params[members[0]]._data.dtype)
         self.pending = len(members)
         self.work: Any = None
-        self.launched_ns = self.done_ns = 0
+        self.launched_ns = self.source_ns = self.source_node_id = 0
 
     def slot(self, position: int) -> Any:
         start, stop = self.offsets[position]
@@ -82,7 +84,7 @@ class Reducer:
     """Readiness by counting: a bucket launches when its count of pending gradients is zero."""
 
     def __init__(self, params: Sequence[Parameter], group: Any, cap_bytes: int,
-                 find_unused: bool, as_bucket_view: bool, trace: Any = None) -> None:
+                 find_unused: bool, as_bucket_view: bool) -> None:
         self.params = list(params)
         self.group = group
         self.find_unused = find_unused
@@ -101,7 +103,6 @@ class Reducer:
         self.marked_unused = False
         self.used_work: Any = None
         self.used_map: Any = None
-        self.trace = trace
         self.handles = [p.register_post_accumulate_grad_hook(self.hook_for(i))
                         for i, p in enumerate(self.params)]
 
@@ -169,6 +170,11 @@ class Reducer:
         self.ready[index] = True
         bucket, _ = self.where[index]
         bucket.pending -= 1
+        if bucket.pending == 0:  # this gradient completed the bucket: the trace's flow source
+            accumulator = self.params[index]._grad_accumulator
+            node = accumulator() if accumulator is not None else None
+            bucket.source_node_id = id(node) if node is not None else 0
+            bucket.source_ns = time.perf_counter_ns()
         while self.next_bucket < len(self.buckets) and self.buckets[self.next_bucket].pending == 0:
             self.launch(self.buckets[self.next_bucket])
             self.next_bucket += 1
@@ -202,16 +208,24 @@ class Reducer:
         if self.used_work is not None:
             self.used_work.wait()
             globally_unused = {i for i, used in enumerate(self.used_map.tolist()) if not used}
+        sink = get_engine().trace_sink
         for bucket in self.buckets:
             bucket.work.wait()
-            bucket.done_ns = time.perf_counter_ns()
-            if self.trace is not None:
-                self.trace(bucket)
+            if sink is not None:
+                self.record(sink, bucket)
             for position, i in enumerate(bucket.members):
                 if i in globally_unused:
                     continue
                 self.write_grad(self.params[i], bucket.slot(position))
         self.require_finalize = False
+
+    def record(self, sink: Any, bucket: Bucket) -> None:
+        """The bucket's all_reduce on this rank's communication track of the profiler."""
+        sink.record(CollectiveSpan(
+            self.group.rank(), self.group.describe(), f"all_reduce bucket {bucket.index}",
+            bucket.launched_ns, bucket.work.completed_ns or time.perf_counter_ns(),
+            bucket.buffer.nbytes, bucket.source_node_id, bucket.source_ns,
+        ))
 
     def write_grad(self, param: Parameter, slot: Any) -> None:
         grad = param.grad

@@ -82,3 +82,30 @@ def test_convert_sync_batchnorm_keeps_the_state_and_structure():
     assert converted[1].weight is model[1].weight
     np.testing.assert_array_equal(converted[1].running_mean.numpy(), np.full(4, 0.5))
     assert list(converted.state_dict()) == list(model.state_dict())
+
+
+def test_buckets_appear_on_a_communication_track_per_rank_with_flows():
+    from autograd_async.profiler import profile
+    from autograd_async.profiler.chrome_trace import to_chrome_trace
+
+    def body(rank: int) -> int:
+        device = f"sim:{rank}"
+        with aa.no_grad():
+            aa.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).to(device)
+        ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0001)
+        ddp(aa.ones(3, 4, device=device)).sum().backward()
+        return len(ddp.reducer.buckets)
+
+    with profile() as prof:
+        buckets = dist.spawn_threads(body, ["sim:0", "sim:1"])
+    trace = to_chrome_trace(prof.events)["traceEvents"]
+    names = {e["args"]["name"] for e in trace if e.get("name") == "thread_name"}
+    assert {"communication (rank 0)", "communication (rank 1)"} <= names, names
+    spans = [e for e in trace if e.get("cat") == "communication"]
+    assert len(spans) == 2 * buckets[0] and buckets[0] >= 2
+    assert {e["name"] for e in spans} == {f"all_reduce bucket {i}" for i in range(buckets[0])}
+    assert all(e["dur"] >= 0 and e["args"]["bytes"] > 0 for e in spans)
+    starts = [e for e in trace if e.get("cat") == "bucket_ready" and e["ph"] == "s"]
+    ends = [e for e in trace if e.get("cat") == "bucket_ready" and e["ph"] == "f"]
+    assert len(starts) == len(ends) == len(spans)
