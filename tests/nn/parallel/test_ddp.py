@@ -23,6 +23,7 @@ from .ddp_checks import check_everything
 ROOT = Path(__file__).resolve().parents[3]
 
 
+@pytest.mark.rules_free  # the ranks are processes on cpu: the sim rules change nothing there
 @pytest.mark.parametrize("size", [2, 3])
 def test_ddp_on_mpi_ranks_matches_one_process_on_the_full_batch(size):
     pytest.importorskip("mpi4py")
