@@ -13,6 +13,7 @@ backward_async()` return with every gradient reduced.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -103,6 +104,7 @@ class Reducer:
         self.marked_unused = False
         self.used_work: Any = None
         self.used_map: Any = None
+        self.lock = threading.Lock()
         self.handles = [p.register_post_accumulate_grad_hook(self.hook_for(i))
                         for i, p in enumerate(self.params)]
 
@@ -151,20 +153,27 @@ class Reducer:
 
     def mark_ready(self, index: int) -> None:
         """A gradient is accumulated: count it; launch the buckets that are complete."""
-        if self.ready[index]:
-            raise RuntimeError(
-                f"Expected to mark a variable ready only once. This error is caused by one of "
-                f"the following reasons: 1) Use of a module parameter outside the `forward` "
-                f"function. 2) Reused parameters in multiple reentrant backward passes. "
-                f"Parameter at index {index} has been marked as ready twice."
-            )
-        self.require_finalize = True
-        if self.find_unused and not self.marked_unused:
-            self.marked_unused = True
-            self.launch_used_map()
-            for i in self.unused:
-                self.count_ready(i)
-        self.count_ready(index)
+        # Parameters on several devices are accumulated on several worker threads at once.
+        with self.lock:
+            if self.ready[index]:
+                raise RuntimeError(
+                    "Expected to mark a variable ready only once. This error is caused by one "
+                    "of the following reasons: 1) Use of a module parameter outside the "
+                    "`forward` function. 2) Reused parameters in multiple reentrant backward "
+                    f"passes. Parameter at index {index} has been marked as ready twice."
+                )
+            self.require_finalize = True
+            if self.find_unused and not self.marked_unused:
+                self.marked_unused = True
+                self.launch_used_map()
+                for i in self.unused:
+                    self.count_ready(i)
+            self.count_ready(index)
+            last = self.next_bucket == len(self.buckets) and self.expect_hooks
+            if last:
+                self.expect_hooks = False
+        if last:
+            self.finalize()
 
     def count_ready(self, index: int) -> None:
         self.ready[index] = True
@@ -178,8 +187,6 @@ class Reducer:
         while self.next_bucket < len(self.buckets) and self.buckets[self.next_bucket].pending == 0:
             self.launch(self.buckets[self.next_bucket])
             self.next_bucket += 1
-        if self.next_bucket == len(self.buckets) and self.expect_hooks:
-            self.finalize()
 
     def launch(self, bucket: Bucket) -> None:
         """Copy the bucket's gradients into its buffer and start its all_reduce."""
@@ -203,7 +210,6 @@ class Reducer:
 
     def finalize(self) -> None:
         """Wait for every bucket and write the averaged gradients into `.grad`."""
-        self.expect_hooks = False
         globally_unused: set[int] = set()
         if self.used_work is not None:
             self.used_work.wait()

@@ -96,6 +96,9 @@ def test_buckets_appear_on_a_communication_track_per_rank_with_flows():
         model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).to(device)
         ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0001)
         ddp(aa.ones(3, 4, device=device)).sum().backward()
+        first, last = ddp.reducer.buckets[0], ddp.reducer.buckets[-1]
+        # Overlap: the first bucket was launched before backward reached the last gradient.
+        assert first.launched_ns < last.source_ns
         return len(ddp.reducer.buckets)
 
     with profile() as prof:
