@@ -94,7 +94,10 @@ def test_buckets_appear_on_a_communication_track_per_rank_with_flows():
         with aa.no_grad():
             aa.manual_seed(0)
         model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).to(device)
-        ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0001)
+        # 72 bytes: the last layer's weight and bias fill the first bucket, complete before
+        # backward reaches the first layer.
+        ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=72 / 2**20)
+        assert [len(b.members) for b in ddp.reducer.buckets][0] == 2
         ddp(aa.ones(3, 4, device=device)).sum().backward()
         first, last = ddp.reducer.buckets[0], ddp.reducer.buckets[-1]
         # Overlap: the first bucket was launched before backward reached the last gradient.
