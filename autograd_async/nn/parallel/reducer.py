@@ -203,8 +203,12 @@ class Reducer:
 
     def launch_used_map(self) -> None:
         """Which ranks used each parameter (PyTorch's local_used_map, reduced with MAX)."""
-        self.used_map = np.ones(len(self.params), dtype=np.int32)
-        self.used_map[self.unused] = 0
+        device = self.params[0].device  # the nccl backend reduces device memory only
+        backend = backends.for_device(device)
+        with backend.device_context(device):
+            used = np.ones(len(self.params), dtype=np.int32)
+            used[self.unused] = 0
+            self.used_map = backend.xp.asarray(used)
         self.used_work = self.group.allreduce(self.used_map, ReduceOp.MAX, "ddp_used_map",
                                               checked=False)
 
