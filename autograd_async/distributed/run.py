@@ -177,7 +177,8 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         description="Run a training script on N ranks under MPI, supervised: a failing rank "
                     "stops the others with its traceback shown.",
     )
-    parser.add_argument("-n", "--nproc", type=int, default=1, help="number of ranks")
+    parser.add_argument("-n", "--nproc", "--nproc-per-node", type=int, default=1,
+                        help="number of ranks (torchrun's --nproc-per-node)")
     parser.add_argument("--hosts", default=None, help="comma-separated hosts (MPI's -hosts)")
     parser.add_argument("--mpiexec", default=None, help="the MPI launcher to wrap")
     parser.add_argument("--grace", type=float, default=10.0,

@@ -112,7 +112,10 @@ def init_process_group(
         default_groups.in_context.set(group)
     else:
         raise ValueError(f"Invalid backend: '{backend}', expected one of {Backend.NAMES}")
-    os.environ.setdefault("WORLD_SIZE", str(group.size()))
+    if default_groups.process is group:  # a process rank: torchrun's variables, for scripts
+        os.environ.setdefault("WORLD_SIZE", str(group.size()))
+        os.environ.setdefault("RANK", str(group.rank()))
+        os.environ.setdefault("LOCAL_RANK", os.environ.get("MPI_LOCALRANKID", str(group.rank())))
 
 
 def _check_given(group: ProcessGroup, world_size: int, rank: int) -> None:
