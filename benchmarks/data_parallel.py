@@ -36,6 +36,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     p.add_argument("--widths", default="784,1024,1024,10", help="MLP layer widths")
     p.add_argument("--batch", type=int, default=256, help="global batch")
+    p.add_argument("--bucket-cap-mb", type=float, default=25.0,
+                   help="DDP bucket cap, ours and torch's (PyTorch's default: 25)")
     return p.parse_args(argv)
 
 
@@ -72,7 +74,7 @@ def worker_ours(args: argparse.Namespace) -> dict:
     for a, b in zip(widths, widths[1:]):
         layers += [nn.Linear(a, b), nn.ReLU()]
     model = nn.Sequential(*layers[:-1])
-    ddp = nn.parallel.DistributedDataParallel(model)
+    ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
     rng = np.random.default_rng(rank)
     per_rank = args.batch // size
     x = aa.tensor(rng.normal(size=(per_rank, widths[0])).astype(np.float32))
@@ -114,7 +116,7 @@ def worker_torch(args: argparse.Namespace) -> dict:
     for a, b in zip(widths, widths[1:]):
         layers += [torch.nn.Linear(a, b), torch.nn.ReLU()]
     model = torch.nn.Sequential(*layers[:-1])
-    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
     per_rank = args.batch // size
     x = torch.randn(per_rank, widths[0])
     y = torch.randint(0, widths[-1], (per_rank,))
@@ -171,7 +173,7 @@ def launch(kind: str, ranks: int, args: argparse.Namespace) -> dict:
         mpiexec = "mpiexec"
     forwarded = ["--steps", str(args.steps), "--repeats", str(args.repeats),
                  "--large-params", str(args.large_params), "--widths", args.widths,
-                 "--batch", str(args.batch)]
+                 "--batch", str(args.batch), "--bucket-cap-mb", str(args.bucket_cap_mb)]
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(29500 + os.getpid() % 400),
                OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     done = subprocess.run(
@@ -198,7 +200,8 @@ def main() -> None:
         args.widths, args.batch = "64,32,10", 16
     print(machine_line())
     print(f"MLP {args.widths.replace(',', '-')}, float32, global batch {args.batch}, "
-          f"one BLAS thread per rank; median of {args.repeats} x {args.steps} steps")
+          f"one BLAS thread per rank, buckets of {args.bucket_cap_mb:g} MB; median of "
+          f"{args.repeats} x {args.steps} steps")
     table = {}
     for ranks in (2,) if args.quick else (1, 2):  # --quick: the fewest launches that run it all
         ours = launch("ours", ranks, args)
