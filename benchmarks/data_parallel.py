@@ -184,7 +184,7 @@ def launch(kind: str, ranks: int, args: argparse.Namespace) -> dict:
         raise SystemExit(f"{kind} on {ranks} ranks failed:\n{done.stdout}\n{done.stderr}")
     results = [json.loads(line[7:]) for line in done.stdout.splitlines()
                if line.startswith("RESULT ")]
-    return min(results, key=lambda r: r.get("rank", 0))
+    return results[0]
 
 
 def main() -> None:
@@ -193,7 +193,8 @@ def main() -> None:
         limit_blas_threads(1)
         result = {"ours": worker_ours, "torch": worker_torch, "large": worker_large}[args.worker](
             args)
-        print("RESULT " + json.dumps(result), flush=True)
+        if result.get("rank", 0) == 0:  # one line: the ranks' stdout arrive interleaved
+            print("RESULT " + json.dumps(result), flush=True)
         return
     if args.quick:
         args.steps, args.repeats, args.large_params = 3, 1, 100_000
