@@ -7,10 +7,13 @@ the group's backend. With `async_op=True` it returns the `Work` handle; otherwis
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from ...backends.registry import backends
+from ...engine.engine import get_engine
+from ...engine.trace_events import CollectiveSpan
 from ...tensor import Tensor
 from .process_group import GroupMember, ProcessGroup, ReduceOp, check_op_dtype, default_groups
 from .work import Work, completed_work
@@ -75,11 +78,32 @@ def _empty(like: Tensor, shape: tuple) -> Any:
         return backend.xp.empty(shape, dtype=like._data.dtype)
 
 
-def _finish(work: Work, async_op: bool) -> Work | None:
+def _finish(work: Work, async_op: bool, nbytes: int = 0) -> Work | None:
+    sink = get_engine().trace_sink
+    if sink is not None:  # under the profiler: a slice on this rank's communication track
+        _trace(sink, work, nbytes)
     if async_op:
         return work
     work.wait()
     return None
+
+
+def _trace(sink: Any, work: Work, nbytes: int) -> None:
+    started = time.perf_counter_ns()
+    name, _, group = work.name.partition(" on ")
+    rank = default_rank()
+
+    def record() -> None:
+        sink.record(CollectiveSpan(rank, group, name, started,
+                                   work.completed_ns or time.perf_counter_ns(), nbytes, 0, 0))
+
+    work.then(record)
+
+
+def default_rank() -> int:
+    """This rank in the default group (0 without one): the communication track's number."""
+    found = default_groups.get()
+    return found.rank() if found is not None else 0
 
 
 def _group_rank(group: ProcessGroup, rank: int, what: str) -> int:
@@ -107,7 +131,7 @@ def all_reduce(
     buffer = _array(tensor)
     tensor._bump_version()
     work = pg.allreduce(buffer, op, "all_reduce")
-    return _finish(work.then(_write_back(tensor, buffer)), async_op)
+    return _finish(work.then(_write_back(tensor, buffer)), async_op, buffer.nbytes)
 
 
 def broadcast(
@@ -122,7 +146,7 @@ def broadcast(
     if pg.rank() != root:
         tensor._bump_version()
     work = pg.broadcast(buffer, root, "broadcast")
-    return _finish(work.then(_write_back(tensor, buffer)), async_op)
+    return _finish(work.then(_write_back(tensor, buffer)), async_op, buffer.nbytes)
 
 
 def all_gather(
