@@ -49,8 +49,8 @@ class WithUnused(nn.Module):
             self.used = nn.Linear(5, 3).to(dtype=aa.float64)
             self.unused = nn.Linear(5, 3).to(dtype=aa.float64)
 
-    def forward(self, x: aa.Tensor) -> aa.Tensor:
-        return self.used(x)
+    def forward(self, x: aa.Tensor, extra: bool = False) -> aa.Tensor:
+        return self.used(x) + self.unused(x) if extra else self.used(x)
 
 
 def loss_of(model: nn.Module, x: np.ndarray, y: np.ndarray, device: str) -> aa.Tensor:
@@ -149,6 +149,25 @@ def check_unused(rank: int, size: int, device: str) -> None:
         loss_of(reference, x, y, "cpu").backward()
         opt.step()
     assert_same(model, reference, "find_unused_parameters")
+
+    # Used on rank 0 only: every rank gets the average, counting the others' zero gradients.
+    model = WithUnused().to(device)
+    ddp = nn.parallel.DistributedDataParallel(model, find_unused_parameters=True,
+                                              gradient_as_bucket_view=True)
+    x, y = data(0)
+    xs, ys = mine(x, rank, size), mine(y, rank, size)
+    out = ddp(aa.tensor(xs, device=device), extra=rank == 0)
+    ((out - aa.tensor(ys, device=device)) ** 2).mean().backward()
+    reference = WithUnused()
+    total = None
+    for r in range(size):
+        out = reference(aa.tensor(mine(x, r, size)), extra=r == 0)
+        loss = ((out - aa.tensor(mine(y, r, size))) ** 2).mean() / size
+        total = loss if total is None else total + loss
+    total.backward()
+    for name, p in model.named_parameters():
+        want = dict(reference.named_parameters())[name].grad.numpy()
+        assert np.abs(p.grad.cpu().numpy() - want).max() <= TOL, name
 
 
 def check_buffers_and_sync_batchnorm(rank: int, size: int, device: str) -> None:
