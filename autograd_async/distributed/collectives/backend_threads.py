@@ -203,6 +203,12 @@ class ThreadProcessGroup(ProcessGroup):
         self.world = store.world(name, world_size, members)
 
     def _round(self, name: str, entry: Any, combiner: Callable) -> Work:
+        parts = entry if isinstance(entry, tuple) else (entry,)
+        if any(p is not None and not isinstance(p, np.ndarray) for p in parts):
+            raise TypeError(
+                f"{name}: the threads backend reduces host arrays (cpu and sim tensors); "
+                "use backend='nccl' for cuda tensors"
+            )
         seq, label = self.next_collective(name)
         work = Work(f"{label} on {self.describe()}")
         self.world.arrive(seq, self.rank(), work.name, entry, work,
