@@ -41,6 +41,7 @@ SMOKE_RUNS = [
         (),
     ),
     ("func_per_sample.py", ["--quick"], "target: ours vmap / NumPy", ("torch",)),
+    ("data_parallel.py", ["--quick"], "target: ours / torch >= 1.0", ("torch", "mpi4py")),
 ]
 
 

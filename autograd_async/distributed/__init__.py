@@ -9,6 +9,8 @@ autograd core; the modules above them (`client`, `context`, `recv`, `remote_modu
 from .auth import load_token
 from .channel import Channel, TcpTransport, Transport
 from .client import Client
+from .collectives import *  # noqa: F403 - PyTorch's collectives, listed in collectives.__all__
+from .collectives import __all__ as _collectives_all
 from .connection import Connection, ConnectionInfo, ConnectionState, connect
 from .context import (
     ContextReleasedError,
@@ -67,4 +69,5 @@ __all__ = [
     "load_token",
     "register_message",
     "serve",
+    *_collectives_all,
 ]

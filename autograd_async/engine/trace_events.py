@@ -140,3 +140,16 @@ class PendingGpuSpan(NamedTuple):
             self.device, self.name, self.sequence_nr, self.task_id, self.node_id,
             self.host_start_ns, self.host_start_ns + elapsed_ns,
         )
+
+
+class CollectiveSpan(NamedTuple):
+    """A collective on a communication track: from its launch to its completion."""
+
+    rank: int  # this process's rank in the group
+    group: str  # the group's description, e.g. "group WORLD (mpi, ranks 0, 1)"
+    name: str  # e.g. "all_reduce bucket 0"
+    start_ns: int
+    end_ns: int
+    nbytes: int
+    source_node_id: int  # id() of the node whose gradient completed it (0: none)
+    source_ns: int  # when that gradient was accumulated

@@ -30,6 +30,7 @@ from typing import Any
 
 from autograd_async.engine.trace_events import (
     CallerAwait,
+    CollectiveSpan,
     ForwardOp,
     GpuKernelSpan,
     Handoff,
@@ -43,6 +44,8 @@ CAT_CALLER = "caller"
 CAT_USER = "user_annotation"  # PyTorch's category for record_function ranges
 CAT_GPU = "gpu"
 CAT_HANDOFF = "handoff"
+CAT_COMM = "communication"
+CAT_BUCKET_FLOW = "bucket_ready"
 PROCESS_NAME = "autograd_async"
 
 # Device types in display order; anything unknown sorts after them.
@@ -94,6 +97,7 @@ def to_chrome_trace(events: Iterable[Any], *, pid: int | None = None) -> dict[st
     awaits: dict[tuple[int, int], list[_Slice]] = defaultdict(list)
     thread_devices: dict[int, set[str]] = defaultdict(set)
     handoffs: list[Handoff] = []
+    collectives: list[tuple[CollectiveSpan, _Slice]] = []
     ignored = 0
 
     def add(key: tuple[Any, ...], name: str, slice_: _Slice) -> None:
@@ -151,6 +155,13 @@ def to_chrome_trace(events: Iterable[Any], *, pid: int | None = None) -> dict[st
                 "task_id": ev.task_id,
                 "node_id": ev.node_id,
             }))
+        elif kind is CollectiveSpan:
+            key = ("comm", ev.rank)
+            s = _Slice(key, ev.start_ns, ev.end_ns, ev.name, CAT_COMM, {
+                "name": ev.name, "group": ev.group, "rank": ev.rank, "bytes": ev.nbytes,
+            })
+            add(key, f"communication (rank {ev.rank})", s)
+            collectives.append((ev, s))
         else:
             ignored += 1  # a record type newer than this exporter; skipped, counted in otherData
 
@@ -162,6 +173,8 @@ def to_chrome_trace(events: Iterable[Any], *, pid: int | None = None) -> dict[st
             track.sort_key = (1, device_sort_key(devices[0]), 0)
         elif kind == "stream":
             track.sort_key = (1, device_sort_key(ident), 1)
+        elif kind == "comm":
+            track.sort_key = (2, (ident, 0, ""), 0)
 
     starts = [s.start_ns for t in tracks.values() for s in t.slices]
     starts += [h.sent_ns for h in handoffs]
@@ -211,6 +224,20 @@ def to_chrome_trace(events: Iterable[Any], *, pid: int | None = None) -> dict[st
                                       "received_us": us(h.received_ns)}})
         trace_events.append({**common, "ph": "f", "bp": "e",
                              "ts": us(_inside(h.received_ns, consumer)), "tid": consumer.tid})
+
+    # A flow from the gradient accumulation that completed a bucket to the bucket's all_reduce.
+    by_node: dict[int, list[_Slice]] = defaultdict(list)
+    for (_, node_id), slices in nodes.items():
+        by_node[node_id].extend(slices)
+    for flow_id, (ev, comm) in enumerate(collectives, start=len(handoffs) + 1):
+        producer = _pick(by_node.get(ev.source_node_id), ev.source_ns)
+        if producer is None:
+            continue
+        common = {"name": "bucket ready", "cat": CAT_BUCKET_FLOW, "id": flow_id, "pid": pid}
+        trace_events.append({**common, "ph": "s", "ts": us(_inside(ev.source_ns, producer)),
+                             "tid": producer.tid})
+        trace_events.append({**common, "ph": "f", "bp": "e", "ts": us(comm.start_ns),
+                             "tid": comm.tid})
 
     return {
         "traceEvents": trace_events,
