@@ -9,6 +9,8 @@
 #   ops        a seeded sample of the `-k cuda` op tests, in parallel shards: first failures
 #   mlp        benchmarks/gpu_mlp.py with short step counts: ratio to PyTorch CUDA, GPU busy
 #              share of backward (CUDA events), memory pool flat
+#   nccl       benchmarks/gpu_nccl_check.py: the NCCL collectives' tests on 1 GPU, and with two
+#              or more a 2-process NCCL all_reduce and DDP step
 #   multi      with two or more GPUs: examples/multi_device.py on cuda:0 and cuda:1
 #
 # The GPU image lacks pytest-asyncio: carry its wheel in `.whl/` (ignored by git; name it in the
@@ -138,11 +140,14 @@ PY
     return $rc
 }
 export -f ops_sample
-stage ops 120 bash -c ops_sample
+stage ops 105 bash -c ops_sample
 
 # ------------------------------------------------------------------------------ the MLP step
 stage mlp 75 "$python" benchmarks/gpu_mlp.py --steps 20 --busy-steps 10 --pool-steps 200 \
     --pool-every 50
+
+# ------------------------------------------------------------- NCCL collectives and DDP
+stage nccl 45 "$python" benchmarks/gpu_nccl_check.py
 
 # ------------------------------------------------------------------------ two or more GPUs
 if [ "${gpus:-0}" -ge 2 ]; then
