@@ -7,7 +7,8 @@ answering other peers while one computes. Under a distributed context they are r
 the worker's engine with `grad_async`, keeps the parameters' gradients in the context and
 returns the gradients of the received leaves. Receive nodes inside that part (calls the worker
 made to its peers) recurse into those peers. What a peer makes the worker hold (frames, replies,
-modules, contexts) counts against byte quotas per peer and in total (`ByteBudget`).
+modules, contexts) counts against byte quotas per peer and in total (`ByteBudget`); what its
+calls allocate counts against the worker's memory budget (`MemoryBudget`, workers/memory.py).
 """
 
 from __future__ import annotations
@@ -55,7 +56,9 @@ from autograd_async.distributed.quota import (
 from autograd_async.distributed.server import Server, serve
 from autograd_async.grad_mode import enable_grad, no_grad
 from autograd_async.tensor import Tensor
+from autograd_async.utils.malloc import release_free_memory
 
+from . import allocator
 from .contexts import (
     DEFAULT_MAX_CONTEXTS_PER_PEER,
     CallRecord,
@@ -63,6 +66,7 @@ from .contexts import (
     ParamKey,
     WorkerContext,
 )
+from .memory import DEFAULT_MAX_MEMORY, CallAccount, MemoryBudget
 from .registry import DEFAULT_REGISTRY, Registry, worker_var
 
 __all__ = ["DEFAULT_CONTEXT_TTL", "WorkerServer"]
@@ -70,6 +74,8 @@ __all__ = ["DEFAULT_CONTEXT_TTL", "WorkerServer"]
 logger = logging.getLogger("workers")
 
 DEFAULT_CONTEXT_TTL = 300.0
+# Seconds without a large counted call before freed memory goes back to the system.
+TRIM_DELAY = 0.5
 Reply = tuple[dict[str, Any], list[np.ndarray]]
 
 # The authenticated peer whose request is being served: quotas are counted by it.
@@ -132,6 +138,9 @@ class WorkerServer:
         frame_idle_timeout: float = DEFAULT_FRAME_IDLE_TIMEOUT,
         compute_threads: int | None = None,
         peer_transport: Transport | None = None,
+        max_memory: int = DEFAULT_MAX_MEMORY,
+        max_peer_memory: int | None = None,
+        max_call_memory: int | None = None,
     ) -> None:
         self.name = name
         self.devices = [Device(d) for d in devices]
@@ -143,6 +152,10 @@ class WorkerServer:
         self.contexts = ContextStore(context_ttl, max_per_peer=max_contexts_per_peer)
         # Bytes held for each peer and in total: frames, replies, modules, contexts.
         self.budget = ByteBudget(max_peer_bytes, max_total_bytes, owner=f"worker {name!r}")
+        # Bytes its calls allocate: per call, per peer, in all (default shares: 1/4, 1/2).
+        self.memory = MemoryBudget(max_memory, per_peer=max_peer_memory,
+                                   per_call=max_call_memory, owner=f"worker {name!r}")
+        self._trim_timer: asyncio.TimerHandle | None = None
         self._frame_idle_timeout = frame_idle_timeout
         # Forward calls and other computations run here, never on the serving loop.
         self._compute = ThreadPoolExecutor(
@@ -206,6 +219,8 @@ class WorkerServer:
         """Finish in-flight requests (up to `grace` s), release every context, close."""
         if self._sweeper is not None:
             self._sweeper.cancel()
+        if self._trim_timer is not None:
+            self._trim_timer.cancel()
         if self._server is not None:
             await self._server.shutdown(grace)
         released = self.contexts.release_all()
@@ -261,6 +276,37 @@ class WorkerServer:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._compute, lambda: context.run(fn, *args, **kwargs))
 
+    # ----------------------------------------------------------------- memory
+    async def counted(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """`await fn(*args, **kwargs)` with what it allocates counted against the caller's
+        memory shares; an allocation refused there fails it with ResourceExhausted."""
+        account = self.memory.account(caller_var.get(), what)
+        self.memory.started()
+        try:
+            with allocator.counting(account):
+                return await fn(*args, **kwargs)
+        except Exception as exc:
+            if account.refusal is not None:  # MemoryError, or whatever the code made of it
+                raise account.exhausted() from exc
+            raise
+        finally:
+            self._finished(account)
+
+    def _finished(self, account: CallAccount) -> None:
+        if self.memory.finished(account):
+            # Freed blocks are kept for reuse (workers/heap.py); after a burst, once calls
+            # pause, they go back to the system.
+            if self._trim_timer is not None:
+                self._trim_timer.cancel()
+            self._trim_timer = asyncio.get_running_loop().call_later(TRIM_DELAY, self._trim)
+
+    def _trim(self) -> None:
+        self._trim_timer = None
+        if self.memory.running:  # calls still allocate: look again later
+            self._trim_timer = asyncio.get_running_loop().call_later(TRIM_DELAY, self._trim)
+            return
+        self._compute.submit(_give_back_memory)
+
     # ----------------------------------------------------------------- quotas
     def _charge_context(self, ctx: WorkerContext, *, refuse: bool) -> None:
         """Bring the bytes counted for `ctx` up to date; with `refuse`, growth over a quota
@@ -290,8 +336,17 @@ class WorkerServer:
     # --------------------------------------------------------------- forward
     @handles(methods.CALL)
     async def _call(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
-        fn = self.registry.function(kw["function"], self.name)
-        return await self._forward(fn, kw, arrays, self.default_device, [])
+        name = kw["function"]
+        fn = self.registry.function(name, self.name)
+        what = f"call {name!r}"
+        check_arg_specs(kw["args"], len(arrays))
+        host_args = [arrays[s["tensor"]] if "tensor" in s else s["value"] for s in kw["args"]]
+        out_bytes = self.registry.output_nbytes(name, host_args, kw["kwargs"])
+        if out_bytes:  # sized before the work: refused before anything is allocated
+            self.memory.check(caller_var.get(), what, out_bytes)
+            self.budget.ensure_fits(caller_var.get(), out_bytes,
+                                    f"a reply of {format_bytes(out_bytes)} to {what}")
+        return await self.counted(what, self._forward, fn, kw, arrays, self.default_device, [])
 
     @handles(methods.MODULE_FORWARD)
     async def _module_forward(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
@@ -299,7 +354,8 @@ class WorkerServer:
         entry = self._module(module_id)
         params = [((module_id, n), p) for n, p in entry.module.named_parameters()
                   if p.requires_grad]
-        return await self._forward(entry.module, kw, arrays, entry.device, params)
+        return await self.counted(f"forward of module {module_id} ({entry.class_name})",
+                                  self._forward, entry.module, kw, arrays, entry.device, params)
 
     async def _forward(self, fn: Any, kw: dict[str, Any], arrays: list[np.ndarray],
                        device: Device, params: list[tuple[ParamKey, Tensor]]) -> Reply:
@@ -452,8 +508,8 @@ class WorkerServer:
     async def _module_create(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         owner = caller_var.get()
         self.budget.ensure_room(owner, f"module {kw['class_name']}")  # before building it
-        module, device = await self.run_compute(self.build_module, kw["class_name"],
-                                                kw["kwargs"])
+        module, device = await self.counted(f"module {kw['class_name']}", self.run_compute,
+                                            self.build_module, kw["class_name"], kw["kwargs"])
         nbytes = sum(t._data.nbytes for t in module.state_dict().values())
         # Built already (its size is known only now); refused, it is dropped at once.
         self.budget.reserve(owner, nbytes,
@@ -578,6 +634,10 @@ class WorkerServer:
             "requests": self.requests,
             "held_bytes": self.budget.held(),
             "peer_bytes": self.budget.held(caller_var.get()),
+            "memory_bytes": self.memory.held(),
+            "peer_memory_bytes": self.memory.held(caller_var.get()),
+            "memory_limits": {"total": self.memory.total, "per_peer": self.memory.per_peer,
+                              "per_call": self.memory.per_call},
             "connections": self._server.connection_count if self._server is not None else 0,
             "peers": self.peers.workers,
             "functions": sorted(self.registry.functions),
@@ -591,6 +651,12 @@ def _parameters(factory: Any) -> set[str]:
         return set(inspect.signature(factory).parameters)
     except (TypeError, ValueError):
         return set()
+
+
+def _give_back_memory() -> None:
+    """Count the arrays gone since, and return the heap's free memory to the system."""
+    allocator.sweep()
+    release_free_memory()
 
 
 def _host_copy(array: Any) -> np.ndarray:
