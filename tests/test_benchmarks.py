@@ -33,6 +33,7 @@ SMOKE_RUNS = [
         (),
     ),
     ("service_health.py", ["--quick"], "/health p99 under load", ("aiohttp",)),
+    ("worker_memory.py", ["--quick", "--seconds", "0.3"], "p99 under attack - p99 without", ()),
 ]
 
 
