@@ -12,20 +12,26 @@ shape, a module's forward do the same. Two checks:
   and a block that would take the call, its peer or the worker over a limit is refused before it
   exists: the call fails with `ResourceExhausted` naming the call, the size and the limit.
 
-Counts are plain bookkeeping under a lock (the counting runs on compute threads and the loop).
-Arrays a call leaves behind (outputs kept in a distributed context, a module's parameters) stay
-counted against its peer and the worker until they are freed.
+Counts are plain bookkeeping under a lock (the counting runs on compute threads and the loop);
+`MemoryGuard` drives it around each call on the worker's loop. Arrays a call leaves behind
+(outputs kept in a distributed context, a module's parameters) stay counted against its peer and
+the worker until they are freed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from collections import Counter
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
 from pathlib import Path
+from typing import Any, TypeVar
 
 from autograd_async.distributed.errors import ResourceExhausted
 from autograd_async.distributed.quota import format_bytes
+from autograd_async.utils.malloc import release_free_memory
 
 from . import allocator
 
@@ -33,12 +39,16 @@ __all__ = [
     "DEFAULT_MAX_MEMORY",
     "CallAccount",
     "MemoryBudget",
+    "MemoryGuard",
     "machine_memory",
 ]
 
-# Counted calls whose peak reached this much make the worker give freed memory back to the
-# system once calls have paused (`MemoryBudget.wants_trim`).
+T = TypeVar("T")
+
+# A counted call that was refused, or that peaked at this much, makes the worker give its free
+# heap memory back to the system once no counted call has run for TRIM_DELAY seconds.
 TRIM_AFTER_BYTES = 64 << 20
+TRIM_DELAY = 0.5
 
 
 def machine_memory() -> int:
@@ -186,3 +196,54 @@ class MemoryBudget:
         with self._lock:
             self.running -= 1
         return account.refusal is not None or account.peak >= TRIM_AFTER_BYTES
+
+
+class MemoryGuard:
+    """Runs a worker's calls with their allocations counted on its `MemoryBudget`, and gives
+    freed memory back to the system after a burst (the worker keeps freed blocks for reuse
+    otherwise: workers/heap.py)."""
+
+    def __init__(self, budget: MemoryBudget, executor: Executor) -> None:
+        self.budget = budget
+        self._executor = executor  # where the trim runs, off the serving loop
+        self._trim_timer: asyncio.TimerHandle | None = None
+
+    async def run(self, peer: str, what: str, fn: Callable[..., Awaitable[T]], *args: Any,
+                  **kwargs: Any) -> T:
+        """`await fn(*args, **kwargs)` with what it allocates counted against `peer`'s
+        shares; an allocation refused there fails it with ResourceExhausted."""
+        account = self.budget.account(peer, what)
+        self.budget.started()
+        try:
+            with allocator.counting(account):
+                return await fn(*args, **kwargs)
+        except Exception as exc:
+            if account.refusal is not None:  # MemoryError, or whatever the code made of it
+                raise account.exhausted() from exc
+            raise
+        finally:
+            if self.budget.finished(account):
+                self._schedule_trim()
+
+    def close(self) -> None:
+        """Stop the pending trim, if any."""
+        if self._trim_timer is not None:
+            self._trim_timer.cancel()
+            self._trim_timer = None
+
+    def _schedule_trim(self) -> None:
+        self.close()
+        self._trim_timer = asyncio.get_running_loop().call_later(TRIM_DELAY, self._trim)
+
+    def _trim(self) -> None:
+        self._trim_timer = None
+        if self.budget.running:  # calls still allocate: look again later
+            self._schedule_trim()
+            return
+        self._executor.submit(_give_back_memory)
+
+
+def _give_back_memory() -> None:
+    """Count the arrays gone since, and return the heap's free memory to the system."""
+    allocator.sweep()
+    release_free_memory()

@@ -56,9 +56,7 @@ from autograd_async.distributed.quota import (
 from autograd_async.distributed.server import Server, serve
 from autograd_async.grad_mode import enable_grad, no_grad
 from autograd_async.tensor import Tensor
-from autograd_async.utils.malloc import release_free_memory
 
-from . import allocator
 from .contexts import (
     DEFAULT_MAX_CONTEXTS_PER_PEER,
     CallRecord,
@@ -66,7 +64,7 @@ from .contexts import (
     ParamKey,
     WorkerContext,
 )
-from .memory import DEFAULT_MAX_MEMORY, CallAccount, MemoryBudget
+from .memory import DEFAULT_MAX_MEMORY, MemoryBudget, MemoryGuard
 from .registry import DEFAULT_REGISTRY, Registry, worker_var
 
 __all__ = ["DEFAULT_CONTEXT_TTL", "WorkerServer"]
@@ -74,8 +72,6 @@ __all__ = ["DEFAULT_CONTEXT_TTL", "WorkerServer"]
 logger = logging.getLogger("workers")
 
 DEFAULT_CONTEXT_TTL = 300.0
-# Seconds without a large counted call before freed memory goes back to the system.
-TRIM_DELAY = 0.5
 Reply = tuple[dict[str, Any], list[np.ndarray]]
 
 # The authenticated peer whose request is being served: quotas are counted by it.
@@ -155,7 +151,6 @@ class WorkerServer:
         # Bytes its calls allocate: per call, per peer, in all (default shares: 1/4, 1/2).
         self.memory = MemoryBudget(max_memory, per_peer=max_peer_memory,
                                    per_call=max_call_memory, owner=f"worker {name!r}")
-        self._trim_timer: asyncio.TimerHandle | None = None
         self._frame_idle_timeout = frame_idle_timeout
         # Forward calls and other computations run here, never on the serving loop.
         self._compute = ThreadPoolExecutor(
@@ -164,6 +159,7 @@ class WorkerServer:
         )
         # Peers can be added, moved or removed at any time: set_address / remove_address, or
         # remotely through `peers.update`. Without a transport they are reached over TCP.
+        self._memory_guard = MemoryGuard(self.memory, self._compute)
         self.peers = Client(token=token, timeout=peer_timeout, name=name, ssl=peer_ssl,
                             transport=peer_transport)
         for peer, address in (peers or {}).items():
@@ -219,8 +215,7 @@ class WorkerServer:
         """Finish in-flight requests (up to `grace` s), release every context, close."""
         if self._sweeper is not None:
             self._sweeper.cancel()
-        if self._trim_timer is not None:
-            self._trim_timer.cancel()
+        self._memory_guard.close()
         if self._server is not None:
             await self._server.shutdown(grace)
         released = self.contexts.release_all()
@@ -276,36 +271,10 @@ class WorkerServer:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._compute, lambda: context.run(fn, *args, **kwargs))
 
-    # ----------------------------------------------------------------- memory
     async def counted(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """`await fn(*args, **kwargs)` with what it allocates counted against the caller's
-        memory shares; an allocation refused there fails it with ResourceExhausted."""
-        account = self.memory.account(caller_var.get(), what)
-        self.memory.started()
-        try:
-            with allocator.counting(account):
-                return await fn(*args, **kwargs)
-        except Exception as exc:
-            if account.refusal is not None:  # MemoryError, or whatever the code made of it
-                raise account.exhausted() from exc
-            raise
-        finally:
-            self._finished(account)
-
-    def _finished(self, account: CallAccount) -> None:
-        if self.memory.finished(account):
-            # Freed blocks are kept for reuse (workers/heap.py); after a burst, once calls
-            # pause, they go back to the system.
-            if self._trim_timer is not None:
-                self._trim_timer.cancel()
-            self._trim_timer = asyncio.get_running_loop().call_later(TRIM_DELAY, self._trim)
-
-    def _trim(self) -> None:
-        self._trim_timer = None
-        if self.memory.running:  # calls still allocate: look again later
-            self._trim_timer = asyncio.get_running_loop().call_later(TRIM_DELAY, self._trim)
-            return
-        self._compute.submit(_give_back_memory)
+        memory shares (`MemoryGuard.run`)."""
+        return await self._memory_guard.run(caller_var.get(), what, fn, *args, **kwargs)
 
     # ----------------------------------------------------------------- quotas
     def _charge_context(self, ctx: WorkerContext, *, refuse: bool) -> None:
@@ -651,12 +620,6 @@ def _parameters(factory: Any) -> set[str]:
         return set(inspect.signature(factory).parameters)
     except (TypeError, ValueError):
         return set()
-
-
-def _give_back_memory() -> None:
-    """Count the arrays gone since, and return the heap's free memory to the system."""
-    allocator.sweep()
-    release_free_memory()
 
 
 def _host_copy(array: Any) -> np.ndarray:
