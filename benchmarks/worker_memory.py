@@ -11,12 +11,16 @@ without and with the attack, the attack calls refused, and the worker's resident
 peak during the attack, sampled every 10 ms from /proc, and 2 s after). Target: the p99 under
 attack within 5 ms of the p99 without it; the worker's memory within 64 MiB of its baseline.
 
+What the counting costs (a NumPy memory handler per call: workers/allocator.py) is measured in
+this process too: CPU microseconds per op with and without it, best of --reps runs.
+
 Run:  python benchmarks/worker_memory.py [--seconds 3] [--attackers 4] [--quick]
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing as mp
 import os
 import subprocess
@@ -28,6 +32,7 @@ from typing import Any
 
 from _timing import (
     argument_parser,
+    limit_blas_threads,
     machine_line,
     percentile,
     print_table,
@@ -36,11 +41,15 @@ from _timing import (
 )
 
 use_repository_checkout()
+limit_blas_threads(1)  # CPU times of BLAS threads spinning on a busy machine would swamp them
 
 import uvloop  # noqa: E402
 
 import autograd_async as ag  # noqa: E402
+from autograd_async import nn  # noqa: E402
 from autograd_async.distributed import Client, RemoteModule, ResourceExhausted  # noqa: E402
+from workers import allocator  # noqa: E402
+from workers.memory import MemoryBudget  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TOKEN = b"benchmark-token-worker-memory"
@@ -153,6 +162,42 @@ async def measure(address: str, pid: int, seconds: float, attackers: int) -> dic
                 "rss_peak": await peak, "rss_after": rss_mib(pid)}
 
 
+# --- what counting costs, in this process -------------------------------------------------
+
+def cpu_us_per_op(fn: Any, ops: int, reps: int) -> tuple[float, float]:
+    """Best-of-`reps` CPU microseconds per call of `fn`, (without, with) counting, the two
+    alternating so that drift hits both alike."""
+    budget = MemoryBudget(1 << 40)
+    best = {False: float("inf"), True: float("inf")}
+    for _ in range(reps):
+        for counted in (False, True):
+            with (allocator.counting(budget.account("bench", "call")) if counted
+                  else contextlib.nullcontext()):
+                began = time.process_time()
+                for _ in range(ops):
+                    fn()
+                best[counted] = min(best[counted], time.process_time() - began)
+            allocator.sweep()
+    return best[False] / ops * 1e6, best[True] / ops * 1e6
+
+
+def counting_costs(quick: bool, reps: int) -> list[list[Any]]:
+    """Rows of (op, plain us, counted us, extra us) for ops a worker's calls run."""
+    small_a, small_b = ag.ones(256), ag.ones(256)
+    big = ag.ones((16 if quick else 64) << 18)
+    layer = nn.Linear(256, 256)
+    batch = ag.ones(32, 256)
+    cases = [("a + b, 256 float32", lambda: small_a + small_b, 2000),
+             ("Linear(256, 256) forward, batch 32", lambda: layer(batch), 500),
+             (f"clone of {big.numel() * 4 >> 20} MiB", big.clone, 3 if quick else 10)]
+    rows = []
+    for label, fn, ops in cases:
+        ops = max(1, ops // 10) if quick else ops
+        plain, counted = cpu_us_per_op(fn, ops, reps)
+        rows.append([label, plain, counted, counted - plain])
+    return rows
+
+
 def main() -> int:
     parser = argument_parser(__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=None, help="each phase (default 3)")
@@ -192,6 +237,9 @@ def main() -> int:
     grown = result["rss_peak"] - result["rss_before"]
     print(f"worker memory growth under attack: {grown:.1f} MiB; target < "
           f"{TARGET_RSS_EXTRA_MIB:g} MiB: {verdict(grown, TARGET_RSS_EXTRA_MIB)}")
+    print_table("cost of counting a call's allocations (CPU us per op, best of "
+                f"{args.reps or 5})", ["op", "plain", "counted", "extra"],
+                counting_costs(args.quick, args.reps or 5))
     return 0 if counts["served"] == 0 and counts["failed"] == 0 else 1
 
 

@@ -74,6 +74,21 @@ def _api_function(index: int, restype: type, *argtypes: type) -> ctypes._CFuncPt
 _set_handler = _api_function(_SET_HANDLER, ctypes.py_object, ctypes.py_object)
 _get_handler = _api_function(_GET_HANDLER, ctypes.py_object)
 
+
+def _numpy_handler_var() -> contextvars.ContextVar | None:
+    """The context variable in which NumPy keeps its current handler: found once, by setting
+    it in an empty context, so that a handler is then set from Python at a variable's cost."""
+
+    def probe() -> contextvars.ContextVar | None:
+        _set_handler(_get_handler())
+        return next((v for v in contextvars.copy_context() if v.name == "current_allocator"),
+                    None)
+
+    return contextvars.Context().run(probe)
+
+
+_handler_var = _numpy_handler_var()
+
 # --- the handler struct (numpy/ndarraytypes.h), with plain addresses for the functions -----
 _Malloc = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
 _Calloc = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t)
@@ -92,7 +107,8 @@ class _Handler(ctypes.Structure):
 _base_capsule = _get_handler()
 _base = ctypes.cast(_capsule_pointer(_base_capsule, _HANDLER_NAME),
                     ctypes.POINTER(_Handler)).contents
-available = _base.name == b"default_allocator" and _base.version == 1
+available = (_base.name == b"default_allocator" and _base.version == 1
+             and _handler_var is not None)
 _base_malloc = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)(
     _base.malloc)
 _base_calloc = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
@@ -148,7 +164,7 @@ def _charge(ctx: int | None, nbytes: int) -> _Slot | None:
     slot.nbytes += nbytes
     if _slot_var.get() is slot:  # the next array of this context takes a fresh capsule
         fresh = _new_slot(slot.meter)
-        _set_handler(fresh.capsule)
+        _handler_var.set(fresh.capsule)
         _slot_var.set(fresh)
     return slot
 
@@ -235,9 +251,9 @@ def counting(meter: Meter) -> Iterator[None]:
         return
     slot = _new_slot(meter)
     token = _slot_var.set(slot)
-    previous = _set_handler(slot.capsule)
+    handler_token = _handler_var.set(slot.capsule)
     try:
         yield
     finally:
-        _set_handler(previous)
+        _handler_var.reset(handler_token)
         _slot_var.reset(token)

@@ -169,19 +169,20 @@ class MemoryBudget:
             self._sum -= nbytes
 
     def _refusal(self, peer: str, what: str, used: int, nbytes: int) -> str | None:
+        mine = self._held[peer] if peer in self._held else 0
+        if (used + nbytes <= self.per_call and mine + nbytes <= self.per_peer
+                and self._sum + nbytes <= self.total):
+            return None
         needs = f"{self.owner} refused {what} from peer {peer!r}: it needs {format_bytes(nbytes)}"
         if used + nbytes > self.per_call:
             held = f" more while holding {format_bytes(used)}" if used else ""
             return (f"{needs}{held}, over the memory share of {format_bytes(self.per_call)} per "
                     "call (--max-call-memory)")
-        mine = self._held[peer]
         if mine + nbytes > self.per_peer:
             return (f"{needs} while the peer's calls hold {format_bytes(mine)}, over the memory "
                     f"share of {format_bytes(self.per_peer)} per peer (--max-peer-memory)")
-        if self._sum + nbytes > self.total:
-            return (f"{needs} while calls hold {format_bytes(self._sum)} in all, over the "
-                    f"worker's memory budget of {format_bytes(self.total)} (--max-memory)")
-        return None
+        return (f"{needs} while calls hold {format_bytes(self._sum)} in all, over the "
+                f"worker's memory budget of {format_bytes(self.total)} (--max-memory)")
 
     # ------------------------------------------------------------------ around each call
     def started(self) -> None:
