@@ -31,8 +31,6 @@ import itertools
 import logging
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Protocol
 
 import numpy as np
@@ -133,6 +131,9 @@ class _Slot:
 # unused ones wait in `_spare` for their next array.
 _slots: dict[int, _Slot] = {}
 _spare: list[_Slot] = []
+# The serials of each meter's slots (by the meter's id: a meter lives while it has slots), so
+# that sweeping one call's looks at its own arrays only.
+_by_meter: dict[int, set[int]] = {}
 _serials = itertools.count(1)
 _sweep_lock = threading.Lock()
 _swept_size = 0  # len(_slots) after the last sweep: sweep again once it has doubled
@@ -148,9 +149,13 @@ def _new_slot(meter: Meter) -> _Slot:
         slot = _spare.pop()
         slot.meter = meter
     except IndexError:
-        serial = next(_serials)
-        slot = _Slot(serial, meter)
-    _slots[slot.handler.ctx] = slot
+        slot = _Slot(next(_serials), meter)
+    serial = slot.handler.ctx
+    _slots[serial] = slot
+    mine = _by_meter.get(id(meter))
+    if mine is None:
+        mine = _by_meter[id(meter)] = set()
+    mine.add(serial)
     return slot
 
 
@@ -228,32 +233,47 @@ def sweep(meter: Meter | None = None) -> int:
     global _swept_size
     freed = 0
     with _sweep_lock:
-        for serial, slot in list(_slots.items()):
+        serials = list(_slots) if meter is None else list(_by_meter.get(id(meter), ()))
+        for serial in serials:
+            slot = _slots.get(serial)
             # Referred to by the slot and by getrefcount's argument alone: no array holds it.
-            if (meter is None or slot.meter is meter) and sys.getrefcount(slot.capsule) <= 2:
-                del _slots[serial]
-                if slot.nbytes:
-                    slot.meter.release(slot.nbytes)
-                    freed += slot.nbytes
-                slot.nbytes, slot.meter = 0, None
-                _spare.append(slot)
+            if slot is None or sys.getrefcount(slot.capsule) > 2:
+                continue
+            del _slots[serial]
+            owner = slot.meter
+            mine = _by_meter.get(id(owner))
+            if mine is not None:
+                mine.discard(serial)
+                if not mine:
+                    del _by_meter[id(owner)]
+            if slot.nbytes:
+                owner.release(slot.nbytes)
+                freed += slot.nbytes
+            slot.nbytes, slot.meter = 0, None
+            _spare.append(slot)
         if meter is None:
             _swept_size = len(_slots)
     return freed
 
 
-@contextmanager
-def counting(meter: Meter) -> Iterator[None]:
+class counting:  # noqa: N801 - used as a function: `with counting(meter):`
     """Count on `meter` the arrays made in this context (and in copies of it taken
     meanwhile) until the block ends."""
-    if not available:
-        yield
-        return
-    slot = _new_slot(meter)
-    token = _slot_var.set(slot)
-    handler_token = _handler_var.set(slot.capsule)
-    try:
-        yield
-    finally:
-        _handler_var.reset(handler_token)
-        _slot_var.reset(token)
+
+    __slots__ = ("_meter", "_tokens")
+
+    def __init__(self, meter: Meter) -> None:
+        self._meter = meter
+        self._tokens: tuple[contextvars.Token, contextvars.Token] | None = None
+
+    def __enter__(self) -> None:
+        if available:
+            slot = _new_slot(self._meter)
+            self._tokens = (_slot_var.set(slot), _handler_var.set(slot.capsule))
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._tokens is not None:
+            slot_token, handler_token = self._tokens
+            _handler_var.reset(handler_token)
+            _slot_var.reset(slot_token)
+            self._tokens = None

@@ -45,9 +45,8 @@ __all__ = [
 
 T = TypeVar("T")
 
-# A counted call that was refused, or that peaked at this much, makes the worker give its free
-# heap memory back to the system once no counted call has run for TRIM_DELAY seconds.
-TRIM_AFTER_BYTES = 64 << 20
+# A counted call that was refused, or that used half its share or more, makes the worker give
+# its free heap memory back to the system once no counted call has run for TRIM_DELAY seconds.
 TRIM_DELAY = 0.5
 
 
@@ -113,7 +112,7 @@ class MemoryBudget:
         self.per_call = min(per_call, self.per_peer)
         self.owner = owner
         self.running = 0  # counted calls in progress
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()  # never held while sweeping (which releases)
         self._held: Counter[str] = Counter()
         self._sum = 0
 
@@ -143,19 +142,30 @@ class MemoryBudget:
     # ------------------------------------------------------------------ during the work
     def admit(self, account: CallAccount, nbytes: int) -> bool:
         """Count `nbytes` for `account`, or refuse them and record why (counting nothing)."""
-        for attempt in range(2):
-            with self._lock:
-                refusal = self._refusal(account.peer, account.what, account.used, nbytes)
-                if refusal is None:
-                    account.used += nbytes
-                    account.peak = max(account.peak, account.used)
-                    self._held[account.peer] += nbytes
-                    self._sum += nbytes
-                    return True
-            if attempt == 0:  # arrays already gone may still be counted: look, then retry
-                allocator.sweep(account if account.used + nbytes > self.per_call else None)
+        if self._count(account, nbytes) is None:
+            return True
+        # Arrays already gone may still be counted: find them (this call's alone when only its
+        # own share is short), then try again.
+        allocator.sweep(account if account.used + nbytes > self.per_call else None)
+        refusal = self._count(account, nbytes)
+        if refusal is None:
+            return True
         account.refusal = refusal
         return False
+
+    def _count(self, account: CallAccount, nbytes: int) -> str | None:
+        """Count `nbytes` for `account` if they fit; else why not (counting nothing)."""
+        with self._lock:
+            used = account.used + nbytes
+            if (used <= self.per_call and self._held[account.peer] + nbytes <= self.per_peer
+                    and self._sum + nbytes <= self.total):
+                account.used = used
+                if used > account.peak:
+                    account.peak = used
+                self._held[account.peer] += nbytes
+                self._sum += nbytes
+                return None
+            return self._refusal(account.peer, account.what, account.used, nbytes)
 
     def release(self, account: CallAccount, nbytes: int) -> None:
         """Stop counting `nbytes` of `account`."""
@@ -191,12 +201,12 @@ class MemoryBudget:
             self.running += 1
 
     def finished(self, account: CallAccount) -> bool:
-        """A counted call ended: count what it freed; True when the worker should give freed
-        memory back to the system once calls pause (the call was refused or peaked high)."""
-        allocator.sweep(account)
+        """A counted call ended; True when the worker should give freed memory back to the
+        system once calls pause (the call was refused, or used half its share or more).
+        What it freed is found by the next sweep: before any refusal, and in `held`."""
         with self._lock:
             self.running -= 1
-        return account.refusal is not None or account.peak >= TRIM_AFTER_BYTES
+        return account.refusal is not None or 2 * account.peak >= self.per_call
 
 
 class MemoryGuard:

@@ -27,8 +27,9 @@ def _arrays(args: Sequence[Any]) -> list[np.ndarray]:
 
 
 def _float_itemsize(arrays: Sequence[np.ndarray]) -> int:
-    # An op on integers may give the default float (float32): count at least 4 bytes an item.
-    return max(4, np.result_type(*arrays).itemsize) if arrays else 4
+    # An op on integers may give the default float (float32): count at least 4 bytes an item
+    # (the widest input's itemsize is its result's, for the dtypes tensors have).
+    return max(4, *(a.itemsize for a in arrays))
 
 
 def broadcast_nbytes(args: Sequence[Any], kwargs: dict[str, Any]) -> int:
@@ -36,10 +37,14 @@ def broadcast_nbytes(args: Sequence[Any], kwargs: dict[str, Any]) -> int:
     arrays = _arrays(args)
     if not arrays:
         return 0
-    try:
-        shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    except ValueError:
-        return 0
+    shapes = {a.shape for a in arrays}
+    if len(shapes) == 1:  # the common case, at a set's cost
+        (shape,) = shapes
+    else:
+        try:
+            shape = np.broadcast_shapes(*shapes)
+        except ValueError:
+            return 0
     return math.prod(shape) * _float_itemsize(arrays)
 
 
