@@ -14,8 +14,9 @@ to the handler capsule it was made with, and here each capsule serves one array 
 block, the context's handler moves on to a fresh one; the allocator's `ctx` names the capsule,
 so a block is always charged to the capsule that asked for it). A capsule that nothing but this
 module refers to any more means its array is gone: `sweep` gives its bytes back to its meter.
-Meters sweep when a block would take them over a limit, and a call's own capsules are swept
-when it ends.
+A meter sweeps before it refuses a block (so a refusal never comes from arrays already gone),
+and the capsules of gone arrays are recycled whenever their count has doubled since the last
+sweep.
 
 The blocks themselves come from NumPy's default handler (its cache of small blocks, huge pages
 for large ones), called without releasing the interpreter lock, as NumPy calls it. The price
