@@ -556,7 +556,9 @@ class WorkerServer:
                 param.grad = None if g is None else Tensor._wrap(g, param.device)
                 stepped += g is not None
             if stepped:
-                await self.run_compute(entry.optimizer.step)
+                # Its state (Adam's moments) is made here: counted like a call's arrays.
+                await self.counted(f"step of optimizer {kw['optimizer_id']}", self.run_compute,
+                                   entry.optimizer.step)
         finally:
             for _, param in entry.params:
                 param.grad = None
