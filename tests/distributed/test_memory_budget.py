@@ -9,7 +9,9 @@ resident memory comes back near where it was.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -232,6 +234,26 @@ def test_counting_allocator_counts_refuses_and_gives_back():
     allocator.sweep()
     assert budget.held() == account.used == 0
     del outside
+
+
+def test_counting_charges_each_thread_to_its_own_call():
+    budget = MemoryBudget(1 << 30)
+    accounts = [budget.account(peer, "call 'f'") for peer in ("a", "b")]
+    kept: dict[str, list[np.ndarray]] = {"a": [], "b": []}
+
+    def run(account, n):
+        with allocator.counting(account):
+            for _ in range(n):
+                kept[account.peer].append(np.ones(MIB // 8))  # 1 MiB each
+                np.ones(MIB // 8)  # and a temporary
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(run, accounts, (20, 30)))
+    with allocator.counting(accounts[0]):  # what a copied context makes counts there too
+        kept["a"].append(contextvars.copy_context().run(np.ones, MIB // 8))
+    assert (budget.held("a"), budget.held("b")) == (21 * MIB, 30 * MIB)
+    kept.clear()
+    assert budget.held() == 0
 
 
 def test_output_sizes_of_the_default_functions():
