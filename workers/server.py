@@ -157,9 +157,9 @@ class WorkerServer:
             max_workers=compute_threads or max(2, len(self.devices)),
             thread_name_prefix=f"worker-{name}-compute",
         )
+        self._memory_guard = MemoryGuard(self.memory, self._compute)
         # Peers can be added, moved or removed at any time: set_address / remove_address, or
         # remotely through `peers.update`. Without a transport they are reached over TCP.
-        self._memory_guard = MemoryGuard(self.memory, self._compute)
         self.peers = Client(token=token, timeout=peer_timeout, name=name, ssl=peer_ssl,
                             transport=peer_transport)
         for peer, address in (peers or {}).items():
