@@ -65,7 +65,9 @@ _capsule_new.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
 
 
 def _api_function(index: int, restype: type, *argtypes: type) -> ctypes._CFuncPtr:
-    table = ctypes.cast(_capsule_pointer(np._core._multiarray_umath._ARRAY_API, None),
+    # numpy._core since NumPy 2.0, numpy.core before.
+    core = getattr(np, "_core", None) or np.core
+    table = ctypes.cast(_capsule_pointer(core._multiarray_umath._ARRAY_API, None),
                         ctypes.POINTER(ctypes.c_void_p))
     return ctypes.PYFUNCTYPE(restype, *argtypes)(table[index])
 
