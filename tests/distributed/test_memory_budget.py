@@ -29,15 +29,16 @@ from .conftest import TOKEN, rss_kib
 pytestmark = pytest.mark.timeout(120)
 
 MIB = 1 << 20
-LIMITS = ("--max-memory", "1G", "--max-peer-memory", "512M", "--max-call-memory", "256M")
+# Small limits, so that the calls that fit stay light on a busy machine.
+LIMITS = ("--max-memory", "256M", "--max-peer-memory", "128M", "--max-call-memory", "64M")
 # Resident memory may stay this far above its level before the attack (allocator caches,
 # interpreter state touched by the first calls) on a busy machine; the attacks ask for GiBs.
-RSS_SLACK_MIB = 160
+RSS_SLACK_MIB = 48
 
 
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory):
-    """One worker with a 1 GiB budget (512 MiB per peer, 256 MiB per call) for the module."""
+    """One worker with a 256 MiB budget (128 MiB per peer, 64 MiB per call) for the module."""
     from .conftest import WorkerFactory
 
     factory = WorkerFactory(tmp_path_factory.mktemp("memory"))
@@ -75,7 +76,7 @@ async def test_a_broadcast_add_is_refused_before_it_builds_its_result(worker):
         before = await baseline(client, worker)
         row, column = ag.ones(1, 16000), ag.ones(16000, 1)  # 125 KiB sent, 977 MiB asked
         with pytest.raises(ResourceExhausted, match=r"call 'add' from peer 'bcast': it needs "
-                           r"976\.6 MiB, over the memory share of 256 MiB per call "
+                           r"976\.6 MiB, over the memory share of 64 MiB per call "
                            r"\(--max-call-memory\)") as info:
             await client.call("w1", "add", row, column)
         assert info.value.worker == "w1"
@@ -87,7 +88,7 @@ async def test_huge_zeros_is_refused_as_it_allocates(worker):
     async with Client({"w1": worker.address}, token=TOKEN, name="zeros") as client:
         before = await baseline(client, worker)
         with pytest.raises(ResourceExhausted,
-                           match=r"call 'make_zeros' .*it needs 4 GiB, over .*256 MiB per call"):
+                           match=r"call 'make_zeros' .*it needs 4 GiB, over .*64 MiB per call"):
             await client.call("w1", "make_zeros", shape=[1 << 15, 1 << 15])
         y = await client.call("w1", "make_zeros", shape=[2, 3])  # a small one is served
         assert tuple(y.shape) == (2, 3)
@@ -120,9 +121,9 @@ async def test_a_materialised_expand_is_refused(worker):
 async def test_a_module_whose_forward_allocates_too_much_is_refused(worker):
     async with Client({"w1": worker.address}, token=TOKEN, name="module") as client:
         before = await baseline(client, worker)
-        hog = await RemoteModule.create(client, "w1", "Grower", mib=64, steps=10)
-        with pytest.raises(ResourceExhausted, match=r"forward of module \d+ \(Grower\) .*64 MiB "
-                           r"more while holding 192(\.0)? MiB, over .*256 MiB per call"):
+        hog = await RemoteModule.create(client, "w1", "Grower", mib=16, steps=10)
+        with pytest.raises(ResourceExhausted, match=r"forward of module \d+ \(Grower\) .*16 MiB "
+                           r"more while holding 48(\.0)? MiB, over .*64 MiB per call"):
             await hog(ag.ones(3))
         small = await RemoteModule.create(client, "w1", "Grower", mib=1, steps=2)
         y = await small(ag.ones(3))  # a forward within its share runs
@@ -135,9 +136,9 @@ async def test_a_module_whose_forward_allocates_too_much_is_refused(worker):
 async def test_a_module_too_large_to_build_is_refused(worker):
     async with Client({"w1": worker.address}, token=TOKEN, name="builder") as client:
         before = await baseline(client, worker)
-        with pytest.raises(ResourceExhausted, match=r"module Linear .*over .*256 MiB per call"):
-            await RemoteModule.create(client, "w1", "Linear", in_features=16000,
-                                      out_features=16000)
+        with pytest.raises(ResourceExhausted, match=r"module Linear .*over .*64 MiB per call"):
+            await RemoteModule.create(client, "w1", "Linear", in_features=8000,
+                                      out_features=8000)
         assert (await client.stats("w1"))["modules"] == 0
         await assert_serving_and_back(client, worker, before)
 
@@ -152,11 +153,11 @@ async def test_concurrent_calls_over_the_budget_are_refused_and_other_peers_go_o
         x = ag.ones(3, requires_grad=True)
         async with dist.context(legit) as ctx:
             kept = await legit.call("w1", "tanh", x)  # recorded on w1 for backward
-            # 8 x 150 MiB held at once by one peer: its 512 MiB share takes three of them.
-            floods = [flood.call("w1", "hold", ag.ones(3), mib=150, seconds=1.0)
+            # 8 x 40 MiB held at once by one peer: its 128 MiB share takes three of them.
+            floods = [flood.call("w1", "hold", ag.ones(3), mib=40, seconds=1.0)
                       for _ in range(8)]
             # The other peer's calls of the same size fit in what is left of the budget.
-            legits = [legit.call("w1", "hold", ag.ones(3), mib=150, seconds=1.0)
+            legits = [legit.call("w1", "hold", ag.ones(3), mib=40, seconds=1.0)
                       for _ in range(2)]
             results = await asyncio.gather(*floods, *legits, return_exceptions=True)
             flood_results, legit_results = results[:8], results[8:]
