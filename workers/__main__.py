@@ -2,7 +2,8 @@
 
     python -m workers --listen 127.0.0.1:0 --name w1 --devices cpu,sim:0 --token-file TOKEN \\
         [--peer w2=HOST:PORT ...] [--load MODULE ...] [--context-ttl SECONDS] \\
-        [--tls-cert CERT --tls-key KEY [--tls-ca CA]] [--insecure]
+        [--tls-cert CERT --tls-key KEY [--tls-ca CA]] [--insecure] \\
+        [--max-memory SIZE [--max-peer-memory SIZE] [--max-call-memory SIZE]]
 
 Once listening it prints one line, `READY <name> <host>:<port>`, to stdout (flushed); it serves
 until SIGTERM or SIGINT, then finishes the requests in flight, releases its contexts and exits 0.
@@ -29,11 +30,16 @@ from autograd_async.distributed.connection import (
     DEFAULT_FRAME_IDLE_TIMEOUT,
     DEFAULT_MAX_HANDSHAKES,
 )
-from autograd_async.distributed.quota import DEFAULT_MAX_PEER_BYTES, DEFAULT_MAX_TOTAL_BYTES
+from autograd_async.distributed.quota import (
+    DEFAULT_MAX_PEER_BYTES,
+    DEFAULT_MAX_TOTAL_BYTES,
+    format_bytes,
+)
 from autograd_async.distributed.tls import client_context, server_context
 
 from .contexts import DEFAULT_MAX_CONTEXTS_PER_PEER
 from .heap import retain_freed_blocks
+from .memory import DEFAULT_MAX_MEMORY
 from .server import DEFAULT_CONTEXT_TTL, WorkerServer
 
 __all__ = ["build_parser", "main", "run"]
@@ -159,6 +165,16 @@ def build_parser() -> argparse.ArgumentParser:
                              "replies, modules, contexts (default 512M)")
     parser.add_argument("--max-total-bytes", type=_size, default=DEFAULT_MAX_TOTAL_BYTES,
                         metavar="SIZE", help="the same, for all peers together (default 2G)")
+    parser.add_argument("--max-memory", type=_size, default=DEFAULT_MAX_MEMORY, metavar="SIZE",
+                        help="bytes the arrays of all calls together may hold while they run "
+                             "and after (outputs kept for backward, modules); a call that would "
+                             "go over is refused with ResourceExhausted (default: half the "
+                             f"machine's memory, here {format_bytes(DEFAULT_MAX_MEMORY)})")
+    parser.add_argument("--max-peer-memory", type=_size, default=None, metavar="SIZE",
+                        help="the same for the calls of one peer (default: half of "
+                             "--max-memory)")
+    parser.add_argument("--max-call-memory", type=_size, default=None, metavar="SIZE",
+                        help="the same for one call (default: a quarter of --max-memory)")
     parser.add_argument("--max-contexts-per-peer", type=_positive_int,
                         default=DEFAULT_MAX_CONTEXTS_PER_PEER,
                         help="distributed contexts one peer may keep open "
@@ -196,7 +212,9 @@ async def run(args: argparse.Namespace) -> int:
                           max_peer_bytes=args.max_peer_bytes,
                           max_total_bytes=args.max_total_bytes,
                           max_contexts_per_peer=args.max_contexts_per_peer,
-                          frame_idle_timeout=args.frame_idle_timeout)
+                          frame_idle_timeout=args.frame_idle_timeout,
+                          max_memory=args.max_memory, max_peer_memory=args.max_peer_memory,
+                          max_call_memory=args.max_call_memory)
     host, port = args.listen
     try:
         await server.start(host, port)

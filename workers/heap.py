@@ -9,9 +9,11 @@ such blocks come from the heap, and a freed one is reused warm.
 
 The price: freed blocks below `retain_bytes` stay with the process for reuse instead of going
 back to the system (the heap gives its free top back only once that exceeds `retain_bytes`), so
-the worker's resident memory follows its peak use, which its byte quotas bound. Only the worker
-process does this (its entry point calls `retain_freed_blocks`); the library never changes the
-allocator of a process that imports it.
+the worker's resident memory follows its peak use, which its byte quotas and memory budget
+bound; after a burst (a call refused for memory, or one that used half its memory share) the
+free memory goes back to the system once calls pause (`MemoryGuard`, workers/memory.py). Only
+the worker process does this (its entry point calls `retain_freed_blocks`); the library never
+changes the allocator of a process that imports it.
 """
 
 from __future__ import annotations

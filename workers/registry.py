@@ -13,6 +13,9 @@ runs `register_function` / `register_module_class` calls:
 Functions take tensors positionally and simple values by keyword, and return a tensor, a tuple
 of tensors (and simple values), or a simple value. They may be `async def`, and may call the
 worker's peers through `current_worker().peers` (a `Client`), under the caller's context.
+A function whose outputs can be sized from its inputs may say how (`output_nbytes=`, see
+`workers/sizing.py`): the worker then refuses a call that would not fit its memory budget before
+running it. Whatever it allocates is counted while it runs in any case (`workers/memory.py`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from typing import Any, TypeVar
 
 import autograd_async as ag
 from autograd_async import nn, optim
+
+from .sizing import OutputSize, broadcast_nbytes, elementwise_nbytes, matmul_nbytes
 
 __all__ = [
     "DEFAULT_REGISTRY",
@@ -62,6 +67,7 @@ class Registry:
         self.functions: dict[str, Callable[..., Any]] = {}
         self.module_classes: dict[str, Callable[..., nn.Module]] = {}
         self.optimizer_classes: dict[str, Callable[..., optim.Optimizer]] = {}
+        self.output_sizes: dict[str, OutputSize] = {}  # by function name
 
     @staticmethod
     def _add(table: dict, kind: str, obj: Any, name: str | None) -> None:
@@ -72,11 +78,18 @@ class Registry:
             raise TypeError(f"{kind} {key!r} must be callable, got {type(obj).__name__}")
         table[key] = obj
 
-    def register_function(self, fn: F | None = None, *, name: str | None = None) -> Any:
-        """Serve `fn` under `name` (default: its own); usable as a decorator."""
+    def register_function(self, fn: F | None = None, *, name: str | None = None,
+                          output_nbytes: OutputSize | None = None) -> Any:
+        """Serve `fn` under `name` (default: its own); usable as a decorator. `output_nbytes`
+        (args, kwargs) -> bytes sizes its outputs before it runs."""
         if fn is None:
-            return lambda f: self.register_function(f, name=name)
+            return lambda f: self.register_function(f, name=name, output_nbytes=output_nbytes)
         self._add(self.functions, "function", fn, name)
+        key = name or fn.__name__
+        if output_nbytes is None:
+            self.output_sizes.pop(key, None)
+        else:
+            self.output_sizes[key] = output_nbytes
         return fn
 
     def register_module_class(self, cls: F | None = None, *, name: str | None = None) -> Any:
@@ -96,6 +109,16 @@ class Registry:
     def function(self, name: str, worker: str) -> Callable[..., Any]:
         """The function registered as `name`; UnknownNameError lists the registered ones."""
         return self._lookup(self.functions, "function", name, worker)
+
+    def output_nbytes(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> int:
+        """Bytes of the outputs of function `name` on these arguments, 0 when unknown."""
+        size = self.output_sizes.get(name)
+        if size is None:
+            return 0
+        try:
+            return int(size(args, kwargs))
+        except (TypeError, ValueError, AttributeError, IndexError):
+            return 0  # arguments it cannot size: the function raises its own error
 
     def module_class(self, name: str, worker: str) -> Callable[..., nn.Module]:
         """The module class registered as `name`."""
@@ -126,6 +149,12 @@ _DEFAULT_FUNCTIONS = (
     "add", "sub", "mul", "div", "matmul", "tanh", "relu", "sigmoid", "exp", "neg", "sum", "mean",
     "clone", "reshape", "square",
 )
+_DEFAULT_OUTPUT_SIZES: dict[str, OutputSize] = {
+    **dict.fromkeys(("add", "sub", "mul", "div"), broadcast_nbytes),
+    **dict.fromkeys(("tanh", "relu", "sigmoid", "exp", "neg", "clone", "square"),
+                    elementwise_nbytes),
+    "matmul": matmul_nbytes,
+}
 _DEFAULT_MODULES = (
     "Linear", "Identity", "ReLU", "Tanh", "GELU", "Sigmoid", "Softmax", "LogSoftmax", "LayerNorm",
     "Embedding", "Dropout", "Flatten",
@@ -151,7 +180,8 @@ def _sequential(*, layers: list, device: Any = None, dtype: Any = None) -> nn.Mo
 def install_defaults(registry: Registry) -> None:
     """Register the default functions, nn layers and optimizers in `registry`."""
     for name in _DEFAULT_FUNCTIONS:
-        registry.register_function(getattr(ag, name), name=name)
+        registry.register_function(getattr(ag, name), name=name,
+                                   output_nbytes=_DEFAULT_OUTPUT_SIZES.get(name))
     for name in _DEFAULT_MODULES:
         registry.register_module_class(getattr(nn, name), name=name)
     registry.register_module_class(_sequential, name="Sequential")

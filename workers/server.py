@@ -7,7 +7,8 @@ answering other peers while one computes. Under a distributed context they are r
 the worker's engine with `grad_async`, keeps the parameters' gradients in the context and
 returns the gradients of the received leaves. Receive nodes inside that part (calls the worker
 made to its peers) recurse into those peers. What a peer makes the worker hold (frames, replies,
-modules, contexts) counts against byte quotas per peer and in total (`ByteBudget`).
+modules, contexts) counts against byte quotas per peer and in total (`ByteBudget`); what its
+calls allocate counts against the worker's memory budget (`MemoryBudget`, workers/memory.py).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from .contexts import (
     ParamKey,
     WorkerContext,
 )
+from .memory import DEFAULT_MAX_MEMORY, MemoryBudget, MemoryGuard
 from .registry import DEFAULT_REGISTRY, Registry, worker_var
 
 __all__ = ["DEFAULT_CONTEXT_TTL", "WorkerServer"]
@@ -132,6 +134,9 @@ class WorkerServer:
         frame_idle_timeout: float = DEFAULT_FRAME_IDLE_TIMEOUT,
         compute_threads: int | None = None,
         peer_transport: Transport | None = None,
+        max_memory: int = DEFAULT_MAX_MEMORY,
+        max_peer_memory: int | None = None,
+        max_call_memory: int | None = None,
     ) -> None:
         self.name = name
         self.devices = [Device(d) for d in devices]
@@ -143,12 +148,16 @@ class WorkerServer:
         self.contexts = ContextStore(context_ttl, max_per_peer=max_contexts_per_peer)
         # Bytes held for each peer and in total: frames, replies, modules, contexts.
         self.budget = ByteBudget(max_peer_bytes, max_total_bytes, owner=f"worker {name!r}")
+        # Bytes its calls allocate: per call, per peer, in all (default shares: 1/4, 1/2).
+        self.memory = MemoryBudget(max_memory, per_peer=max_peer_memory,
+                                   per_call=max_call_memory, owner=f"worker {name!r}")
         self._frame_idle_timeout = frame_idle_timeout
         # Forward calls and other computations run here, never on the serving loop.
         self._compute = ThreadPoolExecutor(
             max_workers=compute_threads or max(2, len(self.devices)),
             thread_name_prefix=f"worker-{name}-compute",
         )
+        self._memory_guard = MemoryGuard(self.memory, self._compute)
         # Peers can be added, moved or removed at any time: set_address / remove_address, or
         # remotely through `peers.update`. Without a transport they are reached over TCP.
         self.peers = Client(token=token, timeout=peer_timeout, name=name, ssl=peer_ssl,
@@ -206,6 +215,7 @@ class WorkerServer:
         """Finish in-flight requests (up to `grace` s), release every context, close."""
         if self._sweeper is not None:
             self._sweeper.cancel()
+        self._memory_guard.close()
         if self._server is not None:
             await self._server.shutdown(grace)
         released = self.contexts.release_all()
@@ -261,6 +271,11 @@ class WorkerServer:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._compute, lambda: context.run(fn, *args, **kwargs))
 
+    async def counted(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """`await fn(*args, **kwargs)` with what it allocates counted against the caller's
+        memory shares (`MemoryGuard.run`)."""
+        return await self._memory_guard.run(caller_var.get(), what, fn, *args, **kwargs)
+
     # ----------------------------------------------------------------- quotas
     def _charge_context(self, ctx: WorkerContext, *, refuse: bool) -> None:
         """Bring the bytes counted for `ctx` up to date; with `refuse`, growth over a quota
@@ -290,8 +305,17 @@ class WorkerServer:
     # --------------------------------------------------------------- forward
     @handles(methods.CALL)
     async def _call(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
-        fn = self.registry.function(kw["function"], self.name)
-        return await self._forward(fn, kw, arrays, self.default_device, [])
+        name = kw["function"]
+        fn = self.registry.function(name, self.name)
+        what = f"call {name!r}"
+        check_arg_specs(kw["args"], len(arrays))
+        host_args = [arrays[s["tensor"]] if "tensor" in s else s["value"] for s in kw["args"]]
+        out_bytes = self.registry.output_nbytes(name, host_args, kw["kwargs"])
+        if out_bytes:  # sized before the work: refused before anything is allocated
+            self.memory.check(caller_var.get(), what, out_bytes)
+            self.budget.ensure_fits(caller_var.get(), out_bytes,
+                                    f"a reply of {format_bytes(out_bytes)} to {what}")
+        return await self.counted(what, self._forward, fn, kw, arrays, self.default_device, [])
 
     @handles(methods.MODULE_FORWARD)
     async def _module_forward(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
@@ -299,7 +323,8 @@ class WorkerServer:
         entry = self._module(module_id)
         params = [((module_id, n), p) for n, p in entry.module.named_parameters()
                   if p.requires_grad]
-        return await self._forward(entry.module, kw, arrays, entry.device, params)
+        return await self.counted(f"forward of module {module_id} ({entry.class_name})",
+                                  self._forward, entry.module, kw, arrays, entry.device, params)
 
     async def _forward(self, fn: Any, kw: dict[str, Any], arrays: list[np.ndarray],
                        device: Device, params: list[tuple[ParamKey, Tensor]]) -> Reply:
@@ -452,8 +477,8 @@ class WorkerServer:
     async def _module_create(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         owner = caller_var.get()
         self.budget.ensure_room(owner, f"module {kw['class_name']}")  # before building it
-        module, device = await self.run_compute(self.build_module, kw["class_name"],
-                                                kw["kwargs"])
+        module, device = await self.counted(f"module {kw['class_name']}", self.run_compute,
+                                            self.build_module, kw["class_name"], kw["kwargs"])
         nbytes = sum(t._data.nbytes for t in module.state_dict().values())
         # Built already (its size is known only now); refused, it is dropped at once.
         self.budget.reserve(owner, nbytes,
@@ -531,7 +556,9 @@ class WorkerServer:
                 param.grad = None if g is None else Tensor._wrap(g, param.device)
                 stepped += g is not None
             if stepped:
-                await self.run_compute(entry.optimizer.step)
+                # Its state (Adam's moments) is made here: counted like a call's arrays.
+                await self.counted(f"step of optimizer {kw['optimizer_id']}", self.run_compute,
+                                   entry.optimizer.step)
         finally:
             for _, param in entry.params:
                 param.grad = None
@@ -578,6 +605,10 @@ class WorkerServer:
             "requests": self.requests,
             "held_bytes": self.budget.held(),
             "peer_bytes": self.budget.held(caller_var.get()),
+            "memory_bytes": self.memory.held(),
+            "peer_memory_bytes": self.memory.held(caller_var.get()),
+            "memory_limits": {"total": self.memory.total, "per_peer": self.memory.per_peer,
+                              "per_call": self.memory.per_call},
             "connections": self._server.connection_count if self._server is not None else 0,
             "peers": self.peers.workers,
             "functions": sorted(self.registry.functions),

@@ -61,6 +61,12 @@ class ByteBudget:
         work whose size is known only once it is done."""
         self._check(peer, 1, what)
 
+    def ensure_fits(self, peer: str, nbytes: int, what: str) -> None:
+        """Raise ResourceExhausted if `nbytes` more would not fit now (counting nothing): for
+        work that will hold them once it is done, refused before it starts."""
+        if nbytes > 0:
+            self._check(peer, nbytes, what)
+
     def _check(self, peer: str, nbytes: int, what: str) -> None:
         mine = self._held[peer]
         if mine + nbytes > self.per_peer:

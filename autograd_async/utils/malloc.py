@@ -50,3 +50,18 @@ def retain_freed_memory(
     if single_arena:
         options.insert(0, (M_ARENA_MAX, 1))
     return all(mallopt(option, value) == 1 for option, value in options)
+
+
+def release_free_memory() -> bool:
+    """Give the free memory of the C library's heaps back to the system now (glibc's
+    `malloc_trim`): what `retain_freed_memory` keeps, after a burst that will not recur.
+    Returns whether any was given back (False off glibc)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim.argtypes = (ctypes.c_size_t,)
+    trim.restype = ctypes.c_int
+    return trim(0) == 1

@@ -107,3 +107,46 @@ def blocking_sleep(x, *, seconds=1.0):
     """x + 1 after blocking its thread for `seconds`: a long synchronous computation."""
     time.sleep(seconds)
     return x + 1
+
+
+# --- memory hogs: what a hostile peer may ask of a worker (tests/distributed/test_memory_budget.py)
+
+@register_function
+def make_zeros(*, shape):
+    """zeros of any shape the caller names."""
+    return ag.zeros(*shape)
+
+
+@register_function
+def outer(x, y):
+    """The outer product of two vectors (no output_nbytes: only counted while it runs)."""
+    return ag.outer(x, y)
+
+
+@register_function
+def expand_rows(x, *, rows):
+    """`rows` copies of the row x, materialised (expand, then contiguous)."""
+    return x.expand(rows, x.shape[-1]).contiguous()
+
+
+@register_function
+async def hold(x, *, mib, seconds=0.5):
+    """x + 1 after holding `mib` MiB for `seconds`, awaiting on the loop meanwhile."""
+    block = ag.ones(mib << 18)
+    await asyncio.sleep(seconds)
+    return x + block[: x.shape[0]]
+
+
+class Grower(nn.Module):
+    """A module whose forward allocates `steps` blocks of `mib` MiB before answering."""
+
+    def __init__(self, mib: int = 1, steps: int = 1):
+        super().__init__()
+        self.mib, self.steps = mib, steps
+
+    def forward(self, x):
+        kept = [ag.ones(self.mib << 18) + i for i in range(self.steps)]
+        return x * 2 + kept[-1][0]
+
+
+register_module_class(Grower)
