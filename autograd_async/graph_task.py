@@ -9,9 +9,11 @@ it returns.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import itertools
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,6 +23,7 @@ from .backends.sanitizer import sanitizer
 from .backends.sanitizer import watches as sanitizer_watches
 from .backends.stream_context import override_for
 from .devices import Device, array_module, check_entered
+from .grad_mode import grad_enabled
 from .graph import Node, init_node
 from .ops.dual import can_sum_to, cast, sum_to, xp_of
 from .ops.transfer import host_reads_outputs
@@ -28,6 +31,47 @@ from .streams import Stream, stream, streams_for
 from .tensor import Tensor
 
 _task_ids = itertools.count(1)
+
+# Whether backward passes started here run their nodes in a copy of the starting context (see
+# `nodes_run_in_caller_context`).
+_caller_context_wanted: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "autograd_async_nodes_in_caller_context", default=False
+)
+
+
+@contextlib.contextmanager
+def nodes_run_in_caller_context() -> Iterator[None]:
+    """Backward passes started in this block run each node in a copy of the context they were
+    started from, so that what the caller set in context variables (a NumPy allocation handler
+    counting a call's memory, say) holds for the nodes' work on the device threads too.
+
+    Grad mode and the current stream are still the engine's for each node. Costs one context
+    copy per node, so it is for the callers that need it.
+    """
+    token = _caller_context_wanted.set(True)
+    try:
+        yield
+    finally:
+        _caller_context_wanted.reset(token)
+
+
+def caller_context() -> contextvars.Context | None:
+    """The context a new graph task should run its nodes in, or None for the engine's own."""
+    return contextvars.copy_context() if _caller_context_wanted.get() else None
+
+
+def in_task_context(task: GraphTask, fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)` in a fresh copy of the task's context (a task's nodes may run on several
+    threads at once, and one Context cannot be entered twice), with the engine's grad mode."""
+    context = task.context
+    if context is None:  # finished meanwhile: its remaining work is discarded anyway
+        return fn(*args)
+    return context.copy().run(_with_grad_mode, task.create_graph, fn, args)
+
+
+def _with_grad_mode(create_graph: bool, fn: Callable[..., Any], args: tuple) -> Any:
+    grad_enabled.set(create_graph)
+    return fn(*args)
 
 
 class GraphRoot(Node):
@@ -138,6 +182,7 @@ class GraphTask:
                 return False
             self.finished = True
             self.error = error
+            self.context = None  # what the caller's context holds need not outlive the task
             return True
 
     def complete(self) -> bool:
@@ -146,6 +191,7 @@ class GraphTask:
             if self.finished:
                 return False
             self.finished = True
+            self.context = None  # what the caller's context holds need not outlive the task
             return True
 
     def note_stream(self, device: Device, stream: Any) -> None:

@@ -21,6 +21,7 @@ the worker until they are freed.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import threading
 from collections import Counter
@@ -256,5 +257,6 @@ class MemoryGuard:
 
 def _give_back_memory() -> None:
     """Count the arrays gone since, and return the heap's free memory to the system."""
+    gc.collect()  # arrays held only by reference cycles (a backward's graph) go first
     allocator.sweep()
     release_free_memory()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import inspect
 import logging
 import os
@@ -55,8 +56,10 @@ from autograd_async.distributed.quota import (
 )
 from autograd_async.distributed.server import Server, serve
 from autograd_async.grad_mode import enable_grad, no_grad
+from autograd_async.graph_task import nodes_run_in_caller_context
 from autograd_async.tensor import Tensor
 
+from . import allocator
 from .contexts import (
     DEFAULT_MAX_CONTEXTS_PER_PEER,
     CallRecord,
@@ -413,8 +416,8 @@ class WorkerServer:
         if roots and inputs:
             with self.contexts.using(ctx):
                 ctx.retain_graph = retain
-                found = await grad_async(roots, inputs, grad_outputs=grads,
-                                         retain_graph=retain, allow_unused=True)
+                found = await self.counted(f"backward of call {call_id}", _backward_counted,
+                                           roots, inputs, grads, retain)
         for (key, _), g in zip(record.params, found[n_leaves:n_leaves + n_params]):
             if g is not None:
                 ctx.accumulate(key, g._data)
@@ -592,6 +595,11 @@ class WorkerServer:
     # ------------------------------------------------------------------ stats
     @handles(methods.STATS)
     async def _stats(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
+        # Arrays that outlived their call (a backward's gradients, sent after it ended, can sit
+        # in reference cycles of its graph until the collector runs) are counted until a sweep
+        # finds them gone: report what is held now.
+        gc.collect()
+        allocator.sweep()
         return {
             "name": self.name,
             "pid": os.getpid(),
@@ -627,3 +635,11 @@ def _parameters(factory: Any) -> set[str]:
 def _host_copy(array: Any) -> np.ndarray:
     """A NumPy copy of a device array (a gradient kept in a context must not be shared)."""
     return np.array(array, copy=True) if isinstance(array, np.ndarray) else array.get()
+
+
+async def _backward_counted(roots: list, inputs: list, grads: list, retain: bool) -> Sequence:
+    """The gradients of a backward request, its nodes' allocations counted on the caller's
+    share: they run on the engine's device threads, in a copy of this context."""
+    with nodes_run_in_caller_context():
+        return await grad_async(roots, inputs, grad_outputs=grads, retain_graph=retain,
+                                allow_unused=True)

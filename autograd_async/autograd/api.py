@@ -11,7 +11,7 @@ from ..devices import CPU, array_module, launching
 from ..engine import get_engine
 from ..grad_mode import anomaly_check_nan, anomaly_enabled
 from ..graph import Node, claim
-from ..graph_task import GraphRoot, GraphTask
+from ..graph_task import GraphRoot, GraphTask, caller_context
 from ..history import gradient_edge
 from ..ops.shape import stack
 from ..ops.views import refresh_if_stale
@@ -152,6 +152,7 @@ def prepare(
         check_nan=anomaly_check_nan.get(),
     )
     task.dependencies[root] = task.dependencies.get(root, 0) + 1
+    task.context = caller_context()
     if ins:
         if mode == "backward":
             # As PyTorch: a non-leaf input retains its grad from now on, and that hook (which runs

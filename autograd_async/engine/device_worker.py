@@ -24,7 +24,7 @@ from ..backends.stream_context import stream_overrides
 from ..devices import Device, forget_sim_user, note_sim_user
 from ..grad_mode import grad_enabled
 from ..graph import Node
-from ..graph_task import GraphTask
+from ..graph_task import GraphTask, in_task_context
 from ..streams import streams_for
 from .gpu_timing import timed_on_stream
 from .stream_sync import check_reads, check_writes, stream_of, sync_consumers
@@ -334,7 +334,9 @@ class DeviceWorker:
         self.running_task = task
         sink = self.engine.trace_sink
         try:
-            if sink is None:
+            if task.context is not None:
+                outputs = in_task_context(task, task.evaluate, node, inputs)
+            elif sink is None:
                 outputs = task.evaluate(node, inputs)
             else:
                 begun = perf_counter_ns()
@@ -382,7 +384,10 @@ class DeviceWorker:
             if self._sanitized:
                 check_reads(node, stream, inputs)
             sink = self.engine.trace_sink
-            if sink is None:
+            if task.context is not None:
+                overrides = stream_overrides.get()
+                outputs = in_task_context(task, _evaluate_on, overrides, task, node, inputs)
+            elif sink is None:
                 outputs = task.evaluate(node, inputs)
             else:
                 begun = perf_counter_ns()
@@ -519,7 +524,9 @@ class DeviceWorker:
                 self,
             )
             return
-        pending = self.loop.create_task(self._run_async_node(node, task, inputs))
+        context = task.context
+        context = None if context is None else context.copy()
+        pending = self.loop.create_task(self._run_async_node(node, task, inputs), context=context)
         self._async_nodes[pending] = task
         pending.add_done_callback(self._async_nodes.pop)
 
@@ -586,3 +593,9 @@ class DeviceWorker:
             grad_enabled.reset(token)
             self._nested_tasks.discard(task)
             self._waiter = previous_waiter
+
+
+def _evaluate_on(overrides: Any, task: GraphTask, node: Node, inputs: list) -> tuple:
+    """`task.evaluate` with the worker's stream overrides, inside the task's own context."""
+    stream_overrides.set(overrides)
+    return task.evaluate(node, inputs)

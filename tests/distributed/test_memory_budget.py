@@ -143,6 +143,24 @@ async def test_a_module_too_large_to_build_is_refused(worker):
         await assert_serving_and_back(client, worker, before)
 
 
+async def test_a_backward_that_allocates_too_much_is_refused(worker):
+    address = {"w1": worker.address}
+    async with Client(address, token=TOKEN, name="inflate") as client:
+        before = await baseline(client, worker)
+        x = ag.ones(3, requires_grad=True)
+        async with dist.context(client) as ctx:
+            y = await client.call("w1", "inflating_backward", x, mib=200)
+            with pytest.raises(Exception, match=r"backward of call \d+.*64 MiB per call") as info:
+                await dist.backward(ctx, [y.sum()])
+        assert "ResourceExhausted" in f"{type(info.value).__name__} {info.value!r}"
+        x = ag.ones(3, requires_grad=True)
+        async with dist.context(client) as ctx:  # a backward within its share runs
+            y = await client.call("w1", "inflating_backward", x, mib=8)
+            await dist.backward(ctx, [y.sum()])
+        np.testing.assert_array_equal(x.grad.numpy(), np.ones(3, np.float32))
+        await assert_serving_and_back(client, worker, before)
+
+
 # --- many calls at once; other peers and their contexts --------------------------------------
 
 async def test_concurrent_calls_over_the_budget_are_refused_and_other_peers_go_on(worker):

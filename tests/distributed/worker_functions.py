@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import numpy as np
+
 import autograd_async as ag
 from autograd_async import nn
 from autograd_async.autograd import Function
@@ -150,3 +152,24 @@ class Grower(nn.Module):
 
 
 register_module_class(Grower)
+
+
+class InflatingBackward(Function):
+    """Identity forward; backward builds a `mib`-MiB temporary before its small gradient, as a
+    backward that materialises big gradients does."""
+
+    @staticmethod
+    def forward(ctx, x, mib):
+        ctx.mib = mib
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        scratch = np.ones(ctx.mib << 18, dtype=np.float32)  # mib MiB of float32
+        return grad * float(scratch[:1].sum()), None
+
+
+@register_function
+def inflating_backward(x, *, mib=1):
+    """x, whose backward allocates `mib` MiB on the worker's device thread."""
+    return InflatingBackward.apply(x, mib)
