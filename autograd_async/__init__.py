@@ -92,6 +92,9 @@ from .tensor import (
 # isort: split
 from . import linalg  # torch.linalg's names
 
+# isort: split
+from . import special  # torch.special's names
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -104,6 +107,7 @@ __all__ = [
     "autograd",
     "engine",
     "linalg",
+    "special",
     "nn",
     "optim",
     "profiler",
