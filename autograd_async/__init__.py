@@ -95,6 +95,9 @@ from . import linalg  # torch.linalg's names
 # isort: split
 from . import special  # torch.special's names
 
+# isort: split
+from . import fft  # torch.fft's names
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -108,6 +111,7 @@ __all__ = [
     "engine",
     "linalg",
     "special",
+    "fft",
     "nn",
     "optim",
     "profiler",

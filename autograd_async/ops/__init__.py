@@ -37,7 +37,16 @@ from . import (
 from .transfer import to
 
 # isort: split
-from . import activations, linalg, losses, pointwise, scan, special, special_functions
+from . import (
+    activations,
+    complex_parts,
+    linalg,
+    losses,
+    pointwise,
+    scan,
+    special,
+    special_functions,
+)
 
 # isort: split
 from . import random_draws, random_fills
@@ -46,7 +55,7 @@ _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, in
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
 _FAMILIES += (conv, pooling, sampling, normalization, embedding, distance, attention)
 _FAMILIES += (special, pointwise, scan, linalg, activations, losses)
-_FAMILIES += (special_functions,)
+_FAMILIES += (special_functions, complex_parts)
 _FAMILIES += (views,)
 _FAMILIES += (random_fills, random_draws)
 
