@@ -43,10 +43,10 @@ from .devices import (
 )
 
 # PyTorch's dtype aliases (`aa.float`, `aa.int`, ...) shadow builtins in this namespace only.
+from .dtypes import bfloat16, dtype, get_default_dtype, set_default_dtype
 from .dtypes import bool_ as bool
 from .dtypes import complex64 as cfloat
 from .dtypes import complex128 as cdouble
-from .dtypes import dtype, get_default_dtype, set_default_dtype
 from .dtypes import float16 as half
 from .dtypes import float32 as float
 from .dtypes import float64 as double
@@ -98,6 +98,10 @@ from . import special  # torch.special's names
 # isort: split
 from . import fft  # torch.fft's names
 
+# isort: split
+from . import amp  # torch.amp's names
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -112,10 +116,15 @@ __all__ = [
     "linalg",
     "special",
     "fft",
+    "amp",
+    "autocast",
+    "get_autocast_dtype",
+    "is_autocast_enabled",
     "nn",
     "optim",
     "profiler",
     "bool_",
+    "bfloat16",
     "complex64",
     "complex128",
     "cuda_device_count",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..dtypes import bfloat16
 from ..tensor import Tensor, bool_, float16, float32, float64, int32, int64
 from . import (
     arithmetic,
@@ -51,6 +52,9 @@ from . import (
 # isort: split
 from . import random_draws, random_fills
 
+# isort: split
+from . import autocast_policy
+
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
 _FAMILIES += (conv, pooling, sampling, normalization, embedding, distance, attention)
@@ -59,6 +63,24 @@ _FAMILIES += (special_functions, complex_parts)
 _FAMILIES += (views,)
 _FAMILIES += (random_fills, random_draws)
 
+
+def _autocast_composites() -> None:
+    """Put the functions autocast's lists name but that are built of several ops under their
+    policy, where they are defined, so that every caller (nn.functional too) gets it."""
+    for family in _FAMILIES:
+        for name in autocast_policy.WRAPPED:
+            fn = getattr(family, name, None)
+            if fn is None or getattr(fn, "__module__", None) != family.__name__:
+                continue
+            wrapped = autocast_policy.autocast_function(name, fn)
+            setattr(family, name, wrapped)
+            table = getattr(family, "FUNCTIONS", {})
+            for key, value in table.items():
+                if value is fn:
+                    table[key] = wrapped
+
+
+_autocast_composites()
 FUNCTIONS: dict[str, Any] = {}
 for _family in _FAMILIES:
     FUNCTIONS.update(getattr(_family, "FUNCTIONS", {}))
@@ -88,6 +110,7 @@ def _install() -> None:
             "float": _cast(float32),
             "double": _cast(float64),
             "half": _cast(float16),
+            "bfloat16": _cast(bfloat16),
             "long": _cast(int64),
             "int": _cast(int32),
             "bool": _cast(bool_),
