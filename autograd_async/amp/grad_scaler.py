@@ -61,7 +61,10 @@ class GradScaler:
 
     # ------------------------------------------------------------------ scaling
     def _check_scale_growth_tracker(self, funcname: str) -> Tensor:
-        fix = "This may indicate your script did not use scaler.scale(loss or outputs) earlier."
+        fix = (
+            "This may indicate your script did not use scaler.scale(loss or outputs) earlier "
+            "in the iteration."
+        )
         if self._scale is None:
             raise AssertionError(f"Attempted {funcname} but _scale is None.  " + fix)
         return self._scale

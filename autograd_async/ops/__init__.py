@@ -64,23 +64,8 @@ _FAMILIES += (views,)
 _FAMILIES += (random_fills, random_draws)
 
 
-def _autocast_composites() -> None:
-    """Put the functions autocast's lists name but that are built of several ops under their
-    policy, where they are defined, so that every caller (nn.functional too) gets it."""
-    for family in _FAMILIES:
-        for name in autocast_policy.WRAPPED:
-            fn = getattr(family, name, None)
-            if fn is None or getattr(fn, "__module__", None) != family.__name__:
-                continue
-            wrapped = autocast_policy.autocast_function(name, fn)
-            setattr(family, name, wrapped)
-            table = getattr(family, "FUNCTIONS", {})
-            for key, value in table.items():
-                if value is fn:
-                    table[key] = wrapped
-
-
-_autocast_composites()
+for _family in _FAMILIES:  # functions that autocast routes as a whole
+    autocast_policy.install(_family)
 FUNCTIONS: dict[str, Any] = {}
 for _family in _FAMILIES:
     FUNCTIONS.update(getattr(_family, "FUNCTIONS", {}))

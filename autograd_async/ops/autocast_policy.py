@@ -259,7 +259,29 @@ for _name in ("addmm", "baddbmm", "addbmm"):
 for _kind, _names in COMPOSITES.items():
     for _name in _names:
         POLICIES[_kind].setdefault(_name, FLOAT32)
-WRAPPED = sorted(set(COMPOSITES["cpu"]) | set(COMPOSITES["cuda"]))
+_FUNCTIONS_LOWER = ("matmul", "mm", "bmm", "mv", "linear", "conv1d", "conv2d", "conv3d",
+                    "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "einsum",
+                    "scaled_dot_product_attention", "prelu")
+for _policies in POLICIES.values():
+    _policies.update(dict.fromkeys(_FUNCTIONS_LOWER, LOWER))
+WRAPPED = frozenset(COMPOSITES["cpu"]) | frozenset(COMPOSITES["cuda"]) | frozenset(
+    _FUNCTIONS_LOWER) | {"mse_loss", "nll_loss", "cross_entropy"}
+"""Public functions routed as a whole: those that check their operands' dtypes before their op
+runs (`linear` refuses a float16 input with a float32 weight), and the composed ones."""
+
+
+def install(module: Any) -> None:
+    """Route the functions of `module` named in WRAPPED (defined there) under their policies."""
+    table = getattr(module, "FUNCTIONS", {})
+    for name in WRAPPED:
+        fn = getattr(module, name, None)
+        if fn is None or getattr(fn, "__module__", None) != module.__name__:
+            continue
+        wrapped = autocast_function(name, fn)
+        setattr(module, name, wrapped)
+        for key, value in table.items():
+            if value is fn:
+                table[key] = wrapped
 
 
 def _round_outputs(out: Any, low: np.dtype) -> Any:
