@@ -33,6 +33,7 @@ SMOKE_RUNS = [
         (),
     ),
     ("service_health.py", ["--quick"], "/health p99 under load", ("aiohttp",)),
+    ("amp.py", ["--quick"], "ours autocast float16 / float32", ("torch",)),
 ]
 
 

@@ -24,7 +24,7 @@ from ..grad_mode import grad_enabled
 from ..tensor import Tensor
 from .transfer import ToCopyBackward0
 
-LOWER, FLOAT32, PROMOTE = "lower", "float32", "promote"
+LOWER, FLOAT32, PROMOTE, KEEP = "lower", "float32", "promote", "keep"
 FLOAT32_DTYPE = np.dtype("float32")
 FLOAT64_DTYPE = np.dtype("float64")
 
@@ -98,6 +98,13 @@ POLICIES: dict[str, dict[str, str]] = {
         **dict.fromkeys(_CUDA_PROMOTE, PROMOTE),
     },
 }
+# Ops PyTorch runs in their input's dtype that NumPy has no half-precision loops for (einsum,
+# BLAS): on NumPy backends they compute in float32 and round back, as LOWER ops do there.
+_KEEP = ("batch_norm", "layer_norm", "group_norm", "softmax", "log_softmax", "logsumexp",
+         "max_pool", "cross_entropy", "embedding")
+for _policies in POLICIES.values():
+    for _name in _KEEP:
+        _policies.setdefault(_name, KEEP)
 POLICIES["sim"] = POLICIES["cuda"]
 
 NOT_ROUTED = object()
@@ -150,8 +157,16 @@ def _cast_inputs(values: Any, policy: str, low: Any, native: bool, state: Autoca
 
 
 def _run(policy: str, low: Any, device: Any, call: Any, values: list, state: AutocastState) -> Any:
-    native = policy != LOWER or backend_for(device).native_half_matmul
-    cast = _cast_inputs(values, policy, low, native, state)
+    native = policy not in (LOWER, KEEP) or backend_for(device).native_half_matmul
+    if policy == KEEP:
+        first = next(x for x in values if _floating(x))._data.dtype
+        if native or first.itemsize != 2:
+            return NOT_ROUTED
+        low = first  # the result keeps the input's dtype
+        cast = [_cast(x, FLOAT32_DTYPE) if _floating(x) and x._data.dtype.itemsize == 2 else x
+                for x in values]
+    else:
+        cast = _cast_inputs(values, policy, low, native, state)
     token = autocast_state.set(None)  # the op itself, and the casts, run as they are
     try:
         out = call(cast)
@@ -171,6 +186,7 @@ def autocast_call(cls: Any, inputs: tuple, kwargs: dict, state: AutocastState) -
     if policy is None or not any(_floating(x) for x in inputs):
         return NOT_ROUTED
     return _run(policy, low, device, lambda cast: cls.apply(*cast, **kwargs), list(inputs), state)
+
 
 
 def autocast_function(name: str, fn: Any) -> Any:
@@ -197,7 +213,8 @@ def autocast_function(name: str, fn: Any) -> Any:
         def call(cast: list) -> Any:
             return fn(*cast[: len(args)], **dict(zip(keys, cast[len(args) :], strict=True)))
 
-        return _run(policy, low, device, call, values, state)
+        out = _run(policy, low, device, call, values, state)
+        return fn(*args, **kwargs) if out is NOT_ROUTED else out
 
     return wrapper
 
@@ -264,8 +281,10 @@ _FUNCTIONS_LOWER = ("matmul", "mm", "bmm", "mv", "linear", "conv1d", "conv2d", "
                     "scaled_dot_product_attention", "prelu")
 for _policies in POLICIES.values():
     _policies.update(dict.fromkeys(_FUNCTIONS_LOWER, LOWER))
-WRAPPED = frozenset(COMPOSITES["cpu"]) | frozenset(COMPOSITES["cuda"]) | frozenset(
-    _FUNCTIONS_LOWER) | {"mse_loss", "nll_loss", "cross_entropy"}
+WRAPPED = (
+    frozenset(COMPOSITES["cpu"]) | frozenset(COMPOSITES["cuda"]) | frozenset(_FUNCTIONS_LOWER)
+    | {"batch_norm", "instance_norm", "group_norm", "layer_norm"}
+)
 """Public functions routed as a whole: those that check their operands' dtypes before their op
 runs (`linear` refuses a float16 input with a float32 weight), and the composed ones."""
 

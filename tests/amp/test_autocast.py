@@ -268,3 +268,49 @@ def test_bfloat16_tensors(torch):
     np.testing.assert_array_equal(
         to_numpy(t.float()), torch.tensor([1.5, -2.25, 3.0]).bfloat16().float().numpy()
     )
+
+
+def _digits_cnn(nn):
+    return nn.Sequential(
+        nn.Conv2d(1, 8, 3, padding=1, bias=False),
+        nn.BatchNorm2d(8),
+        nn.ReLU(),
+        nn.Conv2d(8, 16, 3, padding=1, bias=False),
+        nn.BatchNorm2d(16),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(16 * 16, 32),
+        nn.ReLU(),
+        nn.Linear(32, 10),
+    )
+
+
+@pytest.mark.parametrize("low", ["bfloat16", "float16"])
+def test_a_cnn_runs_layer_by_layer_in_torchs_dtypes_with_torchs_gradients(torch, low):
+    theirs = _digits_cnn(torch.nn)
+    ours = _digits_cnn(aa.nn)
+    ours.load_state_dict({k: aa.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    x = np.random.default_rng(3).standard_normal((6, 1, 8, 8)).astype(np.float32)
+    y = np.arange(6) % 10
+    h, th = aa.tensor(x), torch.tensor(x)
+    with aa.autocast("cpu", dtype=getattr(aa, low)):
+        for layer in ours:
+            h = layer(h)
+        loss = aa.nn.functional.cross_entropy(h, aa.tensor(y))
+    with torch.autocast("cpu", dtype=getattr(torch, low)):
+        dtypes = []
+        for layer in theirs:
+            th = layer(th)
+            dtypes.append(str(th.dtype).removeprefix("torch."))
+        their_loss = torch.nn.functional.cross_entropy(th, torch.tensor(y))
+    assert str(h.dtype) == dtypes[-1] == low
+    assert abs(loss.item() - their_loss.item()) < 0.02
+    loss.backward()
+    their_loss.backward()
+    for (name, p), q in zip(ours.named_parameters(), theirs.parameters(), strict=True):
+        assert p.grad.dtype == aa.float32, name
+        scale = float(np.abs(q.grad.numpy()).max())
+        np.testing.assert_allclose(
+            to_numpy(p.grad), q.grad.numpy(), atol=0.03 * scale, err_msg=name
+        )
