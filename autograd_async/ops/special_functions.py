@@ -143,7 +143,16 @@ SpecialNdtriBackward0 = _unary_op(
 SpecialLogNdtrBackward0 = _unary_op(
     "SpecialLogNdtrBackward0", "log_ndtr", lambda x, y: exp(x * x * -0.5 - y) / _SQRT_2PI
 )
-LgammaBackward0 = _unary_op("LgammaBackward0", "gammaln", lambda x, y: _polygamma(0, x))
+
+
+def _lgamma(self: Any, a: Any) -> Any:
+    out = scipy_special("gammaln", a)
+    return as_array(xp_of(a).where(a == -math.inf, math.inf, out).astype(a.dtype, copy=False))
+
+
+LgammaBackward0 = _unary_op(  # SciPy's gammaln(-inf) is -inf; PyTorch's lgamma gives inf
+    "LgammaBackward0", "gammaln", lambda x, y: _polygamma(0, x), compute=_lgamma
+)
 DigammaBackward0 = _unary_op("DigammaBackward0", "psi", lambda x, y: _polygamma(1, x))
 I0Backward0 = _unary_op("I0Backward0", "i0", lambda x, y: _call(SpecialI1Backward0, x))
 SpecialI0EBackward0 = _unary_op(
@@ -272,6 +281,7 @@ class SpecialSphericalBesselJ0(Op):
         xp = xp_of(a)
         with quiet():
             out = xp.where(a == 0, 1, xp.sin(a) / xp.where(a == 0, 1, a))
+            out = xp.where(xp.isinf(a), 0, out)
         return as_array(out.astype(a.dtype, copy=False))
 
 
