@@ -8,6 +8,7 @@ it after `growth_interval` steps in a row without one (`growth_factor`).
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 from enum import Enum
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..creation import full
+from ..devices import cuda_is_available
 from ..ops.dual import xp_of
 from ..tensor import Tensor
 
@@ -43,6 +45,12 @@ class GradScaler:
     ) -> None:
         self._device = device
         self._enabled = enabled
+        if enabled and device == "cuda" and not cuda_is_available():
+            warnings.warn(
+                "torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
+                stacklevel=2,
+            )
+            self._enabled = False
         if self._enabled:
             if growth_factor <= 1.0:
                 raise AssertionError("The growth factor must be > 1.0.")

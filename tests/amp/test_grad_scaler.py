@@ -162,3 +162,11 @@ def test_training_under_autocast_on_a_sim_device():
         losses.append(loss.item())
     assert all(p.dtype == aa.float32 for p in model.parameters())
     assert losses[-1] < 0.6 * losses[0]
+
+
+def test_a_cuda_scaler_without_cuda_disables_itself_as_torchs_does(torch):
+    if aa.cuda_is_available():
+        pytest.skip("CUDA is available")
+    with pytest.warns(UserWarning, match="CUDA is not available.  Disabling."):
+        scaler = aa.amp.GradScaler()
+    assert not scaler.is_enabled() and scaler.get_scale() == 1.0
