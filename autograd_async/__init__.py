@@ -43,10 +43,10 @@ from .devices import (
 )
 
 # PyTorch's dtype aliases (`aa.float`, `aa.int`, ...) shadow builtins in this namespace only.
-from .dtypes import bfloat16, dtype, get_default_dtype, set_default_dtype
 from .dtypes import bool_ as bool
 from .dtypes import complex64 as cfloat
 from .dtypes import complex128 as cdouble
+from .dtypes import dtype, get_default_dtype, set_default_dtype
 from .dtypes import float16 as half
 from .dtypes import float32 as float
 from .dtypes import float64 as double
@@ -101,6 +101,7 @@ from . import fft  # torch.fft's names
 # isort: split
 from . import amp  # torch.amp's names
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled
+from .dtypes import bfloat16
 
 __version__ = "0.1.0"
 

@@ -38,16 +38,10 @@ from . import (
 from .transfer import to
 
 # isort: split
-from . import (
-    activations,
-    complex_parts,
-    linalg,
-    losses,
-    pointwise,
-    scan,
-    special,
-    special_functions,
-)
+from . import activations, linalg, losses, pointwise, scan, special
+
+# isort: split
+from . import complex_parts, special_functions
 
 # isort: split
 from . import random_draws, random_fills
