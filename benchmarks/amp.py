@@ -102,9 +102,11 @@ def _measure(step, reps: int, steps: int) -> dict:  # noqa: ANN001
     return {"ms": median(blocks) * 1e3, "peak_mib": max(peak_kib - start_kib, 0) / 1024}
 
 
-def _child(library: str, low: str, batch: int, reps: int, steps: int) -> dict:
+def _child(library: str, lows: list[str], batch: int, reps: int, steps: int) -> dict:
+    """Run settings `lows` of `library` in a fresh process (peak memory: the first one's)."""
     done = subprocess.run(
-        [sys.executable, __file__, "--child", library, low, str(batch), str(reps), str(steps)],
+        [sys.executable, __file__, "--child", library, ",".join(lows), str(batch), str(reps),
+         str(steps)],
         capture_output=True, text=True, check=False,
     )
     if done.returncode != 0:
@@ -115,10 +117,12 @@ def _child(library: str, low: str, batch: int, reps: int, steps: int) -> dict:
 def main() -> None:
     """Run every setting in its own process and print the table and the ratios."""
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        library, low, batch, reps, steps = sys.argv[2:7]
+        library, lows, batch, reps, steps = sys.argv[2:7]
         limit_blas_threads(1)
-        run = _ours if library == "ours" else _torch
-        print(json.dumps(run(low, int(batch), int(reps), int(steps))))
+        runs = {"ours": _ours, "torch": _torch}
+        libraries = list(runs) if library == "both" else [library]
+        print(json.dumps({f"{name} {low}": runs[name](low, int(batch), int(reps), int(steps))
+                          for name in libraries for low in lows.split(",")}))
         return
     parser = argument_parser(__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=None, help="steps per timed block")
@@ -130,9 +134,14 @@ def main() -> None:
     print(machine_line())
     print(f"digits CNN, batch {batch}, 1 thread, {reps} blocks of {steps} steps per setting")
     results = {}
-    for low in SETTINGS:
+    if args.quick:  # one process for everything: a smoke run, its memory figures mean nothing
+        for key, result in _child("both", list(SETTINGS), batch, reps, steps).items():
+            results[tuple(key.split())] = result
+    else:
         for library in ("ours", "torch"):
-            results[library, low] = _child(library, low, batch, reps, steps)
+            for low in SETTINGS:
+                results[library, low] = _child(library, [low], batch, reps, steps)[
+                    f"{library} {low}"]
     rows = []
     for low in SETTINGS:
         ours, theirs = results["ours", low], results["torch", low]
