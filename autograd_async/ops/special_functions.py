@@ -20,6 +20,7 @@ from .dual import as_array, data_of, exp, log, quiet, where, xp_of
 from .inplace import _through_copy
 from .nn_ops import erf
 from .pointwise import _float_pair, xlogy
+from .polynomials import POLYNOMIALS
 from .promotion import as_float, scalar
 from .special import Log1PBackward0, erfinv, expm1, log1p, on
 
@@ -371,63 +372,6 @@ def _call_binary(cls: type[Op], a: Any, b: Any) -> Any:
     return scipy_special(cls.scipy_name, a, b)
 
 
-# ------------------------------------------------------- orthogonal polynomials
-def _recurrence(x: Any, n: Any, first: Any, step: Any) -> Any:
-    """P_n(x) by a three-term recurrence, elementwise in n: P_0 = 1, P_1 = first(x),
-    P_{k+1} = step(k, x, P_k, P_{k-1}); P_n = 0 for n < 0, as PyTorch."""
-    xp = xp_of(x)
-    n, x = xp.broadcast_arrays(n, x)
-    previous, current = xp.ones_like(x), first(x)
-    out = xp.where(n == 0, previous, 0).astype(x.dtype)
-    out = xp.where(n == 1, current, out)
-    top = int(n.max()) if n.size else 0
-    for k in range(1, top):
-        previous, current = current, step(k, x, current, previous)
-        out = xp.where(n == k + 1, current, out)
-    return out
-
-
-_POLYNOMIALS: dict[str, Any] = {
-    "chebyshev_polynomial_t": (lambda x: x, lambda k, x, p, q: 2 * x * p - q),
-    "chebyshev_polynomial_u": (lambda x: 2 * x, lambda k, x, p, q: 2 * x * p - q),
-    "chebyshev_polynomial_v": (lambda x: 2 * x - 1, lambda k, x, p, q: 2 * x * p - q),
-    "chebyshev_polynomial_w": (lambda x: 2 * x + 1, lambda k, x, p, q: 2 * x * p - q),
-    "hermite_polynomial_h": (lambda x: 2 * x, lambda k, x, p, q: 2 * x * p - 2 * k * q),
-    "hermite_polynomial_he": (lambda x: x, lambda k, x, p, q: x * p - k * q),
-    "laguerre_polynomial_l": (
-        lambda x: 1 - x,
-        lambda k, x, p, q: ((2 * k + 1 - x) * p - k * q) / (k + 1),
-    ),
-    "legendre_polynomial_p": (
-        lambda x: x,
-        lambda k, x, p, q: ((2 * k + 1) * x * p - k * q) / (k + 1),
-    ),
-}
-
-
-class _Polynomial(Op):
-    __slots__ = ()
-    family: ClassVar[str] = ""
-    shifted: ClassVar[bool] = False
-
-    def forward(self, x: Any, n: Any) -> Any:
-        x, n = _float_pair(x, n)
-        xp = xp_of(x if hasattr(x, "dtype") else n)
-        dtype = x.dtype if hasattr(x, "dtype") else n.dtype
-        x = xp.asarray(x, dtype=dtype)
-        degree = xp.trunc(xp.asarray(n)).astype("int64")
-        if self.shifted:
-            x = 2 * x - 1
-        first, step = _POLYNOMIALS[self.family]
-        with quiet():
-            return as_array(_recurrence(x, degree, first, step).astype(dtype, copy=False))
-
-
-def _polynomial_op(family: str, shifted: bool = False) -> type[_Polynomial]:
-    name = "".join(w.title() for w in (("shifted_" if shifted else "") + family).split("_"))
-    return type(name, (_Polynomial,), {"__slots__": (), "family": family, "shifted": shifted})
-
-
 # ---------------------------------------------------------------- functions
 def _checked(name: str, input: Any) -> None:
     require_tensor(name, input)
@@ -466,18 +410,6 @@ def _binary_function(cls: type[Op], name: str, doc: str) -> Any:
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
-    return fn
-
-
-def _polynomial_function(cls: type[Op], name: str) -> Any:
-    def fn(input: Any, n: Any) -> Tensor:
-        if not isinstance(input, Tensor) and not isinstance(n, Tensor):
-            require_tensor(name, input)
-        detach = [v.detach() if isinstance(v, Tensor) else scalar(v) for v in (input, n)]
-        return cls.apply(*detach)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"PyTorch's {name.replace('_', ' ')} of degree n at input (no gradient)."
     return fn
 
 
@@ -578,14 +510,7 @@ SPECIAL.update(
         for name, cls in _PLAIN.items()
     }
 )
-SPECIAL.update({name: _polynomial_function(_polynomial_op(name), name) for name in _POLYNOMIALS})
-SPECIAL.update(
-    {
-        f"shifted_{name}": _polynomial_function(_polynomial_op(name, True), f"shifted_{name}")
-        for name in _POLYNOMIALS
-        if name.startswith("chebyshev")
-    }
-)
+SPECIAL.update(POLYNOMIALS)
 """The functions only `autograd_async.special` names (FUNCTIONS are top level too)."""
 
 
