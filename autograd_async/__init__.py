@@ -93,7 +93,18 @@ from .tensor import (
 )
 
 # isort: split
-from . import linalg  # torch.linalg's names
+from . import (
+    amp,  # torch.amp's names
+    distributions,  # torch.distributions' names
+    fft,  # torch.fft's names
+    func,  # torch.func's transforms
+    linalg,  # torch.linalg's names
+    special,  # torch.special's names
+)
+from ._version import __version__ as __version__  # the one place for the version
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled
+from .dtypes import bfloat16
+from .func import vmap  # torch.vmap
 from .ops.public import torch_functions
 
 # PyTorch's out= and argument errors naming the function called, on every public function.
@@ -103,12 +114,6 @@ globals().update(torch_functions(
      "randperm", "zeros", "bernoulli", "multinomial", "normal", "poisson"),
     globals(),
 ))
-
-# isort: split
-from . import distributions  # torch.distributions' names
-from ._version import __version__ as __version__  # the one place for the version
-from . import func  # torch.func's transforms
-from .func import vmap  # torch.vmap
 
 __all__ = [
     "Device",
@@ -122,10 +127,17 @@ __all__ = [
     "linalg",
     "func",
     "vmap",
+    "special",
+    "fft",
+    "amp",
+    "autocast",
+    "get_autocast_dtype",
+    "is_autocast_enabled",
     "nn",
     "optim",
     "profiler",
     "bool_",
+    "bfloat16",
     "complex64",
     "complex128",
     "cuda_device_count",

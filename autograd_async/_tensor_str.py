@@ -46,6 +46,8 @@ def _body(data: np.ndarray) -> str:
     if data.size == 0:
         return "[]"
     formatter = None
+    if data.dtype.kind == "V":  # ml_dtypes' bfloat16: printed through float32, as floats
+        data = data.astype(np.float32)
     if data.dtype.kind == "f":
         shown = data if data.size <= 1000 else _edges(data)
         formatter = {"float_kind": _float_formatter(shown.astype(np.float64))}

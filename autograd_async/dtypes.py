@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 # PyTorch's names first: the first name of a NumPy type is the one `repr` shows.
@@ -33,6 +34,14 @@ _NAMES = {
 }
 
 
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def _kind(np_dtype: np.dtype) -> str:
+    # ml_dtypes' bfloat16 is a NumPy user type (kind 'V'); it is a floating type to PyTorch.
+    return "f" if np_dtype == BFLOAT16 else np_dtype.kind
+
+
 class dtype:  # noqa: N801 - PyTorch's name
     """An element type: a NumPy dtype with PyTorch's attributes."""
 
@@ -41,7 +50,7 @@ class dtype:  # noqa: N801 - PyTorch's name
     def __init__(self, np_dtype: np.dtype, name: str) -> None:
         self._np = np_dtype
         self._name = name
-        kind = np_dtype.kind
+        kind = _kind(np_dtype)
         self.is_floating_point = kind == "f"
         self.is_complex = kind == "c"
         self.is_signed = kind in "ifc"
@@ -54,8 +63,8 @@ class dtype:  # noqa: N801 - PyTorch's name
 
     @property
     def kind(self) -> str:
-        """NumPy's kind character: 'b', 'i', 'u', 'f' or 'c'."""
-        return self._np.kind
+        """NumPy's kind character: 'b', 'i', 'u', 'f' or 'c' ('f' for bfloat16 too)."""
+        return _kind(self._np)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._np, name)
@@ -113,6 +122,7 @@ for _np_name, _aliases in _NAMES.items():
     _BY_NUMPY[_canonical._np] = _canonical
     for _alias in _aliases:
         _BY_NAME[_alias] = _canonical
+bfloat16 = _BY_NUMPY[BFLOAT16] = _BY_NAME["bfloat16"] = dtype(BFLOAT16, "bfloat16")
 _lock = threading.Lock()
 
 

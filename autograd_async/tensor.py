@@ -171,7 +171,7 @@ class Tensor:
 
     def is_floating_point(self) -> bool:
         """True for a floating point dtype."""
-        return self._data.dtype.kind == "f"
+        return self._data.dtype.kind in "fV"  # V: ml_dtypes' bfloat16
 
     def is_complex(self) -> bool:
         """True for a complex dtype."""
@@ -231,7 +231,7 @@ class Tensor:
                 "computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach()."
             )
-        if requires_grad and self._data.dtype.kind not in "fc":
+        if requires_grad and self._data.dtype.kind not in "fcV":  # V: ml_dtypes' bfloat16
             raise RuntimeError(
                 f"only Tensors of floating point and complex dtype can require gradients, "
                 f"got {self._data.dtype}"
@@ -288,7 +288,7 @@ class Tensor:
     def data(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
-        if self._rg and value._data.dtype.kind not in "fc":
+        if self._rg and value._data.dtype.kind not in "fcV":
             raise RuntimeError(
                 "data set to a tensor that requires gradients must be floating point or complex "
                 f"dtype, got {value.dtype}"

@@ -43,6 +43,7 @@ SMOKE_RUNS = [
     ("func_per_sample.py", ["--quick"], "target: ours vmap / NumPy", ("torch",)),
     ("data_parallel.py", ["--quick"], "target: ours / torch >= 1.0", ("torch", "mpi4py")),
     ("worker_memory.py", ["--quick", "--seconds", "0.3"], "p99 under attack - p99 without", ()),
+    ("amp.py", ["--quick"], "ours autocast float16 / float32", ("torch",)),
 ]
 
 

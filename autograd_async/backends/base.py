@@ -34,6 +34,9 @@ class Backend(ABC):
     #: Whether the array module raises IndexError for out-of-range integer indices by itself
     #: (NumPy does; CuPy wraps them around), so that `check_indices` need not run first.
     indexing_checks_bounds: bool = True
+    #: Whether float16/bfloat16 matrix products run natively (cuBLAS); NumPy's are slow loops,
+    #: so autocast computes those in float32 and rounds (see ops.autocast_policy).
+    native_half_matmul: bool = False
 
     # ------------------------------------------------------------------ arrays
     @property

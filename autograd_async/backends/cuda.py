@@ -53,6 +53,7 @@ class CudaBackend(Backend):
     type = "cuda"
     host_memory = False
     indexing_checks_bounds = False  # CuPy wraps out-of-range indices around
+    native_half_matmul = True
 
     def __init__(self) -> None:
         self._cupy: ModuleType | None = None

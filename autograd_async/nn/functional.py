@@ -4,10 +4,12 @@ the other activations and losses come from `ops.activations` and `ops.losses`.""
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from typing import Any
 
 from ..creation import default_generator
+from ..ops import autocast_policy
 from ..ops.attention import scaled_dot_product_attention
 from ..ops.base import torch_type_name
 from ..ops.conv import (
@@ -375,3 +377,6 @@ from ..ops.channel_rearrange import (  # noqa: E402
 )
 
 __all__ += ["channel_shuffle", "pixel_shuffle", "pixel_unshuffle", "rms_norm", "softmin"]
+
+# isort: split
+autocast_policy.install(sys.modules[__name__])  # linear, cross_entropy, mse_loss: as a whole

@@ -11,6 +11,7 @@ import functools
 import inspect
 from typing import Any
 
+from ..dtypes import bfloat16
 from ..tensor import Tensor, bool_, float16, float32, float64, int32, int64
 from . import (
     arithmetic,
@@ -54,20 +55,27 @@ from . import (
 )
 
 # isort: split
+from . import complex_parts, special_functions
+
+# isort: split
 from . import random_draws, random_fills
 
 # isort: split
-from . import distribution_math
+from . import autocast_policy, distribution_math
 
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
 _FAMILIES += (conv, pooling, sampling, normalization, embedding, distance, attention)
 _FAMILIES += (special, pointwise, scan, linalg, activations, losses)
+_FAMILIES += (special_functions, complex_parts)
 _FAMILIES += (views,)
 _FAMILIES += (linalg_solvers, assembling, statistics, numeric, scatter_reduce)
 _FAMILIES += (random_fills, random_draws)
 _FAMILIES += (distribution_math,)
 
+
+for _family in _FAMILIES:  # functions that autocast routes as a whole
+    autocast_policy.install(_family)
 FUNCTIONS: dict[str, Any] = {}
 for _family in _FAMILIES:
     FUNCTIONS.update(getattr(_family, "FUNCTIONS", {}))
@@ -131,6 +139,7 @@ def _install() -> None:
             "float": _cast(float32),
             "double": _cast(float64),
             "half": _cast(float16),
+            "bfloat16": _cast(bfloat16),
             "long": _cast(int64),
             "int": _cast(int32),
             "bool": _cast(bool_),

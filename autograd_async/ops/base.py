@@ -15,6 +15,7 @@ import time
 import weakref
 from typing import Any, ClassVar
 
+from ..autocast_state import autocast_state
 from ..backends.sim_mode import sim_mode_state
 from ..batching import batched_op
 from ..devices import Device, launching
@@ -204,8 +205,14 @@ class Op(Node):
         """Run the op on tensors (and Python scalars), recording a node when gradients are needed.
 
         Scalars passed positionally are inputs without an edge, `(None, 0)`; pass a scalar that
-        PyTorch keeps off the graph (`x ** 2`, `2 - x`) as a keyword.
+        PyTorch keeps off the graph (`x ** 2`, `2 - x`) as a keyword. Under autocast, the op's
+        policy (`autocast_policy`) may first cast the inputs.
         """
+        autocast = autocast_state.get()
+        if autocast is not None and autocast.enabled:
+            out = autocast_call(cls, inputs, kwargs, autocast)
+            if out is not NOT_ROUTED:
+                return out
         dev: Device | None = None
         arrays = []
         needs = []
@@ -451,4 +458,6 @@ class Op(Node):
 
 
 # Last: the views module builds on this one; only a view whose base changed in place needs it.
+# The autocast policy casts with `ToCopyBackward0`, an op built on this module too.
+from .autocast_policy import NOT_ROUTED, autocast_call  # noqa: E402
 from .views import refresh_if_stale  # noqa: E402

@@ -17,7 +17,7 @@ from ..dtypes import default_complex, default_float
 FLOAT32 = np.dtype("float32")
 INT64 = np.dtype("int64")
 COMPLEX64 = np.dtype("complex64")
-_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "V": 2, "c": 3}  # V: ml_dtypes' bfloat16
 _SCALAR_CATEGORY = {bool: 0, int: 1, float: 2, complex: 3}
 
 
