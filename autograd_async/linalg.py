@@ -7,11 +7,11 @@ from typing import Any
 
 from .ops.arithmetic import matmul
 from .ops.base import require_tensor
+from .ops.cholesky import cholesky  # differentiable twice, as the distributions need
 from .ops.linalg import linalg_norm as norm
 from .ops.linalg import matrix_norm, svdvals, vector_norm
 from .ops.linalg_decompositions import LinAlgError
 from .ops.linalg_solvers import (
-    cholesky,
     cholesky_ex,
     cond,
     det,

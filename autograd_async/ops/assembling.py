@@ -142,6 +142,14 @@ def dsplit(input: Tensor, indices_or_sections: Any) -> tuple:
 
 def broadcast_shapes(*shapes: Any) -> tuple:
     """The shape the given shapes broadcast to (PyTorch's error when they do not)."""
+    for s in shapes:
+        if not isinstance(s, int) and not (
+            isinstance(s, tuple | list) and all(isinstance(d, int) for d in s)
+        ):
+            raise TypeError(
+                f"broadcast_shapes(): expected shapes (ints or sequences of ints), got "
+                f"{type(s).__name__}"
+            )
     shapes = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
     try:
         return tuple(np.broadcast_shapes(*shapes))
@@ -181,6 +189,8 @@ def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple:
 def cartesian_prod(*tensors: Any) -> Tensor:
     """Every combination of one element from each 1-D tensor, as rows."""
     tensors = list(_unpack(tensors))
+    for i, t in enumerate(tensors):
+        require_tensor("cartesian_prod", t, "tensors", i + 1)
     if len(tensors) == 1:
         return tensors[0]
     return stack([g.reshape(-1) for g in meshgrid(*tensors, indexing="ij")], 1)

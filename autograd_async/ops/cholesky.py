@@ -15,6 +15,7 @@ from ..devices import backend_of
 from ..tensor import Tensor
 from .base import Op, require_tensor
 from .dual import as_array, quiet, swap_last, xp_of
+from .linalg_decompositions import LinAlgError
 
 
 def _triangle(a: Any, upper: bool) -> Any:
@@ -102,7 +103,7 @@ def _triangle_strict(a: Any) -> Any:
     return a.tril(-1) if isinstance(a, Tensor) else xp_of(a).tril(a, -1)
 
 
-def _not_positive_definite(a: Any) -> RuntimeError:
+def _not_positive_definite(a: Any) -> LinAlgError:
     """PyTorch's error, naming the first leading minor that is not positive-definite."""
     host = backend_of(a).to_host(a)
     flat = host.reshape((-1,) + host.shape[-2:])
@@ -112,12 +113,12 @@ def _not_positive_definite(a: Any) -> RuntimeError:
                 np.linalg.cholesky(matrix[:order, :order])
             except np.linalg.LinAlgError:
                 where = f"(Batch element {batch}): " if a.ndim > 2 else ""
-                return RuntimeError(
+                return LinAlgError(
                     f"linalg.cholesky: {where}The factorization could not be completed because "
                     f"the input is not positive-definite (the leading minor of order {order} "
                     "is not positive-definite)."
                 )
-    return RuntimeError("linalg.cholesky: The input is not positive-definite.")
+    return LinAlgError("linalg.cholesky: The input is not positive-definite.")
 
 
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
