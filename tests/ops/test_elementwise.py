@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gradients import check_op, compare_torch, to_numpy
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import mutually_broadcastable_shapes
 
@@ -38,7 +38,14 @@ BINARY = {
 @given(shapes=pairs, seed=st.integers(0, 2**16))
 def test_binary_ops_broadcast(name: str, shapes, seed: int) -> None:
     ours, ref, positive = BINARY[name]
-    check_op(ours, ref, *_arrays(shapes.input_shapes, seed, positive), seed=seed)
+    arrays = _arrays(shapes.input_shapes, seed, positive)
+    if name in KINKED:  # central differences across a tie measure neither side's slope
+        a, b = arrays
+        assume(np.all(np.abs(a - b) > 1e-4))
+    check_op(ours, ref, *arrays, seed=seed)
+
+
+KINKED = ("maximum", "minimum", "where")
 
 
 UNARY = {
