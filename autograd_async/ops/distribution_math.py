@@ -1,5 +1,6 @@
-"""The math that probability distributions need: lgamma, digamma, polygamma, and draws of Gamma
-(with implicit reparameterised gradients) and Binomial variables.
+"""The math that probability distributions need: draws of Gamma (with implicit reparameterised
+gradients) and Binomial variables, log Bessel functions; lgamma, digamma, polygamma and mvlgamma
+are `special_functions`' own, re-exported for the distributions.
 
 The special functions come from SciPy (CuPy's SciPy for CuPy arrays) through `special_array`.
 `_standard_gamma` differentiates its samples with respect to the concentration the way PyTorch
@@ -20,51 +21,9 @@ from ..devices import backend_of, launching
 from ..tensor import Tensor
 from .base import Op, require_tensor
 from .dual import as_array, data_of, quiet, xp_of
-from .promotion import as_float
 from .random_fills import device_state, require_floating
 from .special import _Unary, special_array
-
-
-class LgammaBackward0(_Unary):
-    __slots__ = ()
-
-    @staticmethod
-    def compute(a: Any) -> Any:
-        return special_array("gammaln", a)
-
-    def slope(self, x: Any) -> Any:
-        return DigammaBackward0.apply(x) if isinstance(x, Tensor) else digamma_array(x)
-
-
-class DigammaBackward0(_Unary):
-    __slots__ = ()
-
-    @staticmethod
-    def compute(a: Any) -> Any:
-        return special_array("psi", a)
-
-    def slope(self, x: Any) -> Any:
-        if isinstance(x, Tensor):
-            return PolygammaBackward0.apply(x, n=1)
-        return polygamma_array(1, x)
-
-
-class PolygammaBackward0(Op):
-    """The n-th derivative of digamma; the slope is the (n + 1)-th."""
-
-    __slots__ = ("_n",)
-    saved_inputs = (0,)
-    op_name = "polygamma"
-
-    def forward(self, a: Any, n: int) -> Any:
-        self._n = n
-        return polygamma_array(n, as_float(a))
-
-    def backward(self, g: Any) -> Any:
-        (x,) = self.saved(g)
-        if isinstance(x, Tensor):
-            return g * PolygammaBackward0.apply(x, n=self._n + 1)
-        return g * polygamma_array(self._n + 1, x)
+from .special_functions import digamma, lgamma, mvlgamma, polygamma
 
 
 def digamma_array(a: Any) -> Any:
@@ -208,49 +167,6 @@ def _float_input(input: Any, name: str) -> None:
     require_tensor(name, input)
 
 
-def lgamma(input: Tensor) -> Tensor:
-    """Elementwise log |Gamma(input)|."""
-    _float_input(input, "lgamma")
-    return LgammaBackward0.apply(input)
-
-
-def digamma(input: Tensor) -> Tensor:
-    """Elementwise digamma, the derivative of lgamma."""
-    _float_input(input, "digamma")
-    return DigammaBackward0.apply(input)
-
-
-def polygamma(n: int, input: Tensor) -> Tensor:
-    """Elementwise n-th derivative of digamma."""
-    _float_input(input, "polygamma")
-    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        raise RuntimeError("polygamma(n, x) does not support negative n.")
-    return PolygammaBackward0.apply(input, n=n)
-
-
-def mvlgamma(input: Tensor, p: int) -> Tensor:
-    """The multivariate log-gamma of dimension `p`, elementwise."""
-    _float_input(input, "mvlgamma")
-    if bool((data_of(input) <= (p - 1) / 2).any()):
-        raise RuntimeError(f"All elements must be greater than (p-1)/2 = {(p - 1) / 2:g}")
-    offsets = Tensor._wrap(-np.arange(p, dtype=input.dtype) / 2, input.device)
-    constant = p * (p - 1) / 4 * np.log(np.pi)
-    return lgamma(input.unsqueeze(-1) + offsets).sum(-1) + constant
-
-
-METHODS = {
-    "lgamma": lgamma,
-    "digamma": digamma,
-    "polygamma": lambda self, n: polygamma(n, self),
-    "mvlgamma": mvlgamma,
-}
-
-FUNCTIONS = {
-    "lgamma": lgamma,
-    "digamma": digamma,
-    "polygamma": polygamma,
-    "mvlgamma": mvlgamma,
-    "binomial": binomial,
-}
+FUNCTIONS = {"binomial": binomial}
 
 __all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "binomial"]

@@ -462,6 +462,8 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     _checked("mvlgamma", input)
     if not isinstance(p, int) or p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
+    if bool((data_of(input) <= (p - 1) / 2).any()):
+        raise RuntimeError(f"All elements must be greater than (p-1)/2 = {(p - 1) / 2:g}")
     return MvlgammaBackward0.apply(input, p=p)
 
 
