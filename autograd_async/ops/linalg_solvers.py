@@ -15,6 +15,7 @@ import numpy as np
 from ..tensor import Tensor
 from .arithmetic import matmul
 from .base import require_tensor
+from .cholesky import solve_triangular as triangular_solve
 from .dual import xp_of
 from .linalg import matrix_norm, svdvals
 from .linalg_decompositions import (
@@ -247,11 +248,8 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
         raise RuntimeError(
             "linalg.solve_triangular: The input tensor B must have at least 2 dimensions."
         )
-    T = _triangle(A, upper, unitriangular)
-    with np.errstate(all="ignore"):
-        if left:
-            return matmul(LinalgInvExBackward0.apply(T), B)
-        return matmul(B, LinalgInvExBackward0.apply(T))
+    # A triangular solve (only that triangle is read), not a product with the inverse.
+    return triangular_solve(A, B, upper=upper, left=left, unitriangular=unitriangular)
 
 
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
