@@ -303,7 +303,7 @@ async def grad_async(
     """Like `grad`, awaited without blocking the caller's event loop."""
     _check_only_inputs(only_inputs)
     if is_grads_batched:
-        rows = _batch_rows(outputs, grad_outputs)
+        rows = _batch_rows(grad_outputs)
         results = []
         for k, row in enumerate(rows):
             keep = True if k < len(rows) - 1 else retain_graph
@@ -321,7 +321,7 @@ async def grad_async(
     return _materialized(result, inputs, create_graph) if materialize_grads else result
 
 
-def _batch_rows(outputs: Any, grad_outputs: Any) -> list[tuple]:
+def _batch_rows(grad_outputs: Any) -> list[tuple]:
     """The rows of batched `grad_outputs`: one tuple of per-output gradients per batch entry."""
     grads = _as_tuple(grad_outputs)
     if not grads or any(not isinstance(g, Tensor) for g in grads):
@@ -333,7 +333,6 @@ def _batch_rows(outputs: Any, grad_outputs: Any) -> list[tuple]:
             f"first (batch) dimension, got shapes {[tuple(g.shape) for g in grads]}"
         )
     (size,) = sizes
-    del outputs
     return [tuple(g[k] for g in grads) for k in range(size)]
 
 
@@ -348,7 +347,7 @@ def _stack_rows(results: list[tuple]) -> tuple:
 def _batched(run: Any, outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: Any,
              create_graph: bool, allow_unused: Any, materialize_grads: bool) -> tuple:
     """`grad(..., is_grads_batched=True)`: one pass per batch row over the retained graph."""
-    rows = _batch_rows(outputs, grad_outputs)
+    rows = _batch_rows(grad_outputs)
     results = []
     for k, row in enumerate(rows):
         keep = True if k < len(rows) - 1 else retain_graph
