@@ -27,7 +27,7 @@ from ...engine.trace_events import CollectiveSpan
 from ...tensor import Tensor
 from ..parameter import Parameter
 
-__all__ = ["Bucket", "Reducer", "assign_buckets"]
+__all__ = ["Bucket", "BucketTimeline", "Reducer", "assign_buckets"]
 
 FIRST_BUCKET_BYTES = 1024 * 1024  # PyTorch's _DEFAULT_FIRST_BUCKET_BYTES
 
@@ -51,6 +51,46 @@ def assign_buckets(params: Sequence[Parameter], cap_bytes: int,
             open_by_kind[kind] = (members, size)
     buckets.extend(members for members, _ in open_by_kind.values() if members)
     return buckets
+
+
+class BucketTimeline:
+    """When each bucket's all_reduce ran in the last iteration, against when backward ended.
+
+    `spans` holds (launched_ns, completed_ns) per bucket (perf_counter_ns; completed is when the
+    backend settled the collective); `backward_done_ns` is when the last gradient was accumulated.
+    Communication before that moment ran while backward still had work to do: it is hidden.
+    """
+
+    __slots__ = ("spans", "backward_done_ns")
+
+    def __init__(self, spans: list[tuple[int, int]], backward_done_ns: int) -> None:
+        self.spans = spans
+        self.backward_done_ns = backward_done_ns
+
+    def communication_ns(self) -> int:
+        """Time with at least one bucket in flight (the union of the spans)."""
+        return sum(stop - start for start, stop in merged(self.spans))
+
+    def hidden_ns(self) -> int:
+        """The part of `communication_ns` that fell before backward ended."""
+        end = self.backward_done_ns
+        return sum(max(0, min(stop, end) - start) for start, stop in merged(self.spans))
+
+    def hidden_share(self) -> float:
+        """hidden / communication, 0..1 (1.0 when there was no communication to hide)."""
+        total = self.communication_ns()
+        return self.hidden_ns() / total if total else 1.0
+
+
+def merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Overlapping intervals joined, in order."""
+    out: list[tuple[int, int]] = []
+    for start, stop in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], stop))
+        else:
+            out.append((start, stop))
+    return out
 
 
 class Bucket:
@@ -104,6 +144,7 @@ class Reducer:
         self.marked_unused = False
         self.used_work: Any = None
         self.used_map: Any = None
+        self.last_timeline: BucketTimeline | None = None
         self.lock = threading.Lock()
         self.handles = [p.register_post_accumulate_grad_hook(self.hook_for(i))
                         for i, p in enumerate(self.params)]
@@ -214,6 +255,7 @@ class Reducer:
 
     def finalize(self) -> None:
         """Wait for every bucket and write the averaged gradients into `.grad`."""
+        backward_done_ns = time.perf_counter_ns()
         globally_unused: set[int] = set()
         if self.used_work is not None:
             self.used_work.wait()
@@ -227,6 +269,9 @@ class Reducer:
                 if i in globally_unused:
                     continue
                 self.write_grad(self.params[i], bucket.slot(position))
+        self.last_timeline = BucketTimeline(
+            [(b.launched_ns, b.work.completed_ns or backward_done_ns) for b in self.buckets],
+            backward_done_ns)
         self.require_finalize = False
 
     def record(self, sink: Any, bucket: Bucket) -> None:

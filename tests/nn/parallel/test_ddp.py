@@ -102,6 +102,11 @@ def test_buckets_appear_on_a_communication_track_per_rank_with_flows():
         first, last = ddp.reducer.buckets[0], ddp.reducer.buckets[-1]
         # Overlap: the first bucket was launched before backward reached the last gradient.
         assert first.launched_ns < last.source_ns
+        timeline = ddp.reducer.last_timeline
+        assert len(timeline.spans) == len(ddp.reducer.buckets)
+        assert all(start <= stop for start, stop in timeline.spans)
+        assert timeline.spans[0][0] <= timeline.backward_done_ns
+        assert 0.0 <= timeline.hidden_share() <= 1.0
         return len(ddp.reducer.buckets)
 
     with profile() as prof:
@@ -119,3 +124,15 @@ def test_buckets_appear_on_a_communication_track_per_rank_with_flows():
     starts = [e for e in trace if e.get("cat") == "bucket_ready" and e["ph"] == "s"]
     ends = [e for e in trace if e.get("cat") == "bucket_ready" and e["ph"] == "f"]
     assert len(starts) == len(ends) == len(spans)
+
+
+def test_bucket_timeline_counts_overlapping_communication_once_and_hides_what_precedes_the_end():
+    from autograd_async.nn.parallel.reducer import BucketTimeline
+
+    # Buckets in flight 0-40 and 30-60 (together 0-60), and 100-120; backward ended at 50.
+    timeline = BucketTimeline([(0, 40), (30, 60), (100, 120)], backward_done_ns=50)
+    assert timeline.communication_ns() == 80
+    assert timeline.hidden_ns() == 50
+    assert timeline.hidden_share() == pytest.approx(50 / 80)
+    assert BucketTimeline([(10, 20)], backward_done_ns=5).hidden_share() == 0.0
+    assert BucketTimeline([], backward_done_ns=5).hidden_share() == 1.0
