@@ -2,7 +2,7 @@
 
 Every node of every graph task that lives on the device runs here, and only here. Other threads hand
 work in through `submit` (a thread-safe inbox plus one wake-up of the loop), so a worker never
-blocks on another. The ready queue orders nodes as PyTorch's engine does: deeper reentrant tasks
+blocks on another; a gradient from another device arrives as a settled `GradientFuture` there. The ready queue orders nodes as PyTorch's engine does: deeper reentrant tasks
 first, then higher sequence number (AccumulateGrad has the highest).
 """
 
@@ -27,13 +27,14 @@ from ..graph import Node
 from ..graph_task import GraphTask, in_task_context
 from ..streams import streams_for
 from .gpu_timing import timed_on_stream
+from .handoff import GradientFuture
 from .stream_sync import check_reads, check_writes, stream_of, sync_consumers
 from .trace_events import Handoff
 
 if TYPE_CHECKING:
     from .engine import Engine
 
-START, DELIVER, ABANDON = "start", "deliver", "abandon"
+START, ABANDON = "start", "abandon"
 # Nodes run per pass before the worker yields to its event loop, so timers and I/O keep running.
 PASS_BUDGET = 512
 
@@ -152,7 +153,7 @@ class DeviceWorker:
 
         tasks = {entry[3] for entry in self.ready}
         tasks.update(self._async_nodes.values())
-        tasks.update(item[1] for item in self._drain_inbox())
+        tasks.update(task_of(item) for item in self._drain_inbox())
         self.ready.clear()
         why = "stopped" if death is None else f"died of {type(death).__name__}: {death}"
         for task in tasks:
@@ -190,8 +191,9 @@ class DeviceWorker:
         return self.thread is not None and self.thread.is_alive()
 
     # ----------------------------------------------------------------- inbox
-    def submit(self, item: tuple) -> None:
-        """Hand an item to this worker from any thread; it runs on the worker's thread."""
+    def submit(self, item: tuple | GradientFuture) -> None:
+        """Hand an item (a start, an abandon, or a settled gradient future) to this worker from
+        any thread; it runs on the worker's thread."""
         self.inbox.append(item)
         if self.dead:  # its loop will never run this: fail it here (see `_retire`)
             for taken in self._drain_inbox():
@@ -240,16 +242,15 @@ class DeviceWorker:
         inbox = self.inbox
         while inbox:
             item = inbox.popleft()
-            kind = item[0]
             try:
-                if kind is DELIVER:
+                if type(item) is GradientFuture:
                     self._receive(item)
-                elif kind is START:
+                elif item[0] is START:
                     self._begin(item[1], item[2])
-                elif kind is ABANDON:
+                else:
                     self._abandon(item[1])
             except BaseException as exc:  # noqa: BLE001 - fails the task, never the worker
-                self.engine.fail_task(item[1], exc, None, self)
+                self.engine.fail_task(task_of(item), exc, None, self)
 
     def _begin(self, task: GraphTask, starts: list) -> None:
         if task.finished:
@@ -263,21 +264,24 @@ class DeviceWorker:
         if pushed != 1 and task.add_outstanding(pushed - 1):
             self.engine.finish_task(task)
 
-    def _receive(self, item: tuple) -> None:
-        _, task, node, nr, grad, src_node, src_worker, sent_ns = item
+    def _receive(self, future: GradientFuture) -> None:
+        task = future.task
         self.handoffs_in += 1
         if task.finished:
             return
+        grad = future.result()  # the error that kept the gradient from arriving fails the task
+        node = future.node
         sink = self.engine.trace_sink
         if sink is not None:
+            src_worker = future.src_worker
             sink.record(
                 Handoff(
-                    task.id, str(src_worker.device), str(self.device), id(src_node), id(node),
-                    sent_ns, time.perf_counter_ns(), src_worker.thread.ident or 0,
-                    threading.get_ident(),
+                    task.id, str(src_worker.device), str(self.device), id(future.src_node),
+                    id(node), future.sent_ns, time.perf_counter_ns(),
+                    src_worker.thread.ident or 0, threading.get_ident(),
                 )
             )
-        inputs = task.deposit(node, nr, grad)
+        inputs = task.deposit(node, future.input_nr, grad)
         if inputs is not None:
             self.push(task, node, inputs)
         elif task.add_outstanding(-1):
@@ -413,20 +417,21 @@ class DeviceWorker:
         self.nodes_run += 1
         return self._route_or_fail(task, node, outputs)
 
-    def _deliver_when_copied(self, node: Node, target: DeviceWorker, item: tuple) -> None:
-        """Hand a gradient copied to host memory to `target` once its copy has completed.
+    def _settle_when_copied(self, node: Node, target: DeviceWorker, future: GradientFuture,
+                            grad: Any) -> None:
+        """Settle `future` with a gradient copied to host memory once its copy has completed.
 
         The copy runs on the node's stream without the host waiting; an event recorded after it
-        reaches the target's loop through the backend's completion callback, so neither this
-        thread nor the target's blocks on the device.
+        reaches the target's loop through the backend's completion callback, which settles the
+        future there, so neither this thread nor the target's blocks on the device.
         """
         backend = self._streams
         event = backend.new_event()
         backend.record(event, stream_of(node, backend))
         try:
-            backend.when_complete(event, target.loop, lambda: target.submit(item))
+            backend.when_complete(event, target.loop, lambda: future.set_result(grad))
         except RuntimeError as exc:  # the target's loop has closed
-            self.engine.reject(item, exc, target)
+            self.engine.reject(future, exc, target)
 
     def _route_or_fail(self, task: GraphTask, node: Node, outputs: tuple) -> tuple:
         """`_route`, failing the task (not the worker) when the gradients cannot be routed."""
@@ -486,11 +491,11 @@ class DeviceWorker:
         for nxt, nr, grad in handoffs:
             self.handoffs_out += 1
             target = self.engine.worker(nxt.device)
-            item = (DELIVER, task, nxt, nr, grad, node, self, sent)
+            future = GradientFuture(task, nxt, nr, node, self, sent, target.submit)
             if self._defers_host and target._host:
-                self._deliver_when_copied(node, target, item)
+                self._settle_when_copied(node, target, future, grad)
             else:
-                target.submit(item)
+                future.set_result(grad)
         return None, None
 
     def thread_name(self, ident: int) -> str:
@@ -599,3 +604,8 @@ def _evaluate_on(overrides: Any, task: GraphTask, node: Node, inputs: list) -> t
     """`task.evaluate` with the worker's stream overrides, inside the task's own context."""
     stream_overrides.set(overrides)
     return task.evaluate(node, inputs)
+
+
+def task_of(item: tuple | GradientFuture) -> GraphTask:
+    """The graph task an inbox item belongs to."""
+    return item.task if type(item) is GradientFuture else item[1]

@@ -18,7 +18,7 @@ from ..backends.stream_context import stream_overrides
 from ..devices import Device, DeviceError, backend_for, check_available
 from ..graph import Node
 from ..graph_task import GraphTask, describe_node
-from .device_worker import ABANDON, START, DeviceWorker, thread_state
+from .device_worker import ABANDON, START, DeviceWorker, task_of, thread_state
 from .handoff import BlockingWaiter, LoopWaiter
 from .loops import default_loop_kind, loop_factory
 from .stream_sync import check_default_streams, sync_finish, sync_start
@@ -258,9 +258,9 @@ class Engine:
             if not w.dead:
                 w.submit((ABANDON, task))
 
-    def reject(self, item: tuple, error: BaseException | None, worker: DeviceWorker) -> None:
+    def reject(self, item: Any, error: BaseException | None, worker: DeviceWorker) -> None:
         """A worker could not take an item (its loop is closed): fail the item's task."""
-        task = item[1]
+        task = task_of(item)
         if self._state == "open":
             text = (
                 f"the {worker.device} worker is no longer running; "
