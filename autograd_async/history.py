@@ -15,6 +15,7 @@ import traceback
 from typing import TYPE_CHECKING
 
 from .devices import DeviceError
+from .grad_mode import grad_enabled
 from .graph import NO_EDGE, Node, grad_accumulator, init_node
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "init_node",
     "keep_forward_trace",
     "rebase_history",
+    "refresh_if_stale",
     "set_history",
 ]
 
@@ -117,3 +119,20 @@ def clear_history(tensor: Tensor) -> None:
     tensor._grad_fn = None
     tensor._output_nr = 0
     tensor._rg = False
+
+
+def refresh_if_stale(view: Tensor) -> None:
+    """A view whose base changed in place since its history was set gets a regenerated one.
+
+    PyTorch does this when a view's grad_fn is read; here when the view is used (by an op, a
+    Function, an in-place op or backward). Without it, a gradient through a view that overlaps
+    a changed region would miss the change. The new history is a strided view of the base
+    (`Tensor._regenerate_view`, installed by `ops.views`, which owns that op).
+    """
+    version = view._version_source._ver
+    if view._view_version == version or not grad_enabled.get():
+        return  # under no_grad it stays stale: a later use with grad mode on regenerates it
+    view._view_version = version
+    base = view._base
+    if base._rg and base._data.flags.c_contiguous:
+        view._regenerate_view()

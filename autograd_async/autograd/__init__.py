@@ -13,7 +13,7 @@ from ..grad_mode import (
     set_grad_enabled,
 )
 from ..graph import Node
-from . import functional, graph
+from . import functional, graph, tensor_methods  # noqa: F401 - installs Tensor.backward
 from .api import backward, backward_async, grad, grad_async
 from .function import Function, FunctionCtx
 from .gradcheck import gradcheck, gradgradcheck

@@ -12,9 +12,8 @@ from ..engine import get_engine
 from ..grad_mode import anomaly_check_nan, anomaly_enabled
 from ..graph import Node, claim
 from ..graph_task import GraphRoot, GraphTask, caller_context
-from ..history import gradient_edge
+from ..history import gradient_edge, refresh_if_stale
 from ..ops.shape import stack
-from ..ops.views import refresh_if_stale
 from ..tensor import Tensor
 
 

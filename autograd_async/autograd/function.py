@@ -20,11 +20,11 @@ from ..history import (
     init_node,
     keep_forward_trace,
     rebase_history,
+    refresh_if_stale,
     set_history,
 )
 from ..ops.base import DETACHED_MESSAGE, RELEASED_MESSAGE, version_error
 from ..ops.inplace import VIEW_OF_LEAF_MESSAGE, rebase_view
-from ..ops.views import refresh_if_stale
 from ..saved_hooks import active as active_saved_hooks
 from ..saved_hooks import pack, unpack
 from ..tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor

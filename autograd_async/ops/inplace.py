@@ -19,7 +19,7 @@ import numpy as np
 from ..batching import batchable
 from ..devices import DeviceError, enters_device
 from ..grad_mode import grad_enabled
-from ..history import forward_name, rebase_history
+from ..history import forward_name, rebase_history, refresh_if_stale
 from ..tensor import Tensor, infer_array
 from .arithmetic import AddBackward0, SubBackward0, div, mul
 from .base import Op, broadcast_error
@@ -32,7 +32,6 @@ from .views import (
     AsStridedBackward0,
     element_offset,
     element_strides,
-    refresh_if_stale,
     regenerate_view,
     region_indices,
     require_contiguous_storage,
