@@ -12,7 +12,7 @@ from ..grad_mode import (
     set_detect_anomaly,
     set_grad_enabled,
 )
-from ..graph import Node
+from ..core.graph import Node
 from . import functional, graph, tensor_methods  # noqa: F401 - installs Tensor.backward
 from .api import backward, backward_async, grad, grad_async
 from .function import Function, FunctionCtx

@@ -10,11 +10,12 @@ from typing import Any
 from ..devices import CPU, array_module, launching
 from ..engine import get_engine
 from ..grad_mode import anomaly_check_nan, anomaly_enabled
-from ..graph import Node, claim
-from ..graph_task import GraphRoot, GraphTask, caller_context
-from ..history import gradient_edge, refresh_if_stale
+from ..core.graph import Node, claim
+from ..core.graph import GraphRoot
+from ..graph_task import GraphTask, caller_context
+from ..core.history import gradient_edge, refresh_if_stale
 from ..ops.shape import stack
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 
 def _as_tuple(value: Any) -> tuple:

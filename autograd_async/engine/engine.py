@@ -16,8 +16,9 @@ from typing import Any, NamedTuple
 
 from ..backends.stream_context import stream_overrides
 from ..devices import Device, DeviceError, backend_for, check_available
-from ..graph import Node
-from ..graph_task import GraphTask, describe_node
+from ..core.graph import Node
+from ..graph_task import GraphTask
+from ..node_evaluation import describe_node
 from .device_worker import ABANDON, START, DeviceWorker, thread_state
 from .handoff import BlockingWaiter, LoopWaiter
 from .loops import default_loop_kind, loop_factory

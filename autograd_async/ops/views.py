@@ -11,10 +11,9 @@ import math
 from typing import Any
 
 from ..devices import data_ptr
-from ..grad_mode import grad_enabled
-from ..history import rebase_history, refresh_if_stale  # noqa: F401 - re-exported
-from ..tensor import Tensor
-from .base import Op
+from ..core.history import rebase_history, refresh_if_stale  # noqa: F401 - re-exported
+from ..core.tensor import Tensor
+from ..core.op import Op
 from .dual import xp_of
 from .indexing import SelectBackward0, SliceBackward0, scatter_into_zeros
 from .reduction import normalize_dim

@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from . import devices as _devices
-from . import grad_mode
-from .backends.sanitizer import sanitizer
-from .backends.sanitizer import watches as sanitizer_watches
-from .backends.sim_mode import sim_mode_state
-from .devices import CPU, Device
-from .dtypes import (  # noqa: F401 - the element types, re-exported from here
+from .. import devices as _devices
+from .. import grad_mode
+from ..backends.sanitizer import sanitizer
+from ..backends.sanitizer import watches as sanitizer_watches
+from ..backends.sim_mode import sim_mode_state
+from ..devices import CPU, Device
+from ..dtypes import (  # noqa: F401 - the element types, re-exported from here
     bool_,
     complex64,
     complex128,
@@ -33,8 +33,8 @@ from .dtypes import (  # noqa: F401 - the element types, re-exported from here
     int64,
     uint8,
 )
-from .dtypes import dtype as DType  # noqa: N812
-from .dtypes import of as dtype_of
+from ..dtypes import dtype as DType  # noqa: N812
+from ..dtypes import of as dtype_of
 from .graph import Node, RemovableHandle
 
 # The default floating dtype when this module was imported (see `dtypes.default_float`).
@@ -484,7 +484,7 @@ class Tensor:
     __hash__ = object.__hash__
 
     def __repr__(self) -> str:
-        from ._tensor_str import format_tensor  # noqa: PLC0415 - printing is off the hot path
+        from .._tensor_str import format_tensor  # noqa: PLC0415 - printing is off the hot path
 
         return format_tensor(np.asarray(self.__array__()), str(self.device), self._rg, self.grad_fn)
 
@@ -514,6 +514,10 @@ class InferenceTensor(Tensor):
             raise RuntimeError(INFERENCE_INPLACE_MESSAGE)
         super()._bump_version()
 
+
+# The name users know the classes by (error messages name `autograd_async.tensor.Tensor`, pickles
+# record it): `autograd_async.tensor` is this module under its former name (`_moved_modules`).
+Tensor.__module__ = InferenceTensor.__module__ = "autograd_async.tensor"
 
 INFERENCE_SAVED_MESSAGE = (
     "Inference tensors cannot be saved for backward. Please do not use Tensors created in "

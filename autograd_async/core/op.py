@@ -11,6 +11,7 @@ backward (`create_graph=True`), and uses operators and `ops.dual` helpers that w
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from typing import Any, ClassVar
@@ -20,17 +21,17 @@ from ..backends.sim_mode import sim_mode_state
 from ..batching import batched_op
 from ..devices import Device, launching
 from ..grad_mode import anomaly_enabled, grad_enabled, inference_enabled
-from ..graph import Node
-from ..history import (
+from .graph import Node
+from .history import (
     device_mismatch,
     forward_name,
     init_node,
     keep_forward_trace,
     refresh_if_stale,
 )
-from ..recording import forward_sink
-from ..saved_hooks import hooks_stack
-from ..tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor, mark_inference
+from .recording import ForwardOp, forward_sink
+from .saved_hooks import hooks_stack
+from .tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor, mark_inference
 from .saved import PACKED, pack_output, pack_slots, save_packed, unpack_slots, unpacked
 from .stream_checks import check_op_streams
 
@@ -373,10 +374,6 @@ class Op(Node):
         self._out_ref = weakref.ref(tensor)
 
     def _record_forward(self, sink: Any, started: int, inputs: tuple, out: Any, requires: bool):
-        import threading  # noqa: PLC0415 - only when profiling
-
-        from ..engine.trace_events import ForwardOp  # noqa: PLC0415
-
         thread = threading.current_thread()
         outs = out if type(out) is tuple else (out,)
         sink.record(

@@ -14,8 +14,8 @@ import os
 import traceback
 from typing import TYPE_CHECKING
 
-from .devices import DeviceError
-from .grad_mode import grad_enabled
+from ..devices import DeviceError
+from ..grad_mode import grad_enabled
 from .graph import NO_EDGE, Node, grad_accumulator, init_node
 
 __all__ = [
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .devices import Device
+    from ..devices import Device
     from .tensor import Tensor
 
 # ------------------------------------------------------------------------- nodes
@@ -45,10 +45,12 @@ def gradient_edge(tensor: Tensor) -> tuple[Node, int]:
 
 
 # Frames of these files are how an op got recorded, not where the user called it.
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_CORE = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE = os.path.dirname(_CORE)
 _RECORDING_FILES = (
-    os.path.join(_PACKAGE, "history.py"),
-    os.path.join(_PACKAGE, "tensor.py"),
+    os.path.join(_CORE, "history.py"),
+    os.path.join(_CORE, "tensor.py"),
+    os.path.join(_CORE, "op.py"),
     os.path.join(_PACKAGE, "autograd", "function.py"),
     os.path.join(_PACKAGE, "ops") + os.sep,
 )
