@@ -14,7 +14,7 @@ import contextvars
 import itertools
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from .backends.sanitizer import enabled as sanitizer_enabled
 from .core.graph import GraphRoot, Node  # noqa: F401 - GraphRoot: re-exported
@@ -74,6 +74,25 @@ def in_task_context(task: GraphTask, fn: Callable[..., Any], *args: Any) -> Any:
 def _with_grad_mode(create_graph: bool, fn: Callable[..., Any], args: tuple) -> Any:
     grad_enabled.set(create_graph)
     return fn(*args)
+
+
+class TaskStart(NamedTuple):
+    """A gradient deposited into input `nr` of `node` as its graph task starts (None: the node
+    is a `GraphRoot`, which makes its own)."""
+
+    node: Node
+    nr: int
+    grad: Any
+
+
+class RunnableTask:
+    """What the engine runs: a graph task and the gradients it starts from."""
+
+    __slots__ = ("task", "starts")
+
+    def __init__(self, task: GraphTask, starts: list[TaskStart]) -> None:
+        self.task = task
+        self.starts = starts
 
 
 class GraphTask:
@@ -379,4 +398,11 @@ def compute_exec_info(
     return needed
 
 
-__all__ = ["GraphRoot", "GraphTask", "compute_dependencies", "compute_exec_info"]
+__all__ = [
+    "GraphRoot",
+    "GraphTask",
+    "RunnableTask",
+    "TaskStart",
+    "compute_dependencies",
+    "compute_exec_info",
+]

@@ -57,7 +57,7 @@ SMOKE = textwrap.dedent(
 
     where = pathlib.Path(aa.__file__).parent
     assert "site-packages" in where.parts, where
-    assert (where / "py.typed").is_file() and (where / "tensor.pyi").is_file()
+    assert (where / "py.typed").is_file() and (where / "core" / "tensor.pyi").is_file()
     assert importlib.metadata.version("autograd-async") == aa.__version__
 
 
@@ -227,7 +227,7 @@ def test_the_sdist_holds_the_sources_and_the_changelog(dists):
         "CHANGELOG.md",
         "autograd_async/_version.py",
         "autograd_async/py.typed",
-        "autograd_async/tensor.pyi",
+        "autograd_async/core/tensor.pyi",
     } <= names
 
 
