@@ -1,6 +1,10 @@
 """autograd-async: reverse-mode autograd on NumPy and CuPy, with a backward pass that runs on one
 worker thread and asyncio event loop per device and that callers can `await`."""
 
+from ._moved_modules import alias_moved_modules
+
+alias_moved_modules()  # first: `autograd_async.tensor` & co. name the core's modules from here on
+
 from . import autograd, cuda, engine, nn, optim, profiler, utils
 from . import ops as _ops  # noqa: F401 - installs the op methods on Tensor
 from .backends import set_sim_mode, sim_mode
@@ -77,7 +81,7 @@ from .streams import (
     stream,
     synchronize,
 )
-from .tensor import (
+from .core.tensor import (
     Tensor,
     bool_,
     complex64,

@@ -12,7 +12,7 @@ from . import devices as _devices
 from .batching import random_draw
 from .devices import CPU, Device
 from .dtypes import default_float
-from .tensor import Tensor, as_dtype, infer_array, made
+from .core.tensor import Tensor, as_dtype, infer_array, made
 
 
 class Generator:

@@ -9,12 +9,12 @@ from typing import Any
 
 from .creation import tensor as _tensor
 from .dtypes import get_default_dtype
-from .ops.base import require_tensor, torch_type_name
+from .core.op import require_tensor, torch_type_name
 from .ops.complex_parts import conj_of
 from .ops.fft import DUAL_NORM, c2c, c2r, r2c
 from .ops.rearrange import roll
 from .ops.reduction import normalize_dim
-from .tensor import Tensor
+from .core.tensor import Tensor
 
 _NORMS = ("backward", "forward", "ortho")
 

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from .ops.arithmetic import matmul
-from .ops.base import require_tensor
+from .core.op import require_tensor
 from .ops.cholesky import cholesky  # differentiable twice, as the distributions need
 from .ops.linalg import linalg_norm as norm
 from .ops.linalg import matrix_norm, svdvals, vector_norm
@@ -40,7 +40,7 @@ from .ops.linalg_solvers import (
     linalg_cross as cross,
 )
 from .ops.views import diagonal as _diagonal
-from .tensor import Tensor
+from .core.tensor import Tensor
 
 
 def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:

@@ -22,7 +22,7 @@ from typing import IO, Any
 import numpy as np
 
 from .devices import CPU, Device, DeviceError, asarray_on, check_available, to_host
-from .tensor import Tensor
+from .core.tensor import Tensor
 from .type_names import type_name
 
 FORMAT_VERSION = 1

@@ -18,7 +18,7 @@ from .ops.special import erfinv, expm1, log1p, round  # noqa: A004 - PyTorch's n
 from .ops.special_functions import SPECIAL, digamma, erfc, exp2, i0, logit, polygamma, sinc
 from .ops.special_functions import lgamma as gammaln
 from .ops.special_functions import mvlgamma as multigammaln
-from .tensor import Tensor
+from .core.tensor import Tensor
 
 psi = digamma
 

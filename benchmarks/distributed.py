@@ -5,7 +5,7 @@ Measured interleaved in one run, on loopback, every server in a process of its o
       page-aligned buffers, in another process): the ceiling;
   (b) `Connection.request` to an echo handler: the transport alone, for reference;
   (c) `await client.call(w, "clone", x)` with x a float32 tensor of the payload's size: x goes
-      to the worker (`python -m workers`), which clones it, and the clone comes back as a
+      to the worker (`python -m autograd_async.workers`), which clones it, and the clone comes back as a
       tensor;
   (d) a distributed backward through one remote `clone` whose output gradient is the payload:
       the gradient travels to the worker, which runs its part of backward on its engine, and
@@ -13,7 +13,7 @@ Measured interleaved in one run, on loopback, every server in a process of its o
 and the latency of a 1 KiB gradient handoff: a distributed backward through one remote `mul`
 (256 float32), next to the 1 KiB round trips of (a), (b) and (e) a remote `mul` forward.
 With --compare-heap, a second worker started with --release-freed-memory (the C library's
-default heap, which maps and zeroes each large block afresh: workers/heap.py) takes part in
+default heap, which maps and zeroes each large block afresh: autograd_async/workers/heap.py) takes part in
 every round as (c').
 
 "vs raw" is the median, over rounds, of (a)'s round trip over the mode's in the same round
@@ -115,7 +115,7 @@ def start_worker(token_file: Path, name: str = "bench",
     """Start a worker process; return it and its address from the READY line."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "workers", "--name", name, "--devices", "cpu",
+        [sys.executable, "-m", "autograd_async.workers", "--name", name, "--devices", "cpu",
          "--token-file", str(token_file), *extra],
         stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
     line = proc.stdout.readline().split()

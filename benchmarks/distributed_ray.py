@@ -1,7 +1,7 @@
 """`python benchmarks/distributed.py --ray`: workers as Ray actors against workers started by hand.
 
 Two pairs of workers on this machine, all on loopback: h0, h1 started by hand
-(`python -m workers`), and r0, r1 started as Ray actors by `workers.ray.RayWorkers` (on the Ray
+(`python -m autograd_async.workers`), and r0, r1 started as Ray actors by `autograd_async.workers.ray.RayWorkers` (on the Ray
 this process is connected to, else a local one). For each pair, a distributed backward through
 `relay` on the first worker, which clones the payload on the second: the gradient (the payload
 size) goes client -> first -> second and back the same way. The two pairs are interleaved
@@ -38,7 +38,7 @@ PAIRS = {"by hand": ("h0", "h1"), "Ray actors": ("r0", "r1")}
 
 def _start_by_hand(name: str, token_file: Path, env: dict[str, str],
                    peers: dict[str, str]) -> tuple[subprocess.Popen, str]:
-    cmd = [sys.executable, "-m", "workers", "--name", name, "--devices", "cpu",
+    cmd = [sys.executable, "-m", "autograd_async.workers", "--name", name, "--devices", "cpu",
            "--token-file", str(token_file), "--load", LOAD]
     for peer, address in peers.items():
         cmd += ["--peer", f"{peer}={address}"]
@@ -78,7 +78,7 @@ async def _measure(args: argparse.Namespace, addresses: dict[str, str]) -> dict[
 
 
 async def _run(args: argparse.Namespace, by_hand: dict[str, str]) -> dict[str, list]:
-    from workers.ray import RayWorkers  # noqa: PLC0415 - Ray is optional
+    from autograd_async.workers.ray import RayWorkers  # noqa: PLC0415 - Ray is optional
 
     async with await RayWorkers.start(n=2, names=["r0", "r1"], devices="cpu", token=TOKEN,
                                       load=(LOAD,), num_cpus=0, strategy=None) as cluster:

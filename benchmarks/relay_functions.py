@@ -3,7 +3,7 @@ peer, so a distributed backward sends the gradient from one worker to the other 
 
 from __future__ import annotations
 
-from workers.registry import current_worker, register_function
+from autograd_async.workers.registry import current_worker, register_function
 
 
 @register_function

@@ -1,6 +1,6 @@
 """A legitimate client's latency while hostile peers ask a worker for more memory than it has.
 
-A worker (`python -m workers`, --max-memory 1G, 512M per peer, 256M per call) serves two kinds
+A worker (`python -m autograd_async.workers`, --max-memory 1G, 512M per peer, 256M per call) serves two kinds
 of peers. The legitimate one calls a remote `mul` of 256 float32 every 5 ms and times each answer.
 An attack process (a process of its own, as a real attacker would be) runs ATTACKERS peers that
 each send, back to back, calls whose results or parameters dwarf their inputs: a (1, 16000) +
@@ -11,7 +11,7 @@ without and with the attack, the attack calls refused, and the worker's resident
 peak during the attack, sampled every 10 ms from /proc, and 2 s after). Target: the p99 under
 attack within 5 ms of the p99 without it; the worker's memory within 64 MiB of its baseline.
 
-What the counting costs (a NumPy memory handler per call: workers/allocator.py) is measured in
+What the counting costs (a NumPy memory handler per call: autograd_async/workers/allocator.py) is measured in
 this process too: CPU microseconds per op with and without it, best of --reps runs.
 
 Run:  python benchmarks/worker_memory.py [--seconds 3] [--attackers 4] [--quick]
@@ -48,8 +48,8 @@ import uvloop  # noqa: E402
 import autograd_async as ag  # noqa: E402
 from autograd_async import nn  # noqa: E402
 from autograd_async.distributed import Client, RemoteModule, ResourceExhausted  # noqa: E402
-from workers import allocator  # noqa: E402
-from workers.memory import MemoryBudget  # noqa: E402
+from autograd_async.workers import allocator  # noqa: E402
+from autograd_async.workers.memory import MemoryBudget  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TOKEN = b"benchmark-token-worker-memory"
@@ -72,7 +72,7 @@ def start_worker(token_file: str) -> tuple[subprocess.Popen, str]:
     """Start the worker process; return it and its address from the READY line."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "workers", "--name", "w1", "--devices", "cpu",
+        [sys.executable, "-m", "autograd_async.workers", "--name", "w1", "--devices", "cpu",
          "--token-file", token_file, *LIMITS],
         stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
     line = proc.stdout.readline().split()

@@ -5,7 +5,7 @@ scikit-learn: nothing is downloaded):
 
     x -> [w1: Linear(64, 32), Tanh] -> [w2: Linear(32, 10)] -> cross entropy (here, locally)
 
-The example starts the two workers itself (`python -m workers` on loopback, with a temporary
+The example starts the two workers itself (`python -m autograd_async.workers` on loopback, with a temporary
 token file), builds the two remote modules with the same initial weights as a local copy of the
 model, and trains both on the same batches with SGD: the local model with `optim.SGD`, the
 remote one with a `DistributedOptimizer` that steps the parameters where they live. It prints
@@ -13,7 +13,7 @@ both loss curves and exits 0 when they agree within the tolerance, 1 otherwise.
 
     python examples/distributed_training.py [--epochs 3] [--batch-size 64]
 
-With `--ray` the two workers are Ray actors instead (`workers.ray.RayWorkers`, needs
+With `--ray` the two workers are Ray actors instead (`autograd_async.workers.ray.RayWorkers`, needs
 `pip install 'autograd-async[ray]'`): on the Ray cluster this machine has joined (`ray start`,
 or RAY_ADDRESS), else on a local Ray. Across nodes the workers listen on their node's address,
 which needs TLS (`--tls-cert/--tls-key/--tls-ca`, paths present on every node) or `--insecure`.
@@ -71,7 +71,7 @@ def start_workers(token_file: Path) -> dict[str, tuple[subprocess.Popen, str]]:
     env = dict(os.environ, PYTHONPATH=str(REPO))
     procs = {}
     for name in ("w1", "w2"):
-        cmd = [sys.executable, "-m", "workers", "--listen", "127.0.0.1:0", "--name", name,
+        cmd = [sys.executable, "-m", "autograd_async.workers", "--listen", "127.0.0.1:0", "--name", name,
                "--devices", "cpu", "--token-file", str(token_file)]
         procs[name] = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
     workers = {}
@@ -141,7 +141,7 @@ async def train_on_processes(workers: dict, token: bytes,
 async def train_on_ray(args: argparse.Namespace,
                        *model_and_data: Any) -> tuple[list[float], float]:
     """Start w1 and w2 as Ray actors (spread over the nodes), train on them, stop them."""
-    from workers.ray import RayWorkers  # noqa: PLC0415 - Ray is optional
+    from autograd_async.workers.ray import RayWorkers  # noqa: PLC0415 - Ray is optional
 
     tls = None
     if args.tls_cert is not None:

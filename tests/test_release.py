@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 VERSION = re.search(
     r'__version__ = "([^"]+)"', (ROOT / "autograd_async" / "_version.py").read_text()
 ).group(1)
-# Top-level names the wheel may hold: the library, and for now the worker package beside it.
-WHEEL_TOP_LEVEL = {"autograd_async", "workers", f"autograd_async-{VERSION}.dist-info"}
+# Top-level names the wheel may hold: the library alone (the worker package is inside it).
+WHEEL_TOP_LEVEL = {"autograd_async", f"autograd_async-{VERSION}.dist-info"}
 # A hang guard, not a speed bound: build, install and runs took 100-200 s on a loaded 2-core host.
 STEP_TIMEOUT = 420
 # What the build copy leaves out of the repository (caches, environments, earlier builds).
@@ -57,7 +57,7 @@ SMOKE = textwrap.dedent(
 
     where = pathlib.Path(aa.__file__).parent
     assert "site-packages" in where.parts, where
-    assert (where / "py.typed").is_file() and (where / "tensor.pyi").is_file()
+    assert (where / "py.typed").is_file() and (where / "core" / "tensor.pyi").is_file()
     assert importlib.metadata.version("autograd-async") == aa.__version__
 
 
@@ -192,6 +192,10 @@ def test_the_wheel_ships_the_typing_files_and_no_tests(dists):
     assert "autograd_async/__main__.py" in names and "autograd_async/_version.py" in names
     top_level = {name.split("/")[0] for name in names}
     assert top_level <= WHEEL_TOP_LEVEL, top_level - WHEEL_TOP_LEVEL
+    assert "workers" not in top_level  # a generic name other distributions may claim
+    assert {"autograd_async/workers/__main__.py", "autograd_async/workers/ray/__init__.py"} <= set(
+        names
+    )
     assert not [n for n in names if re.search(r"(^|/)(tests|benchmarks|examples)/", n)]
 
 
@@ -223,7 +227,7 @@ def test_the_sdist_holds_the_sources_and_the_changelog(dists):
         "CHANGELOG.md",
         "autograd_async/_version.py",
         "autograd_async/py.typed",
-        "autograd_async/tensor.pyi",
+        "autograd_async/core/tensor.pyi",
     } <= names
 
 
@@ -239,6 +243,24 @@ def test_the_installed_package_reports_its_version_and_environment(venv, outside
     ), report
     assert "\nCuPy: " in report and "\nsim devices: " in report
     assert report.rstrip().endswith("compiled core: no (pure Python)")
+
+
+def test_the_wheel_declares_the_worker_console_script(dists):
+    names = zipfile.ZipFile(dists["wheel"]).namelist()
+    (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    text = zipfile.ZipFile(dists["wheel"]).read(entry_points).decode()
+    assert "autograd-async-worker = autograd_async.workers.__main__:main" in text
+
+
+def test_the_worker_console_script_runs_from_the_wheel(venv, outside):
+    script = venv.with_name("autograd-async-worker")
+    out = check(run([str(script), "--help"], outside, "autograd-async-worker"), "the worker script")
+    assert "--token-file" in out and "--listen" in out
+    missing = run([str(script), "--name", "w", "--token-file", str(outside / "absent")], outside,
+                  "autograd-async-worker without a token file")
+    assert missing.returncode == 1 and "absent" in missing.stderr
+    gone = run([str(venv), "-c", "import workers"], outside, "import workers")
+    assert gone.returncode != 0 and "No module named 'workers'" in gone.stderr
 
 
 def test_a_backward_awaited_on_cpu_and_sim_runs_from_the_wheel(venv, outside):

@@ -1,25 +1,23 @@
-"""The worker process of distributed autograd: `python -m workers` (or `autograd-async-worker`).
+"""`workers`, the repository's name for `autograd_async.workers`, from a checkout.
 
-A worker serves, to peers that know the shared token, the functions, module classes and
-optimizers registered in `workers.registry`; it records forward calls made under distributed
-contexts and runs its part of their backward passes. See docs/wire-protocol.md, section 8.
+The distribution ships the worker package as `autograd_async.workers` (and the console script
+`autograd-async-worker`): it claims no top-level name of its own. A checkout keeps this folder
+so that `python -m workers` and `import workers` work as they did; each module here is the
+package's own module object (`workers.registry is autograd_async.workers.registry`), so
+registrations and context variables are shared, never duplicated.
 """
 
-from .registry import (
-    Registry,
-    current_worker,
-    register_function,
-    register_module_class,
-    register_optimizer_class,
-)
-from .server import DEFAULT_CONTEXT_TTL, WorkerServer
+import importlib
+import pkgutil
+import sys
 
-__all__ = [
-    "DEFAULT_CONTEXT_TTL",
-    "Registry",
-    "WorkerServer",
-    "current_worker",
-    "register_function",
-    "register_module_class",
-    "register_optimizer_class",
-]
+import autograd_async.workers as _package
+from autograd_async.workers import *  # noqa: F403
+from autograd_async.workers import __all__  # noqa: F401
+
+for _module in pkgutil.walk_packages(_package.__path__, _package.__name__ + "."):
+    if _module.name.rpartition(".")[2] != "__main__":
+        _alias = __name__ + _module.name.removeprefix(_package.__name__)
+        sys.modules.setdefault(_alias, importlib.import_module(_module.name))
+        if _alias.count(".") == 1:  # `workers.ray` as an attribute, as an import would set it
+            globals()[_alias.partition(".")[2]] = sys.modules[_alias]

@@ -18,7 +18,7 @@ import numpy as np
 from ..creation import full
 from ..devices import cuda_is_available
 from ..ops.dual import xp_of
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 
 class OptState(Enum):

@@ -12,8 +12,8 @@ from ..grad_mode import (
     set_detect_anomaly,
     set_grad_enabled,
 )
-from ..graph import Node
-from . import functional, graph
+from ..core.graph import Node
+from . import functional, graph, tensor_methods  # noqa: F401 - installs Tensor.backward
 from .api import backward, backward_async, grad, grad_async
 from .function import Function, FunctionCtx
 from .gradcheck import gradcheck, gradgradcheck

@@ -10,12 +10,12 @@ from typing import Any
 from ..devices import CPU, array_module, launching
 from ..engine import get_engine
 from ..grad_mode import anomaly_check_nan, anomaly_enabled
-from ..graph import Node, claim
-from ..graph_task import GraphRoot, GraphTask, caller_context
-from ..history import gradient_edge
+from ..core.graph import Node, claim
+from ..core.graph import GraphRoot
+from ..graph_task import GraphTask, RunnableTask, TaskStart, caller_context
+from ..core.history import gradient_edge, refresh_if_stale
 from ..ops.shape import stack
-from ..ops.views import refresh_if_stale
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 
 def _as_tuple(value: Any) -> tuple:
@@ -70,14 +70,20 @@ def _root_gradients(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> 
     return grads
 
 
-class PreparedTask:
+class PreparedTask(RunnableTask):
     """A graph task plus how to start it and what to give back when it finishes."""
 
-    __slots__ = ("task", "starts", "inputs", "mode", "allow_unused")
+    __slots__ = ("inputs", "mode", "allow_unused")
 
-    def __init__(self, task: GraphTask, starts: list, inputs: tuple, mode: str, allow_unused: bool):
-        self.task = task
-        self.starts = starts  # [(node, nr, grad)] deposited before running
+    def __init__(
+        self,
+        task: GraphTask,
+        starts: list[TaskStart],
+        inputs: tuple,
+        mode: str,
+        allow_unused: bool,
+    ) -> None:
+        super().__init__(task, starts)
         self.inputs = inputs
         self.mode = mode
         self.allow_unused = allow_unused
@@ -139,10 +145,10 @@ def prepare(
     edges = [gradient_edge(t) for t in outs]
     if len(edges) == 1:
         root: Node = edges[0][0]
-        starts = [(edges[0][0], edges[0][1], grads[0])]
+        starts = [TaskStart(edges[0][0], edges[0][1], grads[0])]
     else:
         root = GraphRoot(edges, grads, outs[0].device if outs[0].device.is_accelerator else CPU)
-        starts = [(root, 0, None)]
+        starts = [TaskStart(root, 0, None)]
     task = GraphTask(
         root,
         keep_graph=keep_graph,

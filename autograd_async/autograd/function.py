@@ -14,20 +14,20 @@ from typing import Any, ClassVar
 
 from ..devices import CPU
 from ..grad_mode import anomaly_enabled, grad_enabled, no_grad
-from ..graph import Node
-from ..history import (
+from ..core.graph import Node
+from ..core.history import (
     device_mismatch,
     init_node,
     keep_forward_trace,
     rebase_history,
+    refresh_if_stale,
     set_history,
 )
-from ..ops.base import DETACHED_MESSAGE, RELEASED_MESSAGE, version_error
+from ..core.op import DETACHED_MESSAGE, RELEASED_MESSAGE, version_error
 from ..ops.inplace import VIEW_OF_LEAF_MESSAGE, rebase_view
-from ..ops.views import refresh_if_stale
-from ..saved_hooks import active as active_saved_hooks
-from ..saved_hooks import pack, unpack
-from ..tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor
+from ..core.saved_hooks import active as active_saved_hooks
+from ..core.saved_hooks import pack, unpack
+from ..core.tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor
 
 
 class BackwardCFunction(Node):

@@ -14,7 +14,7 @@ from typing import Any
 from ..creation import zeros_like
 from ..grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from ..ops import stack
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .api import grad
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from ..grad_mode import no_grad
-from ..graph_task import materialize
-from ..tensor import Tensor
+from ..node_evaluation import materialize
+from ..core.tensor import Tensor
 from .api import grad
 from .function import BackwardCFunction, Function
 from .functional import jvp

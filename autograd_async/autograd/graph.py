@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..devices import CPU, Device
-from ..graph import Node
-from ..saved_hooks import saved_tensors_hooks
-from ..tensor import Tensor
+from ..core.graph import Node
+from ..core.saved_hooks import saved_tensors_hooks
+from ..core.tensor import Tensor
 
 __all__ = ["Node", "save_on_cpu", "saved_tensors_hooks"]
 

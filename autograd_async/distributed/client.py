@@ -32,7 +32,7 @@ import numpy as np
 
 from ..devices import DeviceError
 from ..grad_mode import is_grad_enabled
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import methods
 from .auth import check_token
 from .channel import Channel, TcpTransport, Transport, parse_tcp_address

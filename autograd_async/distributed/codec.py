@@ -14,7 +14,7 @@ import numpy as np
 
 from ..creation import as_tensor
 from ..devices import CPU, Device
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 __all__ = ["SIMPLE_TYPES", "check_simple", "host_array", "output_device", "pack_args", "to_device"]
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from ..autograd.api import backward_async
 from ..creation import as_tensor, zeros
 from ..devices import Device
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import methods
 from .errors import DistributedError
 

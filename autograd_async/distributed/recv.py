@@ -15,7 +15,7 @@ import numpy as np
 
 from ..autograd.function import Function
 from ..devices import Device
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import methods
 from .codec import host_array, to_device
 

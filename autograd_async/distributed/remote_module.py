@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..creation import as_tensor
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import methods
 from .client import Client
 from .codec import check_simple, host_array

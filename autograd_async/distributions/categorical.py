@@ -13,7 +13,7 @@ from ..nn.functional import one_hot
 from ..ops.distribution_math import lgamma
 from ..ops.random_draws import multinomial
 from ..ops.shape import broadcast_to
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import constraints
 from .count_distributions import Binomial
 from .distribution import Distribution, as_shape, enumerated, finish_expand, require_one_of

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..grad_mode import no_grad
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import constraints
 from .categorical import Categorical
 from .distribution import Distribution, as_shape

@@ -11,7 +11,7 @@ import numpy as np
 from ..creation import as_tensor
 from ..ops.shape import cat as cat_tensors
 from ..ops.shape import stack as stack_tensors
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 __all__ = [
     "Constraint",

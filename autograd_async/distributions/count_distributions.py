@@ -13,7 +13,7 @@ from ..nn.functional import binary_cross_entropy_with_logits, logsigmoid
 from ..ops.distribution_math import binomial, lgamma
 from ..ops.pointwise import xlogy
 from ..ops.random_draws import poisson
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import constraints
 from .distribution import (
     Distribution,

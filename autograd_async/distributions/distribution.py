@@ -8,7 +8,7 @@ from typing import Any
 
 from ..autograd import grad
 from ..grad_mode import no_grad
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import constraints
 from .utils import lazy_property
 

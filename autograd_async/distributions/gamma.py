@@ -15,7 +15,7 @@ from ..nn.functional import one_hot
 from ..ops.distribution_math import _standard_gamma, digamma, lgamma
 from ..ops.pointwise import xlogy
 from ..ops.shape import stack
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import constraints
 from .distribution import Distribution, ExponentialFamily, as_shape
 from .normal import _expanded

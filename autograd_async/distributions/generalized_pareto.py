@@ -10,7 +10,7 @@ from typing import Any
 from ..creation import ones_like, rand, zeros_like
 from ..ops.comparison import isclose
 from ..ops.elementwise import where
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import constraints
 from .distribution import Distribution
 from .normal import _expanded

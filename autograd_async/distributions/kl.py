@@ -11,7 +11,7 @@ from typing import Any
 
 from ..creation import full_like
 from ..ops.pointwise import xlogy
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .distribution import Distribution
 
 __all__ = ["kl_divergence", "register_kl"]

@@ -7,7 +7,7 @@ import math
 
 from ..ops.distribution_math import digamma, lgamma
 from ..ops.elementwise import where
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .bounded import ContinuousBernoulli
 from .count_distributions import Bernoulli, Binomial, Poisson
 from .gamma import Beta, Exponential, Gamma

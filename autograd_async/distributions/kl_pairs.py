@@ -8,7 +8,7 @@ from ..autograd import grad
 from ..nn.functional import softplus
 from ..ops.cholesky import solve_triangular
 from ..ops.distribution_math import digamma, lgamma
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .bounded import ContinuousBernoulli
 from .categorical import Categorical, OneHotCategorical
 from .combinators import Independent, TransformedDistribution

@@ -15,7 +15,7 @@ from ..ops.cholesky import cholesky, solve_triangular
 from ..ops.distribution_math import digamma, lgamma, mvlgamma
 from ..ops.elementwise import where
 from ..ops.shape import cat
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import constraints
 from .distribution import Distribution, as_shape
 from .gamma import Beta, Chi2

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..creation import eye, randn
 from ..ops.cholesky import cholesky, solve_triangular
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import constraints
 from .distribution import Distribution, as_shape
 from .utils import diag_embed, lazy_property

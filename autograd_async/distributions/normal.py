@@ -11,7 +11,7 @@ from ..creation import rand, randn
 from ..grad_mode import no_grad
 from ..ops.distribution_math import _standard_gamma, digamma, lgamma
 from ..ops.special import erfinv
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import constraints
 from .distribution import Distribution, ExponentialFamily, as_shape
 from .utils import broadcast_all, finfo

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..creation import full_like, rand
 from ..ops.distribution_math import lgamma
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import constraints
 from .categorical import Categorical
 from .combinators import TransformedDistribution

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..creation import zeros_like
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import constraints
 
 __all__ = [

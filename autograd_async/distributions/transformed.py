@@ -10,7 +10,7 @@ from typing import Any
 from ..creation import full_like, ones_like, zeros_like
 from ..ops.distribution_math import digamma, lgamma
 from ..ops.elementwise import where
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import constraints
 from .combinators import TransformedDistribution
 from .gamma import Exponential, Gamma

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..nn.functional import logsigmoid, pad, softplus
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import constraints
 from .structured_transforms import (
     CatTransform,

@@ -13,7 +13,7 @@ from ..creation import as_tensor, tensor
 from ..dtypes import get_default_dtype
 from ..grad_mode import enable_grad
 from ..nn import functional as F
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 __all__ = [
     "broadcast_all",

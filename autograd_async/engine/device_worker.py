@@ -23,7 +23,7 @@ from ..backends.sanitizer import enabled as sanitizer_enabled
 from ..backends.stream_context import stream_overrides
 from ..devices import Device, forget_sim_user, note_sim_user
 from ..grad_mode import grad_enabled
-from ..graph import Node
+from ..core.graph import Node
 from ..graph_task import GraphTask, in_task_context
 from ..streams import streams_for
 from .gpu_timing import timed_on_stream

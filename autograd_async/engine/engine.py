@@ -16,8 +16,9 @@ from typing import Any, NamedTuple
 
 from ..backends.stream_context import stream_overrides
 from ..devices import Device, DeviceError, backend_for, check_available
-from ..graph import Node
-from ..graph_task import GraphTask, describe_node
+from ..core.graph import Node
+from ..graph_task import GraphTask, RunnableTask, TaskStart
+from ..node_evaluation import describe_node
 from .device_worker import ABANDON, START, DeviceWorker, task_of, thread_state
 from .handoff import BlockingWaiter, LoopWaiter
 from .loops import default_loop_kind, loop_factory
@@ -118,7 +119,7 @@ class Engine:
             w.nodes_run = w.busy_ns = w.handoffs_in = w.handoffs_out = 0
 
     # ----------------------------------------------------------- running tasks
-    def _start(self, task: GraphTask, starts: list) -> None:
+    def _start(self, task: GraphTask, starts: list[TaskStart]) -> None:
         check_default_streams(starts)
         caller = task.caller_streams = stream_overrides.get()
         if caller is not None or any(node._stream is not None for node, _, _ in starts):
@@ -127,10 +128,10 @@ class Engine:
         root_device = starts[0][0].device
         self.worker(root_device).submit((START, task, starts))
 
-    def run(self, prepared: Any, kind: str = "backward") -> None:
+    def run(self, prepared: RunnableTask, kind: str = "backward") -> None:
         """Run a prepared graph task, blocking the calling thread until it finishes."""
         self.check_open()
-        task: GraphTask = prepared.task
+        task = prepared.task
         driving = thread_state.worker
         if driving is not None and driving.engine is self:
             self._run_reentrant(task, prepared.starts, driving)
@@ -150,13 +151,13 @@ class Engine:
         finally:
             self._record_await(task, kind, begun)
 
-    async def run_async(self, prepared: Any, kind: str = "backward_async") -> None:
+    async def run_async(self, prepared: RunnableTask, kind: str = "backward_async") -> None:
         """Run a prepared graph task, awaiting it without blocking the caller's loop.
 
         Cancelling the await (or a timeout around it) abandons the graph task.
         """
         self.check_open()
-        task: GraphTask = prepared.task
+        task = prepared.task
         task.reentrant_depth = reentrant_depth.get() + 1
         waiter = LoopWaiter(asyncio.get_running_loop())
         task.on_finish = waiter.settle
@@ -170,7 +171,9 @@ class Engine:
         finally:
             self._record_await(task, kind, begun)
 
-    def _run_reentrant(self, task: GraphTask, starts: list, worker: DeviceWorker) -> None:
+    def _run_reentrant(
+        self, task: GraphTask, starts: list[TaskStart], worker: DeviceWorker
+    ) -> None:
         parent = worker.running_task
         task.reentrant_depth = (parent.reentrant_depth if parent is not None else 0) + 1
         task.on_finish = lambda error: worker.wake_waiter()

@@ -21,7 +21,7 @@ from ..streams import streams_for
 
 if TYPE_CHECKING:
     from ..devices import Device
-    from ..graph import Node
+    from ..core.graph import Node
     from ..graph_task import GraphTask
 
 #: The places a backward pass makes one stream wait for another.

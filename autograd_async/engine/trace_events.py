@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from ..core.recording import ForwardOp  # noqa: F401 - a record kind of the trace, made in core
+
 
 class NodeRun(NamedTuple):
     """One execution of a backward node on a device worker."""
@@ -88,19 +90,6 @@ class CallerAwait(NamedTuple):
     kind: str  # "backward", "backward_async", "grad", "grad_async"
     start_ns: int
     end_ns: int
-
-
-class ForwardOp(NamedTuple):
-    """One forward op recorded on the thread that ran it (profile(record_forward=True))."""
-
-    thread_id: int
-    thread_name: str
-    name: str  # op name, e.g. "mul"
-    sequence_nr: int  # sequence number given to its node, -1 when no node was made
-    start_ns: int
-    end_ns: int
-    input_shapes: tuple
-    output_shapes: tuple
 
 
 class GpuKernelSpan(NamedTuple):

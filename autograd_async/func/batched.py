@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..batching import vmap_levels
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 ITEM_MESSAGE = (
     "vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over calling "

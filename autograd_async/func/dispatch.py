@@ -16,7 +16,7 @@ from typing import Any
 from ..batching import vmap_levels
 from ..ops.shape import stack
 from ..ops.views import select
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .batched import BatchedTensor, batched, level_size, top_level, unwrap
 
 # Op class -> rule(cls, level, inputs, kwargs); function name -> rule(fn, level, args, kwargs).

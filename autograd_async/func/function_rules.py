@@ -10,7 +10,7 @@ from typing import Any
 from ..creation import arange, zeros
 from ..ops.elementwise import where
 from ..ops.reduction import normalize_dim
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .batched import top_level, unwrap
 from .dispatch import (
     RANDOM_ERROR,

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..nn.modules.module import Module
 from ..ops.shape import stack
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 
 def _owner(module: Module, name: str) -> tuple[Module, str]:

@@ -26,8 +26,8 @@ from ..ops import (
     triangular,
     views,
 )
-from ..ops.base import Op
-from ..tensor import Tensor
+from ..core.op import Op
+from ..core.tensor import Tensor
 from .batched import unwrap
 from .dispatch import materialize, op_rule, per_example, wrap_out
 

@@ -18,10 +18,10 @@ from ..ops import (
     sampling,
 )
 from ..ops.arithmetic import matmul
-from ..ops.base import Op
+from ..core.op import Op
 from ..ops.nn_ops import NativeDropoutBackward0
 from ..ops.reduction import MeanBackward1, SumBackward1
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .batched import unwrap
 from .dispatch import RANDOM_ERROR, current_randomness, op_rule, per_example, wrap_out
 from .rules import aligned, padded

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..ops import dual
-from ..ops.base import Op
-from ..tensor import Tensor
+from ..core.op import Op
+from ..core.tensor import Tensor
 
 
 def is_shared(value: Any) -> bool:

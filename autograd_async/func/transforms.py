@@ -18,7 +18,7 @@ from ..batching import vmap_levels
 from ..creation import ones_like, zeros_like
 from ..grad_mode import enable_grad
 from ..ops.shape import stack
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .batched import BatchedTensor, batched, level_size, physical
 from .dispatch import per_example
 from .pytree import tree_flatten, tree_map, tree_unflatten

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..batching import VmapLevel, vmap_levels
 from ..ops.shape import cat
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .batched import BatchedTensor, batched, unwrap
 from .pytree import broadcast_prefix, tree_flatten, tree_unflatten
 

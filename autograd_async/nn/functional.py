@@ -11,7 +11,7 @@ from typing import Any
 from ..creation import default_generator
 from ..ops import autocast_policy
 from ..ops.attention import scaled_dot_product_attention
-from ..ops.base import torch_type_name
+from ..core.op import torch_type_name
 from ..ops.conv import (
     conv1d,
     conv2d,
@@ -45,7 +45,7 @@ from ..ops.pooling import (
 )
 from ..ops.promotion import result_type
 from ..ops.sampling import interpolate, pad
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from ..type_names import type_name
 
 # isort: split

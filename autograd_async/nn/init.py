@@ -15,7 +15,7 @@ from typing import Any
 from .. import creation
 from ..grad_mode import no_grad
 from ..ops.dual import xp_of
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 _LINEAR_FNS = (
     "linear",

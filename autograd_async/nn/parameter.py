@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..creation import empty
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 
 class Parameter(Tensor):

@@ -12,7 +12,7 @@ import inspect
 from typing import Any
 
 from ..dtypes import bfloat16
-from ..tensor import Tensor, bool_, float16, float32, float64, int32, int64
+from ..core.tensor import Tensor, bool_, float16, float32, float64, int32, int64
 from . import (
     arithmetic,
     attention,

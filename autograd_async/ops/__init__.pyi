@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..creation import Generator
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 def abs(input: Tensor) -> Tensor: ...
 def acos(input: Tensor) -> Tensor: ...

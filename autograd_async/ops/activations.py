@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tensor import Tensor
-from .base import Op, require_tensor, torch_type_name
+from ..core.tensor import Tensor
+from ..core.op import Op, require_tensor, torch_type_name
 from .dual import as_array, data_of, exp, mul_const, quiet, tanh, where, xp_of
 from .elementwise import SigmoidBackward0, sigmoid_array
 from .promotion import FLOAT32

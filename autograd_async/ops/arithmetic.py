@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..dtypes import default_float
-from ..tensor import Tensor
-from .base import Op, torch_type_name
+from ..core.tensor import Tensor
+from ..core.op import Op, torch_type_name
 from .dual import (
     as_array,
     data_of,

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from ..devices import device as as_device
-from ..tensor import Tensor
-from .base import require_tensor
+from ..core.tensor import Tensor
+from ..core.op import require_tensor
 from .reduction import normalize_dim
 from .shape import cat, stack
 

@@ -18,9 +18,9 @@ import numpy as np
 
 from ..creation import default_generator
 from ..devices import launching
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import dual
-from .base import Op, broadcast_error
+from ..core.op import Op, broadcast_error
 from .dual import as_array, sum_dims, sum_to, swap_last, xp_of
 from .elementwise import where
 from .nn_ops import NativeDropoutBackward0, softmax

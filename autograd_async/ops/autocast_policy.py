@@ -21,7 +21,8 @@ import numpy as np
 from ..autocast_state import AutocastState, autocast_state
 from ..devices import backend_for
 from ..grad_mode import grad_enabled
-from ..tensor import Tensor
+from ..core.tensor import Tensor
+from ..core.op import NOT_ROUTED, Op
 from .transfer import ToCopyBackward0
 
 LOWER, FLOAT32, PROMOTE, KEEP = "lower", "float32", "promote", "keep"
@@ -106,8 +107,6 @@ for _policies in POLICIES.values():
     for _name in _KEEP:
         _policies.setdefault(_name, KEEP)
 POLICIES["sim"] = POLICIES["cuda"]
-
-NOT_ROUTED = object()
 
 
 def _floating(x: Any) -> bool:
@@ -307,3 +306,7 @@ def _round_outputs(out: Any, low: np.dtype) -> Any:
     if isinstance(out, Tensor):
         return _cast(out, low) if out._data.dtype == FLOAT32_DTYPE else out
     return tuple(_round_outputs(o, low) for o in out)
+
+
+# Every op's `apply` asks this policy first while autocast is on.
+Op.route_autocast = staticmethod(autocast_call)

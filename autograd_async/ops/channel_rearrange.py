@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..tensor import Tensor
-from .base import require_tensor
+from ..core.tensor import Tensor
+from ..core.op import require_tensor
 from .nn_ops import softmax
 
 

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from ..devices import backend_of
-from ..tensor import Tensor
-from .base import Op, require_tensor
+from ..core.tensor import Tensor
+from ..core.op import Op, require_tensor
 from .dual import as_array, quiet, swap_last, xp_of
 from .linalg_decompositions import LinAlgError
 

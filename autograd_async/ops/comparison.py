@@ -9,8 +9,8 @@ import numpy as np
 
 from ..batching import batchable
 from ..devices import DeviceError, launching
-from ..tensor import Tensor
-from .base import broadcast_error, require_tensor, torch_type_name
+from ..core.tensor import Tensor
+from ..core.op import broadcast_error, require_tensor, torch_type_name
 from .dual import as_array, xp_of
 from .promotion import promote, result_type, scalar
 from .reduction import normalize_dims

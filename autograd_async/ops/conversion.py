@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..devices import CPU, Device, backend_for
-from ..tensor import Tensor, as_dtype
+from ..core.tensor import Tensor, as_dtype
 from .transfer import to
 
 # PyTorch's legacy type names: x.type() == 'aa.FloatTensor'.

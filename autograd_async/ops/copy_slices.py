@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..graph import Node
-from ..history import NO_EDGE, gradient_edge, init_node
-from ..tensor import Tensor
-from .base import RELEASED_MESSAGE
+from ..core.graph import Node
+from ..core.history import NO_EDGE, gradient_edge, init_node
+from ..core.tensor import Tensor
+from ..core.op import RELEASED_MESSAGE
 from .dual import getitem, mul_const, xp_of
 from .indexing import IndexAccumulateBackward0
 

@@ -18,8 +18,8 @@ import numpy as np
 
 from ..creation import Generator
 from ..devices import backend_of, launching
-from ..tensor import Tensor
-from .base import Op, require_tensor
+from ..core.tensor import Tensor
+from ..core.op import Op, require_tensor
 from .dual import as_array, data_of, quiet, xp_of
 from .random_fills import device_state, require_floating
 from .special import _Unary, special_array

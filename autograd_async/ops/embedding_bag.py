@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import creation
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .elementwise import where
 from .embedding import _renorm_rows
 from .gather import index_select

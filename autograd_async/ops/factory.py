@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import creation
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 
 def new_zeros(

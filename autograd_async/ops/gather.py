@@ -17,8 +17,8 @@ import numpy as np
 
 from ..batching import batchable
 from ..devices import DeviceError, backend_of
-from ..tensor import Tensor
-from .base import Op, describe, require_tensor
+from ..core.tensor import Tensor
+from ..core.op import Op, describe, require_tensor
 from .dual import getitem, mul_const, sum_dims, where, xp_of
 from .indexing import IndexAccumulateBackward0, IndexBackward0
 from .reduction import normalize_dim

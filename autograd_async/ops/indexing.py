@@ -14,8 +14,8 @@ import numpy as np
 
 from ..batching import batchable
 from ..devices import Device, backend_for, backend_of
-from ..tensor import Tensor
-from .base import Op
+from ..core.tensor import Tensor
+from ..core.op import Op
 from .dual import as_array, getitem, xp_of
 
 _BASIC = (int, slice, type(None), EllipsisType)

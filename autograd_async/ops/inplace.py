@@ -19,10 +19,10 @@ import numpy as np
 from ..batching import batchable
 from ..devices import DeviceError, enters_device
 from ..grad_mode import grad_enabled
-from ..history import forward_name, rebase_history
-from ..tensor import Tensor, infer_array
+from ..core.history import forward_name, rebase_history, refresh_if_stale
+from ..core.tensor import Tensor, infer_array
 from .arithmetic import AddBackward0, SubBackward0, div, mul
-from .base import Op, broadcast_error
+from ..core.op import Op, broadcast_error
 from .copy_slices import CopySlices
 from .dual import data_of, getitem, mul_const, xp_of, zeros_like
 from .elementwise import clamp, relu
@@ -32,7 +32,6 @@ from .views import (
     AsStridedBackward0,
     element_offset,
     element_strides,
-    refresh_if_stale,
     regenerate_view,
     region_indices,
     require_contiguous_storage,

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from ..devices import backend_of
-from ..tensor import Tensor
-from .base import Op, torch_type_name
+from ..core.tensor import Tensor
+from ..core.op import Op, torch_type_name
 from .dual import as_array, quiet, xp_of
 
 

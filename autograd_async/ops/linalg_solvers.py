@@ -12,9 +12,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .arithmetic import matmul
-from .base import require_tensor
+from ..core.op import require_tensor
 from .cholesky import solve_triangular as triangular_solve
 from .dual import xp_of
 from .linalg import matrix_norm, svdvals

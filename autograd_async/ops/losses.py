@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from ..batching import batchable
-from ..tensor import Tensor
-from .base import Op, torch_type_name
+from ..core.tensor import Tensor
+from ..core.op import Op, torch_type_name
 from .dual import as_array, data_of, log, mul_const, quiet, unsqueeze, where, xp_of
 from .nn_ops import log_softmax
 

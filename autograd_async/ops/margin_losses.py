@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..grad_mode import no_grad
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .activations import logsigmoid
 from .distance import pairwise_distance
 from .dual import data_of, where, xp_of

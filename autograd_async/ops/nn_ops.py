@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import dual
-from .base import Op, require_kernel_dtype, require_tensor
+from ..core.op import Op, require_kernel_dtype, require_tensor
 from .dual import as_array, exp, mul_const, sum_dims, xp_of
 from .promotion import as_float
 from .reduction import logsumexp_array

@@ -17,9 +17,9 @@ import numpy as np
 
 from ..dtypes import default_float
 from ..dtypes import of as dtype_of
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .arithmetic import matmul
-from .base import Op, require_tensor, torch_type_name
+from ..core.op import Op, require_tensor, torch_type_name
 from .dual import as_array, xp_of
 from .elementwise import where
 from .promotion import result_type as array_result_type

@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..grad_mode import grad_enabled, no_grad
-from ..tensor import Tensor
-from .base import torch_type_name
+from ..core.tensor import Tensor
+from ..core.op import torch_type_name
 from .inplace import copy_
 
 # Parameters that hold several tensors: PyTorch words their errors "tuple of Tensors".

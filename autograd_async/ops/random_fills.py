@@ -20,8 +20,8 @@ import numpy as np
 from ..batching import batchable
 from ..creation import Generator, default_generator
 from ..devices import Device, enters_device
-from ..tensor import Tensor
-from .base import Op, torch_type_name
+from ..core.tensor import Tensor
+from ..core.op import Op, torch_type_name
 from .dual import xp_of, zeros_like
 from .inplace import _commit, _operand, _recording, _snapshot
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..tensor import Tensor
-from .base import Op
+from ..core.tensor import Tensor
+from ..core.op import Op
 from .dual import reshape as reshape_any
 from .dual import sum_dims, xp_of
 from .reduction import normalize_dim

@@ -12,8 +12,8 @@ from typing import Any
 
 from ..batching import batchable
 from ..devices import enters_device
-from ..tensor import Tensor
-from .base import Op, torch_type_name
+from ..core.tensor import Tensor
+from ..core.op import Op, torch_type_name
 from .dual import (
     as_array,
     data_of,

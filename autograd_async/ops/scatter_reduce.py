@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ..tensor import Tensor
-from .base import Op, require_tensor
+from ..core.tensor import Tensor
+from ..core.op import Op, require_tensor
 from .dual import as_array, quiet, xp_of
 from .gather import grid_key
 from .reduction import normalize_dim

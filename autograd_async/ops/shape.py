@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from ..devices import data_ptr
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from ..type_names import type_name
-from .base import Op, torch_type_name
+from ..core.op import Op, torch_type_name
 from .dual import getitem, xp_of
 from .promotion import result_type
 from .reduction import normalize_dim

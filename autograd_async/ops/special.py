@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..devices import backend_of
-from ..tensor import Tensor
-from .base import Op
+from ..core.tensor import Tensor
+from ..core.op import Op
 from .dual import as_array, quiet, xp_of, zeros_like
 from .promotion import as_float
 

@@ -14,8 +14,8 @@ import math
 from typing import Any, ClassVar
 
 from ..devices import backend_of, enters_device
-from ..tensor import Tensor
-from .base import Op, require_tensor, torch_type_name
+from ..core.tensor import Tensor
+from ..core.op import Op, require_tensor, torch_type_name
 from .dual import as_array, data_of, exp, log, quiet, where, xp_of
 from .inplace import _through_copy
 from .nn_ops import erf

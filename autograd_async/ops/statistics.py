@@ -12,8 +12,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..tensor import Tensor
-from .base import require_tensor
+from ..core.tensor import Tensor
+from ..core.op import require_tensor
 from .dual import xp_of
 from .elementwise import where
 from .gather import gather

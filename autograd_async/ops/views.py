@@ -11,10 +11,9 @@ import math
 from typing import Any
 
 from ..devices import data_ptr
-from ..grad_mode import grad_enabled
-from ..history import rebase_history
-from ..tensor import Tensor
-from .base import Op
+from ..core.history import rebase_history, refresh_if_stale  # noqa: F401 - re-exported
+from ..core.tensor import Tensor
+from ..core.op import Op
 from .dual import xp_of
 from .indexing import SelectBackward0, SliceBackward0, scatter_into_zeros
 from .reduction import normalize_dim
@@ -163,22 +162,6 @@ def regenerate_view(view: Tensor) -> None:
     view._view_version = view._version_source._ver
 
 
-def refresh_if_stale(view: Tensor) -> None:
-    """A view whose base changed in place since its history was set gets a regenerated one.
-
-    PyTorch does this when a view's grad_fn is read; here when the view is used (by an op, a
-    Function, an in-place op or backward). Without it, a gradient through a view that overlaps
-    a changed region would miss the change.
-    """
-    version = view._version_source._ver
-    if view._view_version == version or not grad_enabled.get():
-        return  # under no_grad it stays stale: a later use with grad mode on regenerates it
-    view._view_version = version
-    base = view._base
-    if base._rg and base._data.flags.c_contiguous:
-        regenerate_view(view)
-
-
 # ------------------------------------------------------------------ functions
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """`length` elements of dimension `dim` from `start` (a view)."""
@@ -266,3 +249,8 @@ FUNCTIONS = {
     "diagonal": diagonal,
 }
 METHODS = {"view_as": view_as}
+
+
+# A stale view is regenerated through its tensor (`history.refresh_if_stale`): the op it needs
+# lives here, above the tensor.
+Tensor._regenerate_view = regenerate_view

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..devices import CPU, array_module, each_on_its_device
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .optimizer import grad_array
 
 

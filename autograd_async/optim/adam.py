@@ -9,7 +9,7 @@ import numpy as np
 
 from ..devices import CPU, array_module, each_on_its_device
 from ..grad_mode import no_grad
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .optimizer import Optimizer, grad_array
 
 

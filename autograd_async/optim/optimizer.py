@@ -13,7 +13,7 @@ from typing import Any
 
 from ..devices import array_module, launching, move_array
 from ..grad_mode import enable_grad
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 
 class _RequiredParameter:

@@ -24,7 +24,7 @@ from autograd_async.profiler.chrome_trace import caller_slice_name, to_chrome_tr
 from autograd_async.profiler.key_averages import KeyAverages
 from autograd_async.profiler.record_function import UserRange, range_sink
 from autograd_async.profiler.summary import Summary, summarize
-from autograd_async.recording import forward_sink
+from autograd_async.core.recording import forward_sink
 
 
 class ProfilerError(RuntimeError):

@@ -27,8 +27,8 @@ from ..autograd.function import Function
 from ..creation import default_generator
 from ..engine.device_worker import thread_state
 from ..grad_mode import enable_grad, no_grad
-from ..saved_hooks import saved_tensors_hooks
-from ..tensor import Tensor
+from ..core.saved_hooks import saved_tensors_hooks
+from ..core.tensor import Tensor
 
 __all__ = ["checkpoint"]
 

@@ -203,13 +203,13 @@ def server_process():
         proc.wait(5)
 
 
-# --- real worker processes (`python -m workers`) ---------------------------------------
+# --- real worker processes (`python -m autograd_async.workers`) ------------------------
 
 WORKER_LOAD = "tests.distributed.worker_functions"
 
 
 class WorkerProcess:
-    """A worker started as `sys.executable -m workers`, its address read from the READY line."""
+    """A worker started as `python -m autograd_async.workers`, its address read from READY."""
 
     def __init__(self, proc: subprocess.Popen, name: str, host: str, port: int,
                  log: Path) -> None:
@@ -235,7 +235,7 @@ def start_worker(name: str, token_file: Path, log_dir: Path, *, devices: str = "
                  listen: str = "127.0.0.1:0", extra: tuple[str, ...] = (),
                  timeout: float = 30.0) -> WorkerProcess:
     """Start one worker process and wait for its READY line."""
-    cmd = [sys.executable, "-m", "workers", "--listen", listen, "--name", name,
+    cmd = [sys.executable, "-m", "autograd_async.workers", "--listen", listen, "--name", name,
            "--devices", devices, "--token-file", str(token_file), *extra]
     for peer, address in (peers or {}).items():
         cmd += ["--peer", f"{peer}={address}"]

@@ -22,7 +22,7 @@ from autograd_async.distributed import Client, connect, serve
 from autograd_async.distributed.pool import MIN_POOLED_BYTES
 from autograd_async.distributed.schema import ALLOWED_DTYPES
 from autograd_async.distributed.wire import encode_frame
-from workers import WorkerServer
+from autograd_async.workers import WorkerServer
 
 from .conftest import TOKEN
 

@@ -19,10 +19,10 @@ import pytest
 import autograd_async as ag
 from autograd_async import distributed as dist
 from autograd_async.distributed import Client, RemoteModule, ResourceExhausted
-from workers import allocator
-from workers.__main__ import build_parser
-from workers.memory import DEFAULT_MAX_MEMORY, MemoryBudget, machine_memory
-from workers.sizing import broadcast_nbytes, matmul_nbytes, matmul_shape
+from autograd_async.workers import allocator
+from autograd_async.workers.__main__ import build_parser
+from autograd_async.workers.memory import DEFAULT_MAX_MEMORY, MemoryBudget, machine_memory
+from autograd_async.workers.sizing import broadcast_nbytes, matmul_nbytes, matmul_shape
 
 from .conftest import TOKEN, rss_kib
 

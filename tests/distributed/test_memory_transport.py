@@ -22,7 +22,7 @@ from autograd_async.distributed import (
     serve,
 )
 from autograd_async.distributed.memory import MemoryTransport
-from workers import WorkerServer
+from autograd_async.workers import WorkerServer
 
 from .conftest import TOKEN
 

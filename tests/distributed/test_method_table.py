@@ -6,7 +6,7 @@ import pytest
 
 from autograd_async.distributed import methods
 from autograd_async.distributed.methods import METHODS, bind_handlers, handles
-from workers import WorkerServer
+from autograd_async.workers import WorkerServer
 
 from .conftest import TOKEN
 

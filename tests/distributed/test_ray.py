@@ -16,7 +16,7 @@ import autograd_async as ag
 from autograd_async import distributed as dist
 from autograd_async import nn, optim
 from autograd_async.distributed import DistributedOptimizer, RemoteModule, WorkerLostError
-from workers.ray import RAY_MISSING, RayWorkerError, RayWorkers, TlsFiles
+from autograd_async.workers.ray import RAY_MISSING, RayWorkerError, RayWorkers, TlsFiles
 
 from .conftest import TOKEN, WORKER_LOAD, train_like_local
 
@@ -192,7 +192,7 @@ async def test_start_checks_its_arguments_before_touching_ray(monkeypatch):
     def no_ray():
         raise AssertionError("Ray was reached")
 
-    monkeypatch.setattr("workers.ray.cluster.import_ray", no_ray)
+    monkeypatch.setattr("autograd_async.workers.ray.cluster.import_ray", no_ray)
     with pytest.raises(ValueError, match="names has 1 entries for n=2"):
         await RayWorkers.start(n=2, names=["a"])
     with pytest.raises(ValueError, match="distinct"):
@@ -228,7 +228,7 @@ async def test_without_ray_the_error_says_how_to_install_it(monkeypatch):
 
 async def test_across_nodes_workers_need_tls_or_insecure(local_ray, monkeypatch):
     # The decision is the driver's: pretend the cluster spans nodes.
-    monkeypatch.setattr("workers.ray.cluster.is_single_node", lambda ray: False)
+    monkeypatch.setattr("autograd_async.workers.ray.cluster.is_single_node", lambda ray: False)
     with pytest.raises(ValueError, match="tls=.*insecure=True"):
         await RayWorkers.start(n=1, load=(WORKER_LOAD,))
     async with await RayWorkers.start(n=1, names=["n0"], load=(WORKER_LOAD,), insecure=True,

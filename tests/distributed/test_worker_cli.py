@@ -88,6 +88,24 @@ def test_ready_line_and_console_script(tmp_path):
         assert proc.wait(15) == 0
 
 
+def test_the_checkout_name_is_the_installed_package():
+    # `workers/` is the repository's folder; the distribution ships `autograd_async.workers`.
+    code = (
+        "import workers, workers.registry, workers.ray.cluster, autograd_async.workers as w\n"
+        "assert workers.registry is w.registry and workers.ray.cluster is w.ray.cluster\n"
+        "assert workers.WorkerServer is w.WorkerServer\n"
+        "from workers.__main__ import main; from autograd_async.workers.__main__ import main as m\n"
+        "assert main is m\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert run_cli("--help").stdout == subprocess.run(
+        [sys.executable, "-m", "autograd_async.workers", "--help"], capture_output=True,
+        text=True, cwd=REPO, env=env, timeout=60).stdout
+
+
 def test_startup_errors(tmp_path):
     token_file = tmp_path / "token"
     write_token(token_file)

@@ -13,7 +13,7 @@ from autograd_async import distributed as dist
 from autograd_async.distributed import Client, RemoteModule, ResourceExhausted
 from autograd_async.distributed.quota import ByteBudget
 from autograd_async.distributed.wire import encode_frame
-from workers.contexts import ContextStore
+from autograd_async.workers.contexts import ContextStore
 
 from .conftest import TOKEN
 

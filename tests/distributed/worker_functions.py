@@ -10,7 +10,7 @@ import numpy as np
 import autograd_async as ag
 from autograd_async import nn
 from autograd_async.autograd import Function
-from workers.registry import current_worker, register_function, register_module_class
+from autograd_async.workers.registry import current_worker, register_function, register_module_class
 
 
 class Explode(Function):

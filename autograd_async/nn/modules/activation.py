@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .input_checks import expect_tensor
 from .module import Module

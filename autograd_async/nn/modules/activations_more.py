@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ... import creation
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from ..parameter import Parameter
 from .module import Module

@@ -19,7 +19,7 @@ from ...devices import array_module, launching
 from ...dtypes import default_float
 from ...ops import cat
 from ...ops.attention import self_attention_heads
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
 from ..parameter import Parameter

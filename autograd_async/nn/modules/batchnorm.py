@@ -7,7 +7,7 @@ from typing import Any
 
 from ... import creation
 from ...grad_mode import no_grad
-from ...tensor import Tensor, int64
+from ...core.tensor import Tensor, int64
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
 from ..parameter import Parameter

@@ -13,7 +13,7 @@ from ...ops.channel_rearrange import (
     rms_norm,
     softmin,
 )
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
 from ..parameter import Parameter

@@ -10,7 +10,7 @@ import operator
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 from ..parameter import Parameter
 from .module import Module
 

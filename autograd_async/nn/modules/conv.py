@@ -8,7 +8,7 @@ from typing import Any
 
 from ... import creation
 from ...ops.conv import expand_param
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
 from ..parameter import Parameter

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 from .input_checks import expect_tensor
 from .module import Module
 

@@ -16,8 +16,8 @@ from typing import Any
 from ...autograd.function import Function
 from ...creation import zeros_like
 from ...grad_mode import is_grad_enabled
-from ...graph import RemovableHandle
-from ...tensor import Tensor
+from ...core.graph import RemovableHandle
+from ...core.tensor import Tensor
 
 
 @dataclass(eq=False, slots=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 from ...type_names import type_name
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .input_checks import expect_tensor
 from .module import Module

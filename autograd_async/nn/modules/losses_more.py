@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...ops.losses import legacy_reduction
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .module import Module
 

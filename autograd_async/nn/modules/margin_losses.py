@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...ops.losses import check_reduction
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .losses_more import _LegacyLoss, _WeightedLoss
 

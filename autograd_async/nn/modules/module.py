@@ -12,9 +12,9 @@ from typing import Any, NamedTuple
 
 from ...devices import Device, DeviceError, check_available, move_array
 from ...grad_mode import no_grad
-from ...graph import RemovableHandle
+from ...core.graph import RemovableHandle
 from ...optim.optimizer import reset_grad
-from ...tensor import Tensor, as_dtype
+from ...core.tensor import Tensor, as_dtype
 from ..parameter import Parameter
 from .hooks import HookEntry, ModuleHooks, call_with_hooks
 

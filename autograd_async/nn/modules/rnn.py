@@ -15,7 +15,7 @@ from typing import Any
 from ... import creation
 from ...ops.rnn import GATES, recurrent_layer
 from ...ops.shape import cat, stack
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
 from ..parameter import Parameter

@@ -10,9 +10,9 @@ import math
 from typing import Any
 
 from ... import creation
-from ...ops.base import torch_type_name
+from ...core.op import torch_type_name
 from ...ops.rnn import recurrent_layer
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 from .. import init
 from ..parameter import Parameter
 from .input_checks import expect_tensor

@@ -6,7 +6,7 @@ from typing import Any
 
 from ... import creation
 from ...grad_mode import no_grad
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
 from ..parameter import Parameter

@@ -16,7 +16,7 @@ from ...distributed.collectives.api import all_reduce, resolve_group
 from ...distributed.collectives.process_group import ReduceOp
 from ...grad_mode import no_grad
 from ...ops.shape import cat
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 from .batchnorm import _BatchNorm
 from .input_checks import expect_tensor
 from .module import Module

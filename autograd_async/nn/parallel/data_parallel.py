@@ -16,7 +16,7 @@ from typing import Any
 
 from ...devices import Device, backend_for
 from ...ops.shape import cat
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 from ..modules.module import Module
 
 __all__ = ["DataParallel"]

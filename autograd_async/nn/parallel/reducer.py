@@ -24,7 +24,7 @@ from ...backends.registry import backends
 from ...distributed.collectives.process_group import ReduceOp
 from ...engine.engine import get_engine
 from ...engine.trace_events import CollectiveSpan
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 from ..parameter import Parameter
 
 __all__ = ["Bucket", "BucketTimeline", "Reducer", "assign_buckets"]

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from ...grad_mode import no_grad
 from ...ops import cat
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 
 
 def _same_device(params: list[Tensor]) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 from ... import creation
 from ...ops.gather import index_select
 from ...ops.shape import cat
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 
 
 class _PackedFields(NamedTuple):

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...creation import as_tensor, tensor
 from ...ops import stack
-from ...tensor import Tensor, float64
+from ...core.tensor import Tensor, float64
 
 
 def default_collate(batch: list[Any]) -> Any:

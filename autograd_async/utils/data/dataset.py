@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ...creation import Generator, default_generator
-from ...tensor import Tensor
+from ...core.tensor import Tensor
 
 
 class Dataset:

@@ -10,15 +10,15 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .backends.stream_context import stream_overrides
+from ..backends.stream_context import stream_overrides
 
 if TYPE_CHECKING:
-    from .devices import Device
+    from ..devices import Device
     from .tensor import Tensor
 
 # AccumulateGrad outranks every other node in a ready queue, as in PyTorch (UINT64_MAX).
@@ -183,22 +183,29 @@ class Node:
         """Drop what the node saved for backward (after backward, unless the graph is kept)."""
         self._released = True
 
-    def __call__(self, *grad_outputs: Any) -> Any:
-        """Run the node's backward on `grad_outputs` outside a backward pass, as PyTorch does.
-
-        Gradients come back as Tensors, one per edge (a single one unwrapped); with grad mode on,
-        they are recorded like any op.
-        """
-        from .graph_task import call_node  # noqa: PLC0415 - it imports this module
-
-        return call_node(self, grad_outputs)
-
     def __repr__(self) -> str:
         return f"<{self.name()} object at {hex(id(self))}>"
 
     def __lt__(self, other: Node) -> bool:
         # Only for heap ties across tasks that share a key; never expected to decide anything.
         return id(self) < id(other)
+
+
+class GraphRoot(Node):
+    """The root of a backward pass over several outputs: hands each root its starting gradient."""
+
+    __slots__ = ("_grads",)
+    runs_without_grad = True
+
+    def __init__(self, edges: Sequence[tuple[Node, int]], grads: Sequence[Any], dev: Device):
+        init_node(self, dev)  # PyTorch's GraphRoot takes a sequence number too
+        self.next_functions = tuple(edges)
+        self._grads = tuple(grads)
+        self._out_meta = ()
+
+    def backward(self, *_: Any) -> tuple:
+        """The starting gradients."""
+        return self._grads
 
 
 class AccumulateGrad(Node):

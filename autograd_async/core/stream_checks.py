@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..backends.sanitizer import sanitizer, watches
-from ..tensor import Tensor
+from .tensor import Tensor
 
 
 def check_op_streams(op: str, inputs: tuple, result: Any, is_view: bool) -> None:

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from .creation import Generator
-from .devices import Device
-from .graph import Node, RemovableHandle
+from ..core.graph import Node, RemovableHandle
+from ..creation import Generator
+from ..devices import Device
 
 def as_dtype(dtype: Any) -> np.dtype | None: ...
 def infer_array(data: Any, dtype: Any, dev: Device) -> Any: ...

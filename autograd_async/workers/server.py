@@ -57,7 +57,7 @@ from autograd_async.distributed.quota import (
 from autograd_async.distributed.server import Server, serve
 from autograd_async.grad_mode import enable_grad, no_grad
 from autograd_async.graph_task import nodes_run_in_caller_context
-from autograd_async.tensor import Tensor
+from autograd_async.core.tensor import Tensor
 
 from . import allocator
 from .contexts import (

@@ -4,7 +4,7 @@ Only names registered here can be called or built by a peer; nothing sent over t
 imported or evaluated. The operator extends the allow-list with `--load MODULE`, whose import
 runs `register_function` / `register_module_class` calls:
 
-    from workers.registry import register_function
+    from autograd_async.workers.registry import register_function
 
     @register_function
     def scaled_tanh(x, *, scale=1.0):

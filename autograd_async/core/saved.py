@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..devices import is_device_array
-from ..saved_hooks import PackedTensor, pack, unpack, unpack_data
-from ..tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor
+from .saved_hooks import PackedTensor, pack, unpack, unpack_data
+from .tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor
 
 if TYPE_CHECKING:
-    from .base import Op
+    from .op import Op
 
 # `_saved_data` of a node whose saved tensors went through saved-tensor hooks.
 PACKED = ("packed",)

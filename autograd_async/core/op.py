@@ -11,6 +11,7 @@ backward (`create_graph=True`), and uses operators and `ops.dual` helpers that w
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from typing import Any, ClassVar
@@ -20,18 +21,22 @@ from ..backends.sim_mode import sim_mode_state
 from ..batching import batched_op
 from ..devices import Device, launching
 from ..grad_mode import anomaly_enabled, grad_enabled, inference_enabled
-from ..graph import Node
-from ..history import (
+from .graph import Node
+from .history import (
     device_mismatch,
     forward_name,
     init_node,
     keep_forward_trace,
+    refresh_if_stale,
 )
-from ..recording import forward_sink
-from ..saved_hooks import hooks_stack
-from ..tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor, mark_inference
+from .recording import ForwardOp, forward_sink
+from .saved_hooks import hooks_stack
+from .tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor, mark_inference
 from .saved import PACKED, pack_output, pack_slots, save_packed, unpack_slots, unpacked
 from .stream_checks import check_op_streams
+
+#: What `Op.route_autocast` returns for a call that runs as it is.
+NOT_ROUTED = object()
 
 RELEASED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -183,6 +188,15 @@ class Op(Node):
     # `saved_for` compiled: needs_input_grad -> which saved_inputs entries to keep (None: all).
     _save_plans: ClassVar[dict[tuple[bool, ...], tuple[bool, ...]] | None] = None
 
+    @staticmethod
+    def route_autocast(cls: type[Op], inputs: tuple, kwargs: dict, state: Any) -> Any:
+        """Run `cls` on `inputs` under autocast's policy for it, or return NOT_ROUTED.
+
+        The policy (`ops.autocast_policy`) installs itself here: it casts with ops built on
+        this class.
+        """
+        return NOT_ROUTED
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if not cls.__dict__.get("op_name"):
@@ -210,7 +224,7 @@ class Op(Node):
         """
         autocast = autocast_state.get()
         if autocast is not None and autocast.enabled:
-            out = autocast_call(cls, inputs, kwargs, autocast)
+            out = Op.route_autocast(cls, inputs, kwargs, autocast)
             if out is not NOT_ROUTED:
                 return out
         dev: Device | None = None
@@ -360,10 +374,6 @@ class Op(Node):
         self._out_ref = weakref.ref(tensor)
 
     def _record_forward(self, sink: Any, started: int, inputs: tuple, out: Any, requires: bool):
-        import threading  # noqa: PLC0415 - only when profiling
-
-        from ..engine.trace_events import ForwardOp  # noqa: PLC0415
-
         thread = threading.current_thread()
         outs = out if type(out) is tuple else (out,)
         sink.record(
@@ -456,8 +466,3 @@ class Op(Node):
         for name in self.saved_slots:
             setattr(self, name, None)
 
-
-# Last: the views module builds on this one; only a view whose base changed in place needs it.
-# The autocast policy casts with `ToCopyBackward0`, an op built on this module too.
-from .autocast_policy import NOT_ROUTED, autocast_call  # noqa: E402
-from .views import refresh_if_stale  # noqa: E402

@@ -14,7 +14,8 @@ import os
 import traceback
 from typing import TYPE_CHECKING
 
-from .devices import DeviceError
+from ..devices import DeviceError
+from ..grad_mode import grad_enabled
 from .graph import NO_EDGE, Node, grad_accumulator, init_node
 
 __all__ = [
@@ -26,11 +27,12 @@ __all__ = [
     "init_node",
     "keep_forward_trace",
     "rebase_history",
+    "refresh_if_stale",
     "set_history",
 ]
 
 if TYPE_CHECKING:
-    from .devices import Device
+    from ..devices import Device
     from .tensor import Tensor
 
 # ------------------------------------------------------------------------- nodes
@@ -43,10 +45,12 @@ def gradient_edge(tensor: Tensor) -> tuple[Node, int]:
 
 
 # Frames of these files are how an op got recorded, not where the user called it.
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_CORE = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE = os.path.dirname(_CORE)
 _RECORDING_FILES = (
-    os.path.join(_PACKAGE, "history.py"),
-    os.path.join(_PACKAGE, "tensor.py"),
+    os.path.join(_CORE, "history.py"),
+    os.path.join(_CORE, "tensor.py"),
+    os.path.join(_CORE, "op.py"),
     os.path.join(_PACKAGE, "autograd", "function.py"),
     os.path.join(_PACKAGE, "ops") + os.sep,
 )
@@ -117,3 +121,20 @@ def clear_history(tensor: Tensor) -> None:
     tensor._grad_fn = None
     tensor._output_nr = 0
     tensor._rg = False
+
+
+def refresh_if_stale(view: Tensor) -> None:
+    """A view whose base changed in place since its history was set gets a regenerated one.
+
+    PyTorch does this when a view's grad_fn is read; here when the view is used (by an op, a
+    Function, an in-place op or backward). Without it, a gradient through a view that overlaps
+    a changed region would miss the change. The new history is a strided view of the base
+    (`Tensor._regenerate_view`, installed by `ops.views`, which owns that op).
+    """
+    version = view._version_source._ver
+    if view._view_version == version or not grad_enabled.get():
+        return  # under no_grad it stays stale: a later use with grad mode on regenerates it
+    view._view_version = version
+    base = view._base
+    if base._rg and base._data.flags.c_contiguous:
+        view._regenerate_view()
