@@ -3,7 +3,8 @@
 # in stages, each under its own time budget, each ending with one summary line:
 #
 #   env        the GPU, CuPy (cupy-cuda12x or cupy-cuda13x), NumPy, and a first kernel
-#   tests_gpu  tests/gpu
+#   tests_gpu  tests/gpu: graphs over cuda, the stream defects, float16 products under autocast
+#              and GradScaler (rehearsed on sim in tests/amp/test_gpu_checks_on_sim.py)
 #   repros     benchmarks/gpu_repros.py: the repros of issue 28's defects 3-7, 20 runs each on
 #              2**24-element arrays against the CPU result
 #   ops        a seeded sample of the `-k cuda` op tests, in parallel shards: first failures
