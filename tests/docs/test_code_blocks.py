@@ -79,7 +79,8 @@ def test_python_blocks_run(page: Path, tmp_path: Path):
         pytest.skip("every python block of the page needs what is missing here")
     alone = [b for b in blocks if b.requires != "mpi"]
     ranks = [b for b in blocks if b.requires == "mpi"]
-    for group, prefix in ((alone, []), (ranks, ["-m", "autograd_async.distributed.run", "-n", "2"])):
+    launcher = ["-m", "autograd_async.distributed.run", "-n", "2"]
+    for group, prefix in ((alone, []), (ranks, launcher)):
         if not group:
             continue
         spec = tmp_path / f"blocks{len(prefix)}.json"
