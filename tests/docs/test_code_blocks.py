@@ -74,9 +74,10 @@ def _python_pages() -> list[Path]:
 def test_python_blocks_run(page: Path, tmp_path: Path):
     """The page's python blocks, in order, in one fresh interpreter; those needing several
     processes run on two MPI ranks after the others."""
-    blocks = [b for b in code_blocks(page) if b.language == "python" and _unmet(b) is None]
+    python = [b for b in code_blocks(page) if b.language == "python"]
+    blocks = [b for b in python if _unmet(b) is None]
     if not blocks:
-        pytest.skip("every python block of the page needs what is missing here")
+        pytest.skip("; ".join(sorted({f"{b.where}: {_unmet(b)}" for b in python})))
     alone = [b for b in blocks if b.requires != "mpi"]
     ranks = [b for b in blocks if b.requires == "mpi"]
     launcher = ["-m", "autograd_async.distributed.run", "-n", "2"]
