@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -56,13 +57,16 @@ def _env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=f"{REPO}{os.pathsep}{path}" if path else str(REPO))
 
 
-def _run(command: list[str], where: str, tmp_path: Path) -> None:
+def _run(command: list[str], where: str) -> str | None:
+    """Run a command from the repository root; None when it succeeds, else what went wrong."""
     try:
         proc = subprocess.run(command, cwd=REPO, env=_env(), capture_output=True, text=True,
                               timeout=TIMEOUT)
     except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"{where}: still running after {TIMEOUT:.0f} s\n{exc.stderr or ''}")
-    assert proc.returncode == 0, f"{where}:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+        return f"{where}: still running after {TIMEOUT:.0f} s\n{exc.stderr or ''}"
+    if proc.returncode != 0:
+        return f"{where}:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    return None
 
 
 def _python_pages() -> list[Path]:
@@ -70,24 +74,42 @@ def _python_pages() -> list[Path]:
             if any(b.language == "python" for b in code_blocks(page))]
 
 
-@pytest.mark.parametrize("page", _python_pages(), ids=lambda p: str(p.relative_to(REPO)))
-def test_python_blocks_run(page: Path, tmp_path: Path):
-    """The page's python blocks, in order, in one fresh interpreter; those needing several
-    processes run on two MPI ranks after the others."""
-    python = [b for b in code_blocks(page) if b.language == "python"]
-    blocks = [b for b in python if _unmet(b) is None]
-    if not blocks:
-        pytest.skip("; ".join(sorted({f"{b.where}: {_unmet(b)}" for b in python})))
-    alone = [b for b in blocks if b.requires != "mpi"]
-    ranks = [b for b in blocks if b.requires == "mpi"]
+def _run_page(page: Path, workdir: Path) -> str | None:
+    """The page's runnable python blocks, in order, in one fresh interpreter; those needing
+    several processes on two MPI ranks after the others. None when all pass."""
+    blocks = [b for b in code_blocks(page) if b.language == "python" and _unmet(b) is None]
     launcher = ["-m", "autograd_async.distributed.run", "-n", "2"]
-    for group, prefix in ((alone, []), (ranks, launcher)):
+    for group, prefix in (([b for b in blocks if b.requires != "mpi"], []),
+                          ([b for b in blocks if b.requires == "mpi"], launcher)):
         if not group:
             continue
-        spec = tmp_path / f"blocks{len(prefix)}.json"
-        spec.write_text(json.dumps(
-            [{"where": b.where, "code": b.setup + b.code} for b in group]))
-        _run([sys.executable, *prefix, str(RUNNER), str(spec)], str(page.name), tmp_path)
+        spec = workdir / f"{page.stem}-{len(prefix)}.json"
+        spec.write_text(json.dumps([{"where": b.where, "code": b.setup + b.code} for b in group]))
+        failure = _run([sys.executable, *prefix, str(RUNNER), str(spec)], page.name)
+        if failure is not None:
+            return failure
+    return None
+
+
+@pytest.fixture(scope="module")
+def page_runs(tmp_path_factory) -> dict[Path, Future]:
+    """Every page's run, started at once: each is a fresh interpreter that mostly waits (for
+    its imports, its workers, its MPI ranks), so they overlap."""
+    workdir = tmp_path_factory.mktemp("blocks")
+    pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="doc-page")
+    runs = {page: pool.submit(_run_page, page, workdir) for page in _python_pages()}
+    yield runs
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.mark.parametrize("page", _python_pages(), ids=lambda p: str(p.relative_to(REPO)))
+def test_python_blocks_run(page: Path, page_runs):
+    """The page's python blocks run (see `_run_page`)."""
+    python = [b for b in code_blocks(page) if b.language == "python"]
+    if all(_unmet(b) is not None for b in python):
+        pytest.skip("; ".join(sorted({f"{b.where}: {_unmet(b)}" for b in python})))
+    failure = page_runs[page].result(timeout=3 * TIMEOUT)
+    assert failure is None, failure
 
 
 SKIPPED = [b for page in documentation_pages() for b in code_blocks(page)
@@ -106,13 +128,14 @@ RUNNABLE_BASH = [b for page in documentation_pages() for b in code_blocks(page)
 
 
 @pytest.mark.parametrize("block", RUNNABLE_BASH, ids=lambda b: b.where)
-def test_bash_blocks_run(block: CodeBlock, tmp_path: Path):
+def test_bash_blocks_run(block: CodeBlock):
     reason = _unmet(block)
     if reason is not None:
         pytest.skip(reason)
     script = block.code.replace(".venv/bin/python", sys.executable)
-    _run([shutil.which("bash") or "/bin/bash", "-euo", "pipefail", "-c", script], block.where,
-         tmp_path)
+    failure = _run([shutil.which("bash") or "/bin/bash", "-euo", "pipefail", "-c", script],
+                   block.where)
+    assert failure is None, failure
 
 
 def test_markers_sit_on_code_blocks():
