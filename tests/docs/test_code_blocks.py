@@ -4,6 +4,7 @@ documentation never shows code that no longer works."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -14,6 +15,11 @@ from pathlib import Path
 import pytest
 
 from .code_blocks import REPO, CodeBlock, code_blocks, documentation_pages
+from .run_blocks import run_in_child
+
+# Each page runs in a process forked from this server, which has imported the library once.
+_FORKSERVER = multiprocessing.get_context("forkserver")
+_FORKSERVER.set_forkserver_preload(["autograd_async", "autograd_async.nn"])
 
 RUNNER = Path(__file__).with_name("run_blocks.py")
 TIMEOUT = 90.0  # per page, on a loaded two-core machine; a page takes a few seconds alone
@@ -69,6 +75,22 @@ def _run(command: list[str], where: str) -> str | None:
     return None
 
 
+def _run_forked(spec: Path, where: str) -> str | None:
+    """`run_blocks.py spec` in a fresh process forked from one with the library imported."""
+    output = spec.with_suffix(".out")
+    output.write_text("")
+    child = _FORKSERVER.Process(target=run_in_child, args=(str(spec), str(output), str(REPO)))
+    child.start()
+    child.join(TIMEOUT)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        return f"{where}: still running after {TIMEOUT:.0f} s\n{output.read_text()[-5000:]}"
+    if child.exitcode != 0:
+        return f"{where} (exit status {child.exitcode}):\n{output.read_text()[-8000:]}"
+    return None
+
+
 def _python_pages() -> list[Path]:
     return [page for page in documentation_pages()
             if any(b.language == "python" for b in code_blocks(page))]
@@ -85,7 +107,10 @@ def _run_page(page: Path, workdir: Path) -> str | None:
             continue
         spec = workdir / f"{page.stem}-{len(prefix)}.json"
         spec.write_text(json.dumps([{"where": b.where, "code": b.setup + b.code} for b in group]))
-        failure = _run([sys.executable, *prefix, str(RUNNER), str(spec)], page.name)
+        if prefix:
+            failure = _run([sys.executable, *prefix, str(RUNNER), str(spec)], page.name)
+        else:
+            failure = _run_forked(spec, page.name)
         if failure is not None:
             return failure
     return None
