@@ -248,7 +248,7 @@ def jacobian(
     vectorize: bool = False,
     strategy: str = "reverse-mode",
 ) -> Any:
-    """The Jacobian of `func` at `inputs`: entry [i][j] has shape output_i.shape + input_j.shape.
+    """The Jacobian of `func` at `inputs`: entry `[i][j]` has shape output_i.shape + input_j.shape.
 
     A Tensor for one input and one output, a tuple when either is a tuple, a tuple of tuples when
     both are. `vectorize=True` gives the same result, computed the same way (one backward per
@@ -322,7 +322,7 @@ def hessian(
     vectorize: bool = False,
     outer_jacobian_strategy: str = "reverse-mode",
 ) -> Any:
-    """The Hessian of a scalar function: entry [i][j] has shape input_i.shape + input_j.shape."""
+    """The Hessian of a scalar function: entry `[i][j]` has shape input_i.shape + input_j.shape."""
     inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
     if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
         raise ValueError('Expected strategy to be either "forward-mode" or "reverse-mode".')

@@ -41,6 +41,8 @@ COUNTER_BITS = 47
 current_context: contextvars.ContextVar[ContextBase | None] = contextvars.ContextVar(
     "autograd_async_distributed_context", default=None
 )
+"""The distributed autograd context entered by this task (`async with distributed.context(...)`),
+or None outside one."""
 
 
 class ContextReleasedError(DistributedError, RuntimeError):

@@ -121,6 +121,7 @@ class ContinuousBernoulli(ExponentialFamily):
 
     @property
     def param_shape(self) -> tuple:
+        """The shape of the parameter this distribution was given (`probs` or `logits`)."""
         return tuple(self._param.shape)
 
     def sample(self, sample_shape: Any = ()) -> Tensor:

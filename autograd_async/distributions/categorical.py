@@ -79,6 +79,7 @@ class Categorical(Distribution):
 
     @property
     def param_shape(self) -> tuple:
+        """The shape of the parameter this distribution was given (`probs` or `logits`)."""
         return tuple(self._param.shape)
 
     @property
@@ -156,10 +157,12 @@ class OneHotCategorical(Distribution):
 
     @property
     def probs(self) -> Tensor:
+        """The normalized probabilities of the categories."""
         return self._categorical.probs
 
     @property
     def logits(self) -> Tensor:
+        """The normalized log-probabilities of the categories."""
         return self._categorical.logits
 
     @property
@@ -178,6 +181,7 @@ class OneHotCategorical(Distribution):
 
     @property
     def param_shape(self) -> tuple:
+        """The shape of the parameter this distribution was given (`probs` or `logits`)."""
         return self._categorical.param_shape
 
     def sample(self, sample_shape: Any = ()) -> Tensor:
@@ -264,14 +268,17 @@ class Multinomial(Distribution):
 
     @property
     def logits(self) -> Tensor:
+        """The normalized log-probabilities of the categories."""
         return self._categorical.logits
 
     @property
     def probs(self) -> Tensor:
+        """The normalized probabilities of the categories."""
         return self._categorical.probs
 
     @property
     def param_shape(self) -> tuple:
+        """The shape of the parameter this distribution was given (`probs` or `logits`)."""
         return self._categorical.param_shape
 
     def sample(self, sample_shape: Any = ()) -> Tensor:

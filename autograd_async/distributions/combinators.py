@@ -289,10 +289,12 @@ class MixtureSameFamily(Distribution):
 
     @property
     def mixture_distribution(self) -> Categorical:
+        """The Categorical distribution over the components."""
         return self._mixture_distribution
 
     @property
     def component_distribution(self) -> Distribution:
+        """The distribution of the components (batched over the last batch dimension)."""
         return self._component_distribution
 
     @property

@@ -190,6 +190,7 @@ class MixtureSameFamilyConstraint(Constraint):
 
 
 class _Boolean(Constraint):
+    """Values that are 0 or 1."""
     is_discrete = True
 
     def check(self, value: Tensor) -> Tensor:
@@ -197,6 +198,7 @@ class _Boolean(Constraint):
 
 
 class _OneHot(Constraint):
+    """One-hot vectors: 0s and a single 1 along the last dimension."""
     is_discrete = True
     event_dim = 1
 
@@ -207,6 +209,7 @@ class _OneHot(Constraint):
 
 
 class _IntegerInterval(Constraint):
+    """Integers in `[lower_bound, upper_bound]`."""
     is_discrete = True
 
     def __init__(self, lower_bound: Any, upper_bound: Any) -> None:
@@ -225,6 +228,7 @@ class _IntegerInterval(Constraint):
 
 
 class _IntegerLessThan(Constraint):
+    """Integers at most `upper_bound`."""
     is_discrete = True
 
     def __init__(self, upper_bound: Any) -> None:
@@ -239,6 +243,7 @@ class _IntegerLessThan(Constraint):
 
 
 class _IntegerGreaterThan(Constraint):
+    """Integers at least `lower_bound`."""
     is_discrete = True
 
     def __init__(self, lower_bound: Any) -> None:
@@ -253,11 +258,15 @@ class _IntegerGreaterThan(Constraint):
 
 
 class _Real(Constraint):
+    """Real numbers (anything but NaN)."""
+
     def check(self, value: Tensor) -> Tensor:
         return value == value  # False only for NaN
 
 
 class _GreaterThan(Constraint):
+    """Real numbers strictly greater than `lower_bound`."""
+
     def __init__(self, lower_bound: Any) -> None:
         self.lower_bound = lower_bound
         super().__init__()
@@ -270,11 +279,15 @@ class _GreaterThan(Constraint):
 
 
 class _GreaterThanEq(_GreaterThan):
+    """Real numbers greater than or equal to `lower_bound`."""
+
     def check(self, value: Tensor) -> Tensor:
         return self.lower_bound <= value
 
 
 class _LessThan(Constraint):
+    """Real numbers strictly less than `upper_bound`."""
+
     def __init__(self, upper_bound: Any) -> None:
         self.upper_bound = upper_bound
         super().__init__()
@@ -287,6 +300,8 @@ class _LessThan(Constraint):
 
 
 class _Interval(Constraint):
+    """Real numbers in the closed interval `[lower_bound, upper_bound]`."""
+
     def __init__(self, lower_bound: Any, upper_bound: Any) -> None:
         self.lower_bound = lower_bound
         self.upper_bound = upper_bound
@@ -303,11 +318,14 @@ class _Interval(Constraint):
 
 
 class _HalfOpenInterval(_Interval):
+    """Real numbers in the half-open interval `[lower_bound, upper_bound)`."""
+
     def check(self, value: Tensor) -> Tensor:
         return (self.lower_bound <= value) & (value < self.upper_bound)
 
 
 class _Simplex(Constraint):
+    """Nonnegative vectors along the last dimension that sum to 1."""
     event_dim = 1
 
     def check(self, value: Tensor) -> Tensor:
@@ -315,6 +333,7 @@ class _Simplex(Constraint):
 
 
 class _Multinomial(Constraint):
+    """Nonnegative vectors along the last dimension summing to at most `upper_bound`."""
     is_discrete = True
     event_dim = 1
 
@@ -326,6 +345,7 @@ class _Multinomial(Constraint):
 
 
 class _LowerTriangular(Constraint):
+    """Lower-triangular square matrices."""
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:
@@ -333,6 +353,7 @@ class _LowerTriangular(Constraint):
 
 
 class _LowerCholesky(Constraint):
+    """Lower-triangular matrices with a positive diagonal."""
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:
@@ -342,6 +363,7 @@ class _LowerCholesky(Constraint):
 
 
 class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices: rows of unit norm."""
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:
@@ -352,6 +374,7 @@ class _CorrCholesky(Constraint):
 
 
 class _Square(Constraint):
+    """Square matrices."""
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:
@@ -360,6 +383,8 @@ class _Square(Constraint):
 
 
 class _Symmetric(_Square):
+    """Symmetric square matrices."""
+
     def check(self, value: Tensor) -> Tensor:
         square_check = super().check(value)
         if not bool(square_check.all()):
@@ -372,6 +397,8 @@ def _eigenvalues(value: Tensor) -> np.ndarray:
 
 
 class _PositiveSemidefinite(_Symmetric):
+    """Symmetric positive semidefinite matrices."""
+
     def check(self, value: Tensor) -> Tensor:
         sym_check = super().check(value)
         if not bool(sym_check.all()):
@@ -381,6 +408,8 @@ class _PositiveSemidefinite(_Symmetric):
 
 
 class _PositiveDefinite(_Symmetric):
+    """Symmetric positive definite matrices."""
+
     def check(self, value: Tensor) -> Tensor:
         sym_check = super().check(value)
         if not bool(sym_check.all()):

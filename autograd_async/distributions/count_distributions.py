@@ -81,6 +81,7 @@ class Bernoulli(ExponentialFamily):
 
     @property
     def param_shape(self) -> tuple:
+        """The shape of the parameter this distribution was given (`probs` or `logits`)."""
         return tuple(self._param.shape)
 
     def sample(self, sample_shape: Any = ()) -> Tensor:
@@ -168,6 +169,7 @@ class Binomial(Distribution):
 
     @property
     def param_shape(self) -> tuple:
+        """The shape of the parameter this distribution was given (`probs` or `logits`)."""
         return tuple(self._param.shape)
 
     def sample(self, sample_shape: Any = ()) -> Tensor:
@@ -385,6 +387,7 @@ class NegativeBinomial(Distribution):
 
     @property
     def param_shape(self) -> tuple:
+        """The shape of the parameter this distribution was given (`probs` or `logits`)."""
         return tuple(self._param.shape)
 
     @lazy_property

@@ -130,6 +130,7 @@ class Chi2(Gamma):
 
     @property
     def df(self) -> Tensor:
+        """The degrees of freedom: twice the underlying Gamma's concentration."""
         return self.concentration * 2
 
 
@@ -326,11 +327,13 @@ class Beta(ExponentialFamily):
 
     @property
     def concentration1(self) -> Tensor:
+        """The first concentration parameter (alpha)."""
         result = self._dirichlet.concentration[..., 0]
         return result
 
     @property
     def concentration0(self) -> Tensor:
+        """The second concentration parameter (beta)."""
         return self._dirichlet.concentration[..., 1]
 
     @property

@@ -122,14 +122,17 @@ class RelaxedBernoulli(TransformedDistribution):
 
     @property
     def temperature(self) -> Any:
+        """The relaxation temperature."""
         return self.base_dist.temperature
 
     @property
     def logits(self) -> Tensor:
+        """The log-odds of the underlying distribution."""
         return self.base_dist.logits
 
     @property
     def probs(self) -> Tensor:
+        """The probabilities of the underlying distribution."""
         return self.base_dist.probs
 
 
@@ -220,12 +223,15 @@ class RelaxedOneHotCategorical(TransformedDistribution):
 
     @property
     def temperature(self) -> Any:
+        """The relaxation temperature."""
         return self.base_dist.temperature
 
     @property
     def logits(self) -> Tensor:
+        """The normalized log-probabilities of the underlying distribution."""
         return self.base_dist.logits
 
     @property
     def probs(self) -> Tensor:
+        """The normalized probabilities of the underlying distribution."""
         return self.base_dist.probs

@@ -138,6 +138,7 @@ class CatTransform(Transform):
 
     @property
     def length(self) -> int:
+        """The total length along `dim`: the sum of `lengths`."""
         return sum(self.lengths)
 
     def with_cache(self, cache_size: int = 1) -> Transform:
@@ -185,10 +186,12 @@ class CatTransform(Transform):
 
     @property
     def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        """The parts' domains, concatenated along `dim`."""
         return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
 
     @property
     def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        """The parts' codomains, concatenated along `dim`."""
         return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
 
 
@@ -233,8 +236,10 @@ class StackTransform(Transform):
 
     @property
     def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        """The parts' domains, stacked along `dim`."""
         return constraints.stack([t.domain for t in self.transforms], self.dim)
 
     @property
     def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        """The parts' codomains, stacked along `dim`."""
         return constraints.stack([t.codomain for t in self.transforms], self.dim)

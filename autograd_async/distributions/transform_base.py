@@ -209,6 +209,7 @@ class ComposeTransform(Transform):
 
     @property
     def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        """The first part's domain, with as many event dimensions as the composition needs."""
         if not self.parts:
             return constraints.real
         domain = self.parts[0].domain
@@ -223,6 +224,7 @@ class ComposeTransform(Transform):
 
     @property
     def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        """The last part's codomain, with as many event dimensions as the composition needs."""
         if not self.parts:
             return constraints.real
         codomain = self.parts[-1].codomain
@@ -324,10 +326,12 @@ class IndependentTransform(Transform):
 
     @property
     def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        """The base transform's domain with `reinterpreted_batch_ndims` more event dimensions."""
         return constraints.independent(self.base_transform.domain, self.reinterpreted_batch_ndims)
 
     @property
     def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        """The base transform's codomain with `reinterpreted_batch_ndims` more event dimensions."""
         return constraints.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
 
     @property
@@ -378,10 +382,12 @@ class ReshapeTransform(Transform):
 
     @property
     def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        """Real numbers with `len(in_shape)` event dimensions."""
         return constraints.independent(constraints.real, len(self.in_shape))
 
     @property
     def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        """Real numbers with `len(out_shape)` event dimensions."""
         return constraints.independent(constraints.real, len(self.out_shape))
 
     def with_cache(self, cache_size: int = 1) -> Transform:

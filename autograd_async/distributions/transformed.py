@@ -58,10 +58,12 @@ class LogNormal(TransformedDistribution):
 
     @property
     def loc(self) -> Tensor:
+        """The mean of the underlying Normal distribution (of the logarithm)."""
         return self.base_dist.loc
 
     @property
     def scale(self) -> Tensor:
+        """The standard deviation of the underlying Normal distribution (of the logarithm)."""
         return self.base_dist.scale
 
     @property
@@ -97,6 +99,7 @@ class HalfNormal(TransformedDistribution):
 
     @property
     def scale(self) -> Tensor:
+        """The scale of the underlying Normal distribution."""
         return self.base_dist.scale
 
     @property
@@ -145,6 +148,7 @@ class HalfCauchy(TransformedDistribution):
 
     @property
     def scale(self) -> Tensor:
+        """The scale of the underlying Cauchy distribution."""
         return self.base_dist.scale
 
     @property
@@ -409,10 +413,12 @@ class InverseGamma(TransformedDistribution):
 
     @property
     def concentration(self) -> Tensor:
+        """The concentration of the underlying Gamma distribution."""
         return self.base_dist.concentration
 
     @property
     def rate(self) -> Tensor:
+        """The rate of the underlying Gamma distribution."""
         return self.base_dist.rate
 
     @property
@@ -453,8 +459,10 @@ class LogisticNormal(TransformedDistribution):
 
     @property
     def loc(self) -> Tensor:
+        """The mean of the underlying Normal distribution."""
         return self.base_dist.base_dist.loc
 
     @property
     def scale(self) -> Tensor:
+        """The standard deviation of the underlying Normal distribution."""
         return self.base_dist.base_dist.scale

@@ -236,12 +236,14 @@ class AffineTransform(Transform):
 
     @property
     def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        """Real numbers, with `event_dim` event dimensions."""
         if self.event_dim == 0:
             return constraints.real
         return constraints.independent(constraints.real, self.event_dim)
 
     @property
     def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        """Real numbers, with `event_dim` event dimensions."""
         if self.event_dim == 0:
             return constraints.real
         return constraints.independent(constraints.real, self.event_dim)
@@ -386,6 +388,7 @@ class CumulativeDistributionTransform(Transform):
 
     @property
     def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        """The support of the distribution whose CDF this transform applies."""
         return self.distribution.support
 
     def _call(self, x: Tensor) -> Tensor:

@@ -364,6 +364,8 @@ def _annotate(error: BaseException, node: Node, worker: DeviceWorker, task: Grap
 current_engine: contextvars.ContextVar[Engine | None] = contextvars.ContextVar(
     "autograd_async_engine", default=None
 )
+"""The engine scoped by `with Engine():` (or `async with`) in this context; None means the default
+engine."""
 
 
 class DefaultEngine:

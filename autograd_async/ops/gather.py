@@ -210,7 +210,8 @@ def _vector_index(name: str, input: Tensor, index: Any, axis: int) -> Any:
 # --------------------------------------------------------------- functions
 @batchable
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
-    """out[i][j] = input[i][index[i][j]] for dim=1 (and likewise for any dim)."""
+    """Values of `input` picked along `dim` by `index`: `out[i][j] = input[i][index[i][j]]` for
+    dim=1 (and likewise for any dim)."""
     idx = _index("gather", input, index)
     axis = normalize_dim(dim, input.ndim)
     _check_along("gather", input, idx, axis)
@@ -302,7 +303,7 @@ def scatter(
     input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None
 ) -> Tensor:
     """A copy of `input` with `src` (a tensor, or the scalar `value`) written at `index` along
-    `dim`: out[i][index[i][j]] = src[i][j] for dim=1."""
+    `dim`: `out[i][index[i][j]] = src[i][j]` for dim=1."""
     if src is not None and not isinstance(src, Tensor):
         src, value = None, src
     idx = _index("scatter", input, index)
