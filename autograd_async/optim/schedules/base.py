@@ -31,7 +31,11 @@ class LRScheduler:
                 if "initial_lr" not in group:
                     raise KeyError(
                         f"param 'initial_lr' is not specified in param_groups[{i}] when resuming "
-                        "scheduler with last_epoch >= 0"
+                        "scheduler with last_epoch >= 0.\nThis typically happens when:\n"
+                        "1. You're trying to resume training from a checkpoint but haven't "
+                        "properly loaded the optimizer state\n"
+                        "2. You're using last_epoch >= 0 for a fresh training run (not "
+                        "recommended)"
                     )
         self.base_lrs: list[float] = param_values(optimizer, "initial_lr")
         self.last_epoch = last_epoch
@@ -94,4 +98,17 @@ def param_values(optimizer: Optimizer, key: str) -> list[Any]:
     return [group[key] for group in optimizer.param_groups]
 
 
-__all__ = ["LRScheduler", "param_values"]
+def per_group(name: str, optimizer: Optimizer, value: Any) -> list[Any]:
+    """One value per parameter group: a list of that length, or one value repeated."""
+    groups = len(optimizer.param_groups)
+    if isinstance(value, list | tuple):
+        if len(value) != groups:
+            raise ValueError(
+                f"{name} must have the same length as optimizer.param_groups. {name} has "
+                f"{len(value)} values, param_groups has {groups}."
+            )
+        return list(value)
+    return [value] * groups
+
+
+__all__ = ["LRScheduler", "param_values", "per_group"]
