@@ -90,7 +90,7 @@ class Adafactor(Optimizer):
                 xp = array_module(param.device)
                 data = param._data
                 floor = np.finfo(data.dtype).eps if eps1 is None else eps1
-                one_minus_beta2 = step**group["beta2_decay"]
+                one_minus_beta2 = step ** group["beta2_decay"]
                 rho = min(lr, 1 / (step**0.5))
                 alpha = max(eps2, float(xp.linalg.norm(data)) / (data.size**0.5)) * rho
                 if weight_decay != 0:

@@ -147,7 +147,15 @@ class LBFGS(Optimizer):
                     h_diag = 1
                 else:
                     d, h_diag = self._direction(
-                        state, flat_grad, prev_flat_grad, d, t, old_dirs, old_stps, ro, h_diag,
+                        state,
+                        flat_grad,
+                        prev_flat_grad,
+                        d,
+                        t,
+                        old_dirs,
+                        old_stps,
+                        ro,
+                        h_diag,
                         history_size,
                     )
                 prev_flat_grad = flat_grad.copy()

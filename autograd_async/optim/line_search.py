@@ -143,6 +143,4 @@ def strong_wolfe(
             bracket_f[low_pos] = f_new
             bracket_g[low_pos] = g_new.copy()
             bracket_gtd[low_pos] = gtd_new
-    return LineSearchResult(
-        bracket_f[low_pos], bracket_g[low_pos], bracket[low_pos], evaluations
-    )
+    return LineSearchResult(bracket_f[low_pos], bracket_g[low_pos], bracket[low_pos], evaluations)
