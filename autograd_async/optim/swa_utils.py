@@ -37,6 +37,16 @@ def _assign(target: Tensor, value: Any) -> None:
     target._bump_version()
 
 
+_INTEGER_ADDCDIV_MESSAGE = (
+    "Integer division with addcdiv is no longer supported, and in a future  release addcdiv "
+    "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be "
+    "implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer "
+    "inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv "
+    "behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all "
+    "dtypes."
+)
+
+
 def get_ema_multi_avg_fn(decay: float = 0.999) -> MultiAvgFn:
     """An in-place exponential moving average over lists: ema = decay ema + (1 - decay) current."""
     if decay < 0.0 or decay > 1.0:
@@ -66,10 +76,15 @@ def get_swa_multi_avg_fn() -> MultiAvgFn:
         num_averaged: Any,
     ) -> None:
         weight = 1 / (float(num_averaged) + 1)
+        if isinstance(num_averaged, Tensor):
+            # PyTorch divides by the integer counter tensor: a default-dtype (float32) weight.
+            weight = float(np.float32(weight))
         for averaged, current in zip(averaged_param_list, current_param_list, strict=True):
             if _is_inexact(averaged):
                 _lerp_(averaged._data, current._data, weight)
                 averaged._bump_version()
+            elif isinstance(num_averaged, Tensor):
+                raise RuntimeError(_INTEGER_ADDCDIV_MESSAGE)
             else:
                 _assign(averaged, averaged._data + (current._data - averaged._data) * weight)
 
@@ -171,11 +186,14 @@ class AveragedModel(Module):
 
     def _average(self, pairs: list[tuple[Tensor, Tensor]], n_averaged: int) -> None:
         count = Tensor._wrap(np.asarray(n_averaged, np.int64), Device("cpu"))
-        if self.avg_fn is not None and self.multi_avg_fn is None:
+        if self.multi_avg_fn is None:
+            # Without a function, the per-tensor equal-weight average (PyTorch's choice where it
+            # has no foreach kernels, the cpu among them).
+            avg_fn = self.avg_fn or get_swa_avg_fn()
             for averaged, current in pairs:
-                _assign(averaged, self.avg_fn(averaged.detach(), current, count))
+                _assign(averaged, avg_fn(averaged.detach(), current, count))
             return
-        average = self.multi_avg_fn or get_swa_multi_avg_fn()
+        average = self.multi_avg_fn
         # Grouped by device and dtype, as PyTorch hands its foreach kernels one group at a time.
         groups: dict[tuple[str, str], list[tuple[Tensor, Tensor]]] = {}
         for averaged, current in pairs:
