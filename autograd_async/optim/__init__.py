@@ -20,6 +20,7 @@ from .rmsprop import RMSprop
 from .rprop import Rprop
 from .sgd import SGD
 from .sparse_adam import SparseAdam
+from .swap_in import swap_in_optimizer_params_and_state
 
 __all__ = [
     "ASGD",
@@ -39,6 +40,7 @@ __all__ = [
     "SparseAdam",
     "lr_scheduler",
     "swa_utils",
+    "swap_in_optimizer_params_and_state",
 ]
 
 

@@ -16,7 +16,7 @@ from autograd_async.optim.optimizer import (
     register_optimizer_step_pre_hook,
 )
 
-ALL = [n for n in optim.__all__ if n not in ("Optimizer", "lr_scheduler", "swa_utils")]
+ALL = [n for n in optim.__all__ if n[0].isupper() and n != "Optimizer"]
 
 
 def _closure(params):
@@ -186,3 +186,64 @@ def test_differentiable_accepts_non_leaf_like_torch(torch):
         optim.SGD([x], lr=0.1)
     optim.SGD([x], lr=0.1, differentiable=True)
     torch.optim.SGD([torch.ones(2, requires_grad=True) * 2], lr=0.1, differentiable=True)
+
+
+def _cloned_state_dict(lib, opt):
+    saved = opt.state_dict()
+    clone = (lambda t: t.clone()) if lib is not aa else (lambda t: t.detach().clone())
+    state = {
+        k: {n: clone(v) if hasattr(v, "shape") else v for n, v in entry.items()}
+        for k, entry in saved["state"].items()
+    }
+    return {"state": state, "param_groups": [dict(g) for g in saved["param_groups"]]}
+
+
+def test_swap_in_params_and_state_like_torch(torch):
+    results = {}
+    for lib in (torch, aa):
+        opt_module = torch.optim if lib is torch else optim
+        make = (
+            (lambda v: torch.nn.Parameter(torch.tensor(v)))
+            if lib is torch
+            else (lambda v: Parameter(aa.tensor(v)))
+        )
+        live = [make([1.0, 2.0]), make([3.0])]
+        opt = opt_module.Adam(live, lr=0.1)
+        for p in live:
+            p.grad = lib.ones_like(p)
+        opt.step()
+        osd = _cloned_state_dict(lib, opt)
+        osd["param_groups"][0]["lr"] = 0.5
+        swapped = {"a": make([10.0, 20.0]), "b": make([30.0])}
+        for p in swapped.values():
+            p.grad = lib.ones_like(p)
+        before = [np.asarray(p.detach()).copy() for p in live]
+        with opt_module.swap_in_optimizer_params_and_state(opt, swapped, osd):
+            opt.step()
+        assert opt.param_groups[0]["lr"] == 0.1 and opt.param_groups[0]["params"] == live
+        for p, b in zip(live, before, strict=True):
+            np.testing.assert_array_equal(np.asarray(p.detach()), b)
+        results[lib.__name__] = (
+            [np.asarray(p.detach()) for p in swapped.values()],
+            float(osd["state"][0]["step"]),
+        )
+    for ours, theirs in zip(results["autograd_async"][0], results["torch"][0], strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    assert results["autograd_async"][1] == results["torch"][1] == 2.0
+
+
+def test_swap_in_refuses_what_torch_refuses(torch):
+    for lib in (torch, aa):
+        opt_module = torch.optim if lib is torch else optim
+        p = torch.nn.Parameter(torch.ones(1)) if lib is torch else Parameter(aa.ones(1))
+        opt = opt_module.SGD([p], lr=0.1, momentum=0.9)
+        with pytest.raises(RuntimeError, match="requires initialized optimizer state"):
+            with opt_module.swap_in_optimizer_params_and_state(opt, {"p": p}, opt.state_dict()):
+                pass
+        p.grad = lib.ones_like(p)
+        opt.step()
+        bad = opt.state_dict()
+        bad = {"state": bad["state"], "param_groups": [{**bad["param_groups"][0], "x": 1}]}
+        with pytest.raises(RuntimeError, match="Keys only in swap-in: \\['x'\\]"):
+            with opt_module.swap_in_optimizer_params_and_state(opt, {"p": p}, bad):
+                pass
