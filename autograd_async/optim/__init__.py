@@ -15,6 +15,7 @@ from .adam_variants import NAdam, RAdam
 from .adamax import Adamax
 from .asgd import ASGD
 from .lbfgs import LBFGS
+from .muon import Muon
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
 from .rprop import Rprop
@@ -32,6 +33,7 @@ __all__ = [
     "Adam",
     "AdamW",
     "Adamax",
+    "Muon",
     "NAdam",
     "Optimizer",
     "RAdam",

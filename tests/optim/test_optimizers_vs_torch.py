@@ -182,6 +182,47 @@ def test_resume_through_a_checkpoint_continues_identically(torch, case, tmp_path
         _assert_same(resumed, theirs, step)
 
 
+MUON_CASES = [
+    {},
+    {"lr": 0.02, "nesterov": False, "adjust_lr_fn": "match_rms_adamw"},
+    {"lr": 0.01, "momentum": 0.8, "weight_decay": 0.0, "ns_steps": 3, "adjust_lr_fn": "original"},
+]
+
+
+@pytest.mark.parametrize("options", MUON_CASES, ids=lambda o: str(o) or "defaults")
+def test_muon_each_step_matches_torch(torch, options):
+    # Muon takes the 2-d weights only; its update is computed in (emulated) bfloat16.
+    ours, theirs, _, _ = _make_pair(torch, "SGD", {"lr": 0.1})
+    opt = optim.Muon([ours["w1"], ours["w2"]], **options)
+    topt = torch.optim.Muon([theirs["w1"], theirs["w2"]], **options)
+    for step in range(STEPS):
+        grads = _gradients(ours, step)
+        for key in ("w1", "w2"):
+            ours[key].grad = aa.tensor(grads[key])
+            theirs[key].grad = torch.tensor(grads[key])
+        opt.step()
+        topt.step()
+        # Bit for bit mostly; a float32 sum order different from PyTorch's can move an entry
+        # by one bfloat16 rounding step (2**-8 relative) of an update scaled by the rate.
+        lr = options.get("lr", 1e-3)
+        for key in ("w1", "w2"):
+            np.testing.assert_allclose(
+                np.asarray(ours[key].detach()),
+                theirs[key].detach().numpy(),
+                rtol=1e-10,
+                atol=lr * 2**-7 * (step + 1),
+                err_msg=f"{key} after step {step}",
+            )
+
+
+def test_muon_refuses_other_than_matrices_like_torch(torch):
+    with pytest.raises(ValueError) as expected:
+        torch.optim.Muon([torch.nn.Parameter(torch.zeros(3))])
+    with pytest.raises(ValueError) as ours:
+        optim.Muon([Parameter(aa.zeros(3))])
+    assert str(ours.value) == str(expected.value)
+
+
 # ---------------------------------------------------------------------------- LBFGS
 
 
@@ -337,6 +378,10 @@ ERRORS = [
     ("SGD", {"fused": True, "foreach": True}),
     ("Adam", {"fused": True, "differentiable": True}),
     ("AdamW", {"fused": True, "foreach": True}),
+    ("Muon", {"lr": -1.0}),
+    ("Muon", {"momentum": -0.1}),
+    ("Muon", {"weight_decay": -0.1}),
+    ("Muon", {"adjust_lr_fn": "sqrt"}),
 ]
 
 
