@@ -104,6 +104,9 @@ class Optimizer:
         if step is not None and not getattr(step, "hooked", False):
             cls.step = _with_step_hooks(step)  # type: ignore[method-assign]
 
+    # PyTorch's name for the wrapper that runs the step hooks around a step function.
+    profile_hook_step = staticmethod(_with_step_hooks)
+
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = defaults
         self._step_pre_hooks: list[Callable] = []
