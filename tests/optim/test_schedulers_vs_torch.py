@@ -218,3 +218,43 @@ def test_swalr_errors_match_torch(torch, options, error):
     with pytest.raises(error) as ours:
         swa_utils.SWALR(optim.SGD([Parameter(aa.zeros(1))], lr=0.1), **options)
     assert str(ours.value) == str(expected.value)
+
+
+def test_reduce_on_plateau_checkpoint_resumes_identically(torch, tmp_path):
+    metrics = [1.0, 0.9, 0.95, 0.95, 0.96, 0.8, 0.8, 0.8, 0.81, 0.9, 0.7, 0.7, 0.7, 0.7] * 2
+    options = {"mode": "min", "factor": 0.5, "patience": 1, "cooldown": 1, "min_lr": [0.01, 0.02]}
+    topt = _make(torch, "SGD")
+    tsched = torch.optim.lr_scheduler.ReduceLROnPlateau(topt, **options)
+    reference = []
+    for m in metrics:
+        tsched.step(m)
+        reference.append(tsched.get_last_lr())
+
+    opt = _make(aa, "SGD")
+    sched = lr_scheduler.ReduceLROnPlateau(opt, **options)
+    seen = []
+    for m in metrics[:9]:
+        sched.step(m)
+        seen.append(sched.get_last_lr())
+    aa.save({"opt": opt.state_dict(), "sched": sched.state_dict()}, tmp_path / "p.pt")
+    saved = aa.load(tmp_path / "p.pt")
+    opt = _make(aa, "SGD")
+    sched = lr_scheduler.ReduceLROnPlateau(opt, **options)
+    opt.load_state_dict(saved["opt"])
+    sched.load_state_dict(saved["sched"])
+    for m in metrics[9:]:
+        sched.step(m)
+        seen.append(sched.get_last_lr())
+    for ours, theirs in zip(seen, reference, strict=True):
+        assert ours == pytest.approx(theirs, rel=1e-12)
+    assert seen[-1] == pytest.approx([0.01, 0.02])  # down to the floors
+
+
+def test_multistep_closed_form_after_a_checkpoint(tmp_path):
+    opt = _make(aa, "SGD")
+    sched = lr_scheduler.MultiStepLR(opt, milestones=[2, 4], gamma=0.5)
+    aa.save(sched.state_dict(), tmp_path / "m.pt")
+    sched.load_state_dict(aa.load(tmp_path / "m.pt"))
+    with pytest.warns(UserWarning, match="deprecated"):
+        sched.step(5)
+    assert sched.get_last_lr() == pytest.approx([0.025, 0.075])

@@ -58,7 +58,8 @@ class MultiStepLR(LRScheduler):
         return [group["lr"] * factor for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list[float]:
-        milestones = sorted(self.milestones.elements())
+        # (a Counter, or the plain dict a checkpoint gives back)
+        milestones = sorted(Counter(self.milestones).elements())
         passed = bisect_right(milestones, self.last_epoch)
         return [base_lr * self.gamma**passed for base_lr in self.base_lrs]
 
