@@ -334,8 +334,6 @@ def _load_mapped(path: str, map_location: MapLocation, weights_only: bool) -> An
             names = frozenset(archive.files)
         handle.seek(0)
         offsets = _member_offsets(handle)
-        if os.fstat(handle.fileno()).st_size == 0:
-            raise ValueError("not an autograd_async checkpoint: the file is empty")
         mapped = mmap_module.mmap(handle.fileno(), 0, access=mmap_module.ACCESS_COPY)
 
     def array(name: str) -> np.ndarray:
