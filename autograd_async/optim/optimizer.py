@@ -73,6 +73,8 @@ def _with_step_hooks(step: Callable) -> Callable:
         if self.__dict__.get("_running_step_hooks"):
             return step(self, *args, **kwargs)
         self._running_step_hooks = True
+        # Read by the schedulers, which warn when stepped before their optimizer (as PyTorch's).
+        self._opt_called = True
         try:
             for hook in [*_GLOBAL_HOOKS.pre, *self._step_pre_hooks]:
                 result = hook(self, args, kwargs)

@@ -258,3 +258,19 @@ def test_multistep_closed_form_after_a_checkpoint(tmp_path):
     with pytest.warns(UserWarning, match="deprecated"):
         sched.step(5)
     assert sched.get_last_lr() == pytest.approx([0.025, 0.075])
+
+
+def test_stepping_before_the_optimizer_warns_like_torch(torch):
+    import warnings
+
+    for lib in (torch, aa):
+        opt = _make(lib, "SGD")
+        sched = _modules(lib)[0].StepLR(opt, step_size=2)
+        with pytest.warns(UserWarning, match="Detected call of `lr_scheduler.step\\(\\)` before"):
+            sched.step()
+        opt = _make(lib, "SGD")
+        sched = _modules(lib)[0].StepLR(opt, step_size=2)
+        opt.step()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            sched.step()

@@ -13,6 +13,14 @@ from typing import Any
 
 from ..optimizer import Optimizer
 
+_STEP_ORDER_MESSAGE = (
+    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and "
+    "later, you should call them in the opposite order: `optimizer.step()` before "
+    "`lr_scheduler.step()`.  Failure to do this will result in PyTorch skipping the first value "
+    "of the learning rate schedule. See more details at "
+    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate"
+)
+
 
 class LRScheduler:
     """Base class: sets each group's 'lr' from `get_lr()` every `step()`."""
@@ -60,6 +68,8 @@ class LRScheduler:
 
     def step(self, epoch: int | None = None) -> None:
         """Advance one epoch (or jump to `epoch`, deprecated) and set the groups' learning rates."""
+        if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
+            warnings.warn(_STEP_ORDER_MESSAGE, UserWarning, stacklevel=2)
         self._step_count += 1
         if epoch is not None:
             warnings.warn(
