@@ -255,6 +255,7 @@ def test_multistep_closed_form_after_a_checkpoint(tmp_path):
     sched = lr_scheduler.MultiStepLR(opt, milestones=[2, 4], gamma=0.5)
     aa.save(sched.state_dict(), tmp_path / "m.pt")
     sched.load_state_dict(aa.load(tmp_path / "m.pt"))
+    opt.step()
     with pytest.warns(UserWarning, match="deprecated"):
         sched.step(5)
     assert sched.get_last_lr() == pytest.approx([0.025, 0.075])
