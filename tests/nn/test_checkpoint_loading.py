@@ -1,5 +1,6 @@
 """load()'s PyTorch arguments: map_location in every form, weights_only, mmap; module state dicts
-of each kind of layer round-trip on cpu and sim devices; optimizer and scheduler state too."""
+of each kind of layer round-trip on each device (the `device` fixture: cpu, sim, cuda when
+present); optimizer and scheduler state too."""
 
 from __future__ import annotations
 
@@ -14,8 +15,6 @@ import pytest
 import autograd_async as aa
 from autograd_async import nn, optim
 from autograd_async.optim import lr_scheduler
-
-DEVICES = ["cpu", "sim:0"]
 
 
 def _linear():
@@ -54,7 +53,6 @@ def _first(out):
 
 
 @pytest.mark.parametrize("make", KINDS, ids=lambda f: f.__name__.strip("_"))
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("use_mmap", [False, True], ids=["read", "mmap"])
 def test_module_state_dict_round_trips(make, device, use_mmap, tmp_path):
     aa.manual_seed(0)
@@ -242,7 +240,6 @@ def test_mmap_refuses_non_checkpoints(tmp_path):
 # ------------------------------------------------------------------ optimizer and scheduler
 
 
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("use_mmap", [False, True], ids=["read", "mmap"])
 def test_optimizer_and_scheduler_state_round_trip(tmp_path, device, use_mmap):
     def build():
