@@ -67,3 +67,15 @@ def check_betas(betas: tuple[float, float]) -> tuple[float, float]:
         if not 0.0 <= beta < 1.0:
             raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
     return (float(betas[0]), float(betas[1]))
+
+
+def check_fused(fused: bool | None, foreach: bool | None, differentiable: bool) -> None:
+    """PyTorch's refusals of `fused` beside `foreach` or `differentiable`.
+
+    `fused` itself changes nothing here: every update is already one pass over NumPy/CuPy arrays.
+    """
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")

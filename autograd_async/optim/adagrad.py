@@ -10,6 +10,7 @@ from ..grad_mode import no_grad
 from ._state import (
     advance_step,
     bump_versions,
+    check_fused,
     check_hyperparameters,
     filled_like,
     gradients,
@@ -29,8 +30,11 @@ class Adagrad(Optimizer):
         weight_decay: float = 0.0,
         initial_accumulator_value: float = 0.0,
         eps: float = 1e-10,
+        foreach: bool | None = None,
         *,
         maximize: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
         check_hyperparameters(
             lr=lr,
@@ -45,9 +49,13 @@ class Adagrad(Optimizer):
             "eps": eps,
             "weight_decay": weight_decay,
             "initial_accumulator_value": initial_accumulator_value,
+            "foreach": foreach,
             "maximize": maximize,
+            "differentiable": differentiable,
+            "fused": fused,
         }
         super().__init__(params, defaults)
+        check_fused(fused, foreach, differentiable)
         # PyTorch creates the state at construction, so a state_dict saved before the first
         # step already holds every parameter's sum.
         for group in self.param_groups:
@@ -92,18 +100,25 @@ class Adadelta(Optimizer):
         rho: float = 0.9,
         eps: float = 1e-6,
         weight_decay: float = 0.0,
+        foreach: bool | None = None,
         *,
+        capturable: bool = False,
         maximize: bool = False,
+        differentiable: bool = False,
     ) -> None:
-        check_hyperparameters(lr=lr, eps=eps, weight_decay=weight_decay)
+        check_hyperparameters(lr=lr)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
+        check_hyperparameters(eps=eps, weight_decay=weight_decay)
         defaults = {
             "lr": lr,
             "rho": rho,
             "eps": eps,
             "weight_decay": weight_decay,
             "maximize": maximize,
+            "capturable": capturable,
+            "foreach": foreach,
+            "differentiable": differentiable,
         }
         super().__init__(params, defaults)
 

@@ -10,6 +10,7 @@ import numpy as np
 from ..devices import CPU, array_module, each_on_its_device
 from ..grad_mode import no_grad
 from ..core.tensor import Tensor
+from ._state import check_fused
 from .optimizer import Optimizer, grad_array
 
 
@@ -33,7 +34,11 @@ class Adam(Optimizer):
         weight_decay: float = 0.0,
         amsgrad: bool = False,
         *,
+        foreach: bool | None = None,
         maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
         decoupled_weight_decay: bool = False,
     ) -> None:
         if lr < 0.0:
@@ -52,9 +57,14 @@ class Adam(Optimizer):
             "weight_decay": weight_decay,
             "amsgrad": amsgrad,
             "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
+            "fused": fused,
             "decoupled_weight_decay": decoupled_weight_decay,
         }
         super().__init__(params, defaults)
+        check_fused(fused, foreach, differentiable)
 
     def _init_state(self, param: Tensor, amsgrad: bool) -> dict[str, Any]:
         state = self.state[param]
@@ -131,6 +141,10 @@ class AdamW(Adam):
         amsgrad: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
         super().__init__(
             params,
@@ -139,7 +153,11 @@ class AdamW(Adam):
             eps,
             weight_decay,
             amsgrad,
+            foreach=foreach,
             maximize=maximize,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
             decoupled_weight_decay=True,
         )
 

@@ -33,18 +33,20 @@ class _AdamFamily(Optimizer):
         eps: float,
         weight_decay: float,
         decoupled_weight_decay: bool,
-        maximize: bool,
+        flags: dict[str, Any],
         **extra: float,
     ) -> None:
-        check_hyperparameters(lr=lr, eps=eps, weight_decay=weight_decay, **extra)
+        check_hyperparameters(lr=lr, eps=eps)
+        betas = check_betas(betas)
+        check_hyperparameters(weight_decay=weight_decay, **extra)
         defaults = {
             "lr": lr,
-            "betas": check_betas(betas),
+            "betas": betas,
             "eps": eps,
             "weight_decay": weight_decay,
             **extra,
             "decoupled_weight_decay": decoupled_weight_decay,
-            "maximize": maximize,
+            **flags,
         }
         super().__init__(params, defaults)
 
@@ -101,8 +103,17 @@ class NAdam(_AdamFamily):
         momentum_decay: float = 4e-3,
         decoupled_weight_decay: bool = False,
         *,
+        foreach: bool | None = None,
         maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
+        flags = {
+            "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
+        }
         super().__init__(
             params,
             lr,
@@ -110,7 +121,7 @@ class NAdam(_AdamFamily):
             eps,
             weight_decay,
             decoupled_weight_decay,
-            maximize,
+            flags,
             momentum_decay=momentum_decay,
         )
 
@@ -150,9 +161,18 @@ class RAdam(_AdamFamily):
         weight_decay: float = 0.0,
         decoupled_weight_decay: bool = False,
         *,
+        foreach: bool | None = None,
         maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, decoupled_weight_decay, maximize)
+        flags = {
+            "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
+        }
+        super().__init__(params, lr, betas, eps, weight_decay, decoupled_weight_decay, flags)
 
     def _update(
         self, group: dict[str, Any], param: Any, grad: Any, state: dict[str, Any], step: float

@@ -6,8 +6,13 @@ module per kind; this module is their public home.
 """
 
 from .schedules.base import LRScheduler
-from .schedules.composite import ReduceLROnPlateau, SequentialLR
-from .schedules.cyclic import CosineAnnealingLR, CosineAnnealingWarmRestarts, OneCycleLR
+from .schedules.composite import ChainedScheduler, ReduceLROnPlateau, SequentialLR
+from .schedules.cyclic import (
+    CosineAnnealingLR,
+    CosineAnnealingWarmRestarts,
+    CyclicLR,
+    OneCycleLR,
+)
 from .schedules.multiplicative import (
     ConstantLR,
     ExponentialLR,
@@ -15,13 +20,16 @@ from .schedules.multiplicative import (
     LinearLR,
     MultiplicativeLR,
     MultiStepLR,
+    PolynomialLR,
     StepLR,
 )
 
 __all__ = [
+    "ChainedScheduler",
     "ConstantLR",
     "CosineAnnealingLR",
     "CosineAnnealingWarmRestarts",
+    "CyclicLR",
     "ExponentialLR",
     "LRScheduler",
     "LambdaLR",
@@ -29,6 +37,7 @@ __all__ = [
     "MultiStepLR",
     "MultiplicativeLR",
     "OneCycleLR",
+    "PolynomialLR",
     "ReduceLROnPlateau",
     "SequentialLR",
     "StepLR",

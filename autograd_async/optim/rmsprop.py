@@ -31,8 +31,10 @@ class RMSprop(Optimizer):
         weight_decay: float = 0.0,
         momentum: float = 0.0,
         centered: bool = False,
-        *,
+        capturable: bool = False,
+        foreach: bool | None = None,
         maximize: bool = False,
+        differentiable: bool = False,
     ) -> None:
         check_hyperparameters(
             lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha
@@ -44,7 +46,10 @@ class RMSprop(Optimizer):
             "weight_decay": weight_decay,
             "momentum": momentum,
             "centered": centered,
+            "capturable": capturable,
+            "foreach": foreach,
             "maximize": maximize,
+            "differentiable": differentiable,
         }
         super().__init__(params, defaults)
 

@@ -10,6 +10,7 @@ import numpy as np
 from ..devices import array_module, each_on_its_device
 from ..grad_mode import no_grad
 from ..core.tensor import Tensor
+from ._state import check_fused
 from .optimizer import Optimizer, grad_array
 
 # Elements per block of the update's scratch array (256 KiB of float32: stays in L2).
@@ -29,6 +30,9 @@ class SGD(Optimizer):
         nesterov: bool = False,
         *,
         maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
@@ -45,8 +49,12 @@ class SGD(Optimizer):
             "weight_decay": weight_decay,
             "nesterov": nesterov,
             "maximize": maximize,
+            "foreach": foreach,
+            "differentiable": differentiable,
+            "fused": fused,
         }
         super().__init__(params, defaults)
+        check_fused(fused, foreach, differentiable)
         self._blocks: dict[Any, np.ndarray] = {}
 
     def _subtract_scaled(self, data: Any, grad: Any, lr: float) -> None:

@@ -61,6 +61,10 @@ MORE_CONFIGS = {
         {"lr": 0.01, "weight_decay": 0.1},
         {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True, "maximize": True},
     ],
+    "Adamax": [{}, {"lr": 0.01, "weight_decay": 0.1, "maximize": True}],
+    "ASGD": [{}, {"lr": 0.05, "t0": 2, "lambd": 0.01, "weight_decay": 0.1}],
+    "Rprop": [{}, {"lr": 0.02, "etas": (0.3, 1.5), "maximize": True}],
+    "Adafactor": [{}, {"lr": 0.05, "weight_decay": 0.1, "maximize": True}],
 }
 CASES = (
     [("SGD", c) for c in SGD_CONFIGS]

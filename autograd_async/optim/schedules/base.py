@@ -13,6 +13,14 @@ from typing import Any
 
 from ..optimizer import Optimizer
 
+_STEP_ORDER_MESSAGE = (
+    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and "
+    "later, you should call them in the opposite order: `optimizer.step()` before "
+    "`lr_scheduler.step()`.  Failure to do this will result in PyTorch skipping the first value "
+    "of the learning rate schedule. See more details at "
+    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate"
+)
+
 
 class LRScheduler:
     """Base class: sets each group's 'lr' from `get_lr()` every `step()`."""
@@ -31,7 +39,11 @@ class LRScheduler:
                 if "initial_lr" not in group:
                     raise KeyError(
                         f"param 'initial_lr' is not specified in param_groups[{i}] when resuming "
-                        "scheduler with last_epoch >= 0"
+                        "scheduler with last_epoch >= 0.\nThis typically happens when:\n"
+                        "1. You're trying to resume training from a checkpoint but haven't "
+                        "properly loaded the optimizer state\n"
+                        "2. You're using last_epoch >= 0 for a fresh training run (not "
+                        "recommended)"
                     )
         self.base_lrs: list[float] = param_values(optimizer, "initial_lr")
         self.last_epoch = last_epoch
@@ -56,6 +68,8 @@ class LRScheduler:
 
     def step(self, epoch: int | None = None) -> None:
         """Advance one epoch (or jump to `epoch`, deprecated) and set the groups' learning rates."""
+        if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
+            warnings.warn(_STEP_ORDER_MESSAGE, UserWarning, stacklevel=2)
         self._step_count += 1
         if epoch is not None:
             warnings.warn(
@@ -94,4 +108,17 @@ def param_values(optimizer: Optimizer, key: str) -> list[Any]:
     return [group[key] for group in optimizer.param_groups]
 
 
-__all__ = ["LRScheduler", "param_values"]
+def per_group(name: str, optimizer: Optimizer, value: Any) -> list[Any]:
+    """One value per parameter group: a list of that length, or one value repeated."""
+    groups = len(optimizer.param_groups)
+    if isinstance(value, list | tuple):
+        if len(value) != groups:
+            raise ValueError(
+                f"{name} must have the same length as optimizer.param_groups. {name} has "
+                f"{len(value)} values, param_groups has {groups}."
+            )
+        return list(value)
+    return [value] * groups
+
+
+__all__ = ["LRScheduler", "param_values", "per_group"]

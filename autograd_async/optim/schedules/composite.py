@@ -1,11 +1,13 @@
 """Schedules driven by something other than one curve: a chain of schedulers at milestones
-(`SequentialLR`) and a watched metric that stops improving (`ReduceLROnPlateau`)."""
+(`SequentialLR`), several composed each epoch (`ChainedScheduler`) and a watched metric that stops
+improving (`ReduceLROnPlateau`)."""
 
 from __future__ import annotations
 
 import math
 import warnings
 from bisect import bisect_right
+from collections.abc import Sequence
 from typing import Any, Literal, SupportsFloat
 
 from ..optimizer import Optimizer
@@ -138,21 +140,7 @@ class SequentialLR(LRScheduler):
         name = type(self).__name__
         if len(schedulers) < 1:
             raise ValueError(f"{name} expects at least one scheduler, but got no scheduler.")
-        for i, scheduler in enumerate(schedulers):
-            if not hasattr(scheduler, "optimizer"):
-                raise TypeError(f"{name} at index {i} should have `optimizer` as its attribute.")
-            if isinstance(scheduler, ReduceLROnPlateau):
-                raise ValueError(
-                    f"{name} does not support `ReduceLROnPlateau` scheduler as it requires "
-                    "additional kwargs to be specified when calling `step`, but got one at "
-                    f"index {i} in the given schedulers sequence."
-                )
-            if scheduler.optimizer is not optimizer:
-                raise ValueError(
-                    f"{name} expects all schedulers to belong to the same optimizer, but got "
-                    f"scheduler {type(scheduler).__name__} at index {i} has "
-                    f"{scheduler.optimizer}, which is different from {type(optimizer).__name__}."
-                )
+        _check_members(name, optimizer, schedulers)
         if len(milestones) != len(schedulers) - 1:
             raise ValueError(
                 "Sequential Schedulers expects number of schedulers provided to be one more than "
@@ -199,6 +187,64 @@ class SequentialLR(LRScheduler):
             scheduler.load_state_dict(entry)
 
 
+class ChainedScheduler(LRScheduler):
+    """Step every scheduler of a list each epoch, their changes to the rates composed in order."""
+
+    def __init__(
+        self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None
+    ) -> None:
+        name = type(self).__name__
+        if len(schedulers) < 1:
+            raise ValueError(
+                f"{name} expects at least one scheduler to be chained, but got no scheduler."
+            )
+        optimizer = optimizer or schedulers[0].optimizer
+        _check_members(name, optimizer, schedulers)
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = param_values(self._schedulers[-1].optimizer, "lr")
+
+    def step(self) -> None:  # type: ignore[override]
+        """Step each scheduler once, in order."""
+        for scheduler in self._schedulers:
+            scheduler.step()
+        self._last_lr = param_values(self._schedulers[-1].optimizer, "lr")
+
+    def state_dict(self) -> dict[str, Any]:
+        """Attributes, with each wrapped scheduler's own state dict."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore attributes and every wrapped scheduler's state."""
+        state = dict(state_dict)
+        saved = state.pop("_schedulers")
+        self.__dict__.update(state)
+        for scheduler, entry in zip(self._schedulers, saved, strict=True):
+            scheduler.load_state_dict(entry)
+
+
+def _check_members(name: str, optimizer: Optimizer, schedulers: Sequence[Any]) -> None:
+    """PyTorch's checks of the schedulers a composite drives: all of one optimizer, none a
+    ReduceLROnPlateau (whose step takes a metric)."""
+    for i, scheduler in enumerate(schedulers):
+        if not hasattr(scheduler, "optimizer"):
+            raise TypeError(f"{name} at index {i} should have `optimizer` as its attribute.")
+        if isinstance(scheduler, ReduceLROnPlateau):
+            raise ValueError(
+                f"{name} does not support `ReduceLROnPlateau` scheduler as it requires "
+                "additional kwargs to be specified when calling `step`, but got one at "
+                f"index {i} in the given schedulers sequence."
+            )
+        if scheduler.optimizer is not optimizer:
+            raise ValueError(
+                f"{name} expects all schedulers to belong to the same optimizer, but got "
+                f"scheduler {type(scheduler).__name__} at index {i} has "
+                f"{scheduler.optimizer}, which is different from {type(optimizer).__name__}."
+            )
+
+
 def _leaves(schedulers: list[Any]) -> list[Any]:
     """The schedulers that own an epoch counter, nested SequentialLRs looked through."""
     found, pending = [], list(reversed(schedulers))
@@ -211,4 +257,4 @@ def _leaves(schedulers: list[Any]) -> list[Any]:
     return found
 
 
-__all__ = ["ReduceLROnPlateau", "SequentialLR"]
+__all__ = ["ChainedScheduler", "ReduceLROnPlateau", "SequentialLR"]

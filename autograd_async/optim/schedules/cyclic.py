@@ -1,12 +1,15 @@
-"""Schedules that follow a curve: cosine annealing (with warm restarts) and the one-cycle policy."""
+"""Schedules that follow a curve: cosine annealing (with warm restarts), the one-cycle policy and
+cyclical rates (`CyclicLR`)."""
 
 from __future__ import annotations
 
 import math
+import types
+from collections.abc import Callable
 from typing import Any, Literal
 
 from ..optimizer import Optimizer
-from .base import LRScheduler
+from .base import LRScheduler, per_group
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -115,19 +118,6 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
 
-def _per_group(name: str, optimizer: Optimizer, value: Any) -> list[Any]:
-    """One value per parameter group: a list of that length, or one value repeated."""
-    groups = len(optimizer.param_groups)
-    if isinstance(value, list | tuple):
-        if len(value) != groups:
-            raise ValueError(
-                f"{name} must have the same length as optimizer.param_groups. {name} has "
-                f"{len(value)} values, param_groups has {groups}."
-            )
-        return list(value)
-    return [value] * groups
-
-
 class OneCycleLR(LRScheduler):
     """The 1cycle policy: warm up to `max_lr`, anneal far below the start; momentum opposite."""
 
@@ -175,7 +165,7 @@ class OneCycleLR(LRScheduler):
             ]
         groups = optimizer.param_groups
         if last_epoch == -1:
-            for group, top in zip(groups, _per_group("max_lr", optimizer, max_lr), strict=True):
+            for group, top in zip(groups, per_group("max_lr", optimizer, max_lr), strict=True):
                 group["initial_lr"] = top / div_factor
                 group["max_lr"] = top
                 group["min_lr"] = group["initial_lr"] / final_div_factor
@@ -186,8 +176,8 @@ class OneCycleLR(LRScheduler):
                     "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
                 )
             self.use_beta1 = "betas" in optimizer.defaults
-            tops = _per_group("max_momentum", optimizer, max_momentum)
-            bases = _per_group("base_momentum", optimizer, base_momentum)
+            tops = per_group("max_momentum", optimizer, max_momentum)
+            bases = per_group("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
                 for top, base, group in zip(tops, bases, groups, strict=True):
                     self._set_momentum(group, top)
@@ -242,4 +232,129 @@ class OneCycleLR(LRScheduler):
         return lrs
 
 
-__all__ = ["CosineAnnealingLR", "CosineAnnealingWarmRestarts", "OneCycleLR"]
+class CyclicLR(LRScheduler):
+    """Cycle the rate between `base_lr` and `max_lr` (triangular, halving, or exponentially
+    shrinking cycles, or a user's `scale_fn`); momentum cycles the opposite way."""
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        base_lr: float | list[float],
+        max_lr: float | list[float],
+        step_size_up: int = 2000,
+        step_size_down: int | None = None,
+        mode: Literal["triangular", "triangular2", "exp_range"] = "triangular",
+        gamma: float = 1.0,
+        scale_fn: Callable[[float], float] | None = None,
+        scale_mode: Literal["cycle", "iterations"] = "cycle",
+        cycle_momentum: bool = True,
+        base_momentum: float = 0.8,
+        max_momentum: float = 0.9,
+        last_epoch: int = -1,
+    ) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        base_lrs = per_group("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
+                group["lr"] = lr
+        self.max_lrs = per_group("max_lr", optimizer, max_lr)
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError(
+                    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+                )
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = per_group("base_momentum", optimizer, base_momentum)
+            self.max_momentums = per_group("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for top, base, group in zip(
+                    self.max_momentums, self.base_momentums, optimizer.param_groups, strict=True
+                ):
+                    self._set_momentum(group, top)
+                    group["max_momentum"] = top
+                    group["base_momentum"] = base
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self) -> None:
+        """The named modes fix their scale function and what it is a function of."""
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "exp_range":
+            self.scale_mode = "iterations"
+        elif self.mode in ("triangular", "triangular2"):
+            self.scale_mode = "cycle"
+
+    def scale_fn(self, x: float) -> float:
+        """The amplitude's scale at cycle (or iteration) `x`."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma**x
+
+    def _set_momentum(self, group: dict[str, Any], value: float) -> None:
+        if self.use_beta1:
+            group["betas"] = (value, *group["betas"][1:])
+        else:
+            group["momentum"] = value
+
+    def get_lr(self) -> list[float]:
+        """Each group's rate at this iteration of the cycle; sets momentum too."""
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [
+            base_lr + (max_lr - base_lr) * scale_factor * scale
+            for base_lr, max_lr in zip(self.base_lrs, self.max_lrs, strict=True)
+        ]
+        if self.cycle_momentum:
+            for group, base, top in zip(
+                self.optimizer.param_groups, self.base_momentums, self.max_momentums, strict=True
+            ):
+                self._set_momentum(group, top - (top - base) * scale_factor * scale)
+        return lrs
+
+    def state_dict(self) -> dict[str, Any]:
+        """Attributes; a custom scale function's own attributes when it is a callable object
+        (a plain function is not saved, as in PyTorch)."""
+        state = super().state_dict()
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = (
+            None if fn is None or isinstance(fn, types.FunctionType) else dict(fn.__dict__)
+        )
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore attributes, and the custom scale function's saved attributes."""
+        state = dict(state_dict)
+        saved_fn = state.pop("_scale_fn_custom", None)
+        custom = self._scale_fn_custom
+        super().load_state_dict(state)
+        self._scale_fn_custom = custom
+        if saved_fn is not None and custom is not None:
+            custom.__dict__.update(saved_fn)
+        self._init_scale_fn()
+
+
+__all__ = ["CosineAnnealingLR", "CosineAnnealingWarmRestarts", "CyclicLR", "OneCycleLR"]

@@ -58,7 +58,8 @@ class MultiStepLR(LRScheduler):
         return [group["lr"] * factor for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list[float]:
-        milestones = sorted(self.milestones.elements())
+        # (a Counter, or the plain dict a checkpoint gives back)
+        milestones = sorted(Counter(self.milestones).elements())
         passed = bisect_right(milestones, self.last_epoch)
         return [base_lr * self.gamma**passed for base_lr in self.base_lrs]
 
@@ -217,6 +218,35 @@ class LinearLR(LRScheduler):
         return [base_lr * (self.start_factor + span * done) for base_lr in self.base_lrs]
 
 
+class PolynomialLR(LRScheduler):
+    """Decay the learning rate by a polynomial of power `power` to zero at `total_iters`."""
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        total_iters: int = 5,
+        power: float = 1.0,
+        last_epoch: int = -1,
+    ) -> None:
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        """PyTorch's recursive form: each epoch's factor over the previous epoch's."""
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return param_values(self.optimizer, "lr")
+        factor = (
+            (1.0 - self.last_epoch / self.total_iters)
+            / (1.0 - (self.last_epoch - 1) / self.total_iters)
+        ) ** self.power
+        return [group["lr"] * factor for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        done = min(self.total_iters, self.last_epoch) / self.total_iters
+        return [base_lr * (1.0 - done) ** self.power for base_lr in self.base_lrs]
+
+
 __all__ = [
     "ConstantLR",
     "ExponentialLR",
@@ -224,5 +254,6 @@ __all__ = [
     "LinearLR",
     "MultiStepLR",
     "MultiplicativeLR",
+    "PolynomialLR",
     "StepLR",
 ]
