@@ -22,7 +22,7 @@ from ..grad_mode import grad_enabled
 from ..history import forward_name, rebase_history
 from ..tensor import Tensor, infer_array
 from .arithmetic import AddBackward0, SubBackward0, div, mul
-from .base import Op, broadcast_error
+from .base import Op, broadcast_error, torch_type_name
 from .copy_slices import CopySlices
 from .dual import data_of, getitem, mul_const, xp_of, zeros_like
 from .elementwise import clamp, relu
@@ -427,18 +427,37 @@ def _iop(fn: Any) -> Any:
     return method
 
 
+def _tensors_in(args: tuple) -> tuple:
+    """The tensors among `args`, also those inside a tuple or list (`index_put_`'s indices)."""
+    found = []
+    for a in args:
+        if isinstance(a, Tensor):
+            found.append(a)
+        elif isinstance(a, (tuple, list)):
+            found.extend(x for x in a if isinstance(x, Tensor))
+    return tuple(found)
+
+
+# In-place forms whose result must already have the tensor's dtype (PyTorch casts no other way).
+_EXACT_DTYPE = frozenset({"float_power"})
+
+
 def _in_place_form(name: str) -> Any:
     """`Tensor.<name>_`: the out-of-place method's result written back, with its history."""
 
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         compute = getattr(Tensor, name)
-        others = tuple(a for a in args if isinstance(a, Tensor))
-        recording = _recording(self, *others)
+        recording = _recording(self, *_tensors_in((*args, *kwargs.values())))
         if recording:
             result = compute(_snapshot(self, copy=True), *args, **kwargs)
         else:
             with _no_grad():
                 result = compute(self, *args, **kwargs)
+        if name in _EXACT_DTYPE and result.dtype != self.dtype:
+            raise RuntimeError(
+                f"the base given to {name}_ has dtype {torch_type_name(self.dtype)} but the "
+                f"operation's result requires dtype {torch_type_name(result.dtype)}"
+            )
         if _CATEGORY[result.dtype.kind] > _CATEGORY[self.dtype.kind]:
             raise RuntimeError(
                 f"result type {_TORCH_NAMES[result.dtype.kind]} can't be cast to the desired "
@@ -460,18 +479,22 @@ def _in_place_form(name: str) -> Any:
     return method
 
 
-# PyTorch's in-place forms of ops that keep the tensor's shape.
+# PyTorch's in-place forms of ops that keep the tensor's shape; each is installed where its
+# out-of-place method exists.
 _IN_PLACE_FORMS = (
-    "abs", "acos", "addcdiv", "addcmul", "addmm", "arccos", "arcsin", "arcsinh", "arctan2",
-    "arctan", "asin", "asinh", "atan2", "atan", "baddbmm", "bitwise_and", "bitwise_left_shift",
-    "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "clamp_max",
-    "clamp_min", "clip", "copysign", "cos", "cosh", "cumprod", "cumsum", "divide", "eq", "erf",
-    "erfinv", "exp", "expm1", "fix", "floor", "floor_divide", "fmod", "frac", "gcd", "ge",
-    "greater", "greater_equal", "gt", "heaviside", "hypot", "lcm", "le", "lerp", "less",
-    "less_equal", "log1p", "log", "logical_and", "logical_not", "logical_or", "logical_xor", "lt",
-    "multiply", "nan_to_num", "ne", "neg", "negative", "not_equal", "pow", "reciprocal",
-    "remainder", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square",
-    "subtract", "tan", "tanh", "tril", "triu", "true_divide", "trunc", "xlogy",
+    "abs", "absolute", "acos", "acosh", "addbmm", "addcdiv", "addcmul", "addmm", "addmv", "addr",
+    "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "asin", "asinh",
+    "atan", "atan2", "atanh", "baddbmm", "bitwise_and", "bitwise_left_shift", "bitwise_not",
+    "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "clamp_max", "clamp_min", "clip",
+    "conj_physical", "copysign", "cos", "cosh", "cumprod", "cumsum", "deg2rad", "divide", "eq",
+    "erf", "erfinv", "exp", "expm1", "fix", "float_power", "floor", "floor_divide", "fmod", "frac",
+    "gcd", "ge", "greater", "greater_equal", "gt", "heaviside", "hypot", "igamma", "igammac",
+    "index_fill", "index_put", "index_reduce", "lcm", "ldexp", "le", "lerp", "less", "less_equal",
+    "log", "log1p", "logical_and", "logical_not", "logical_or", "logical_xor", "lt",
+    "masked_scatter", "multiply", "nan_to_num", "ne", "neg", "negative", "nextafter", "not_equal",
+    "pow", "put", "rad2deg", "reciprocal", "remainder", "renorm", "round", "rsqrt",
+    "scatter_reduce", "sgn", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "subtract", "tan",
+    "tanh", "tril", "triu", "true_divide", "trunc", "xlogy",
 )
 IN_PLACE_FORMS = {name + "_": _in_place_form(name) for name in _IN_PLACE_FORMS}
 
