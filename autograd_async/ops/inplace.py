@@ -101,6 +101,25 @@ class CopyBackwards(Op):
         return (zeros_like(g) if self.needs_input_grad[0] else None), g
 
 
+class NoGradientBackward(Op):
+    """The history of a tensor overwritten in place by an op without a gradient (`eq_`): the
+    old values get a zero gradient, as PyTorch's `EqBackward0` gives them."""
+
+    __slots__ = ("_forward_name",)
+    op_name = "no_gradient"
+
+    def name(self) -> str:
+        """PyTorch's name: the op's, `EqBackward0` for `eq_`."""
+        return "".join(part.capitalize() for part in self._forward_name.split("_")) + "Backward0"
+
+    def forward(self, a: Any, forward_name: str) -> Any:
+        self._forward_name = forward_name
+        return a
+
+    def backward(self, g: Any) -> Any:
+        return zeros_like(g)
+
+
 class _IndexPut(Op):
     """`a[key] = value` written into `a`'s storage; value's gradient is the gradient at `key`."""
 
@@ -438,6 +457,9 @@ def _tensors_in(args: tuple) -> tuple:
     return tuple(found)
 
 
+# In-place forms PyTorch does not record: the tensor keeps its history (and so the gradient its
+# old values had), where other ops without a gradient give a zero one.
+_UNRECORDED = frozenset({"logical_and", "logical_or", "logical_xor", "logical_not"})
 # In-place forms whose result must already have the tensor's dtype (PyTorch casts no other way).
 _EXACT_DTYPE = frozenset({"float_power"})
 
@@ -470,7 +492,13 @@ def _in_place_form(name: str) -> Any:
             )
         self._data[...] = result._data
         if recording:
-            return _commit(self, result.grad_fn)
+            node = result.grad_fn
+            if node is None and name in _UNRECORDED:
+                self._bump_version()
+                return self
+            if node is None:  # a result without a gradient (a comparison): zero for the old values
+                node = NoGradientBackward.apply(_snapshot(self), forward_name=name).grad_fn
+            return _commit(self, node)
         self._bump_version()
         return self
 
