@@ -82,19 +82,18 @@ def _dense_in_order(array: Any, order: tuple[int, ...]) -> bool:
 
 def is_laid_out_as(array: Any, fmt: memory_format) -> bool:
     """Whether `array` is dense in memory format `fmt` (`is_contiguous(memory_format=)`);
-    `preserve_format` accepts any of them."""
-    if fmt is preserve_format:
-        return any(is_laid_out_as(array, f) for f in (contiguous_format, *_ORDERS))
-    if fmt is contiguous_format:
+    `preserve_format` asks for row-major, as PyTorch's check does."""
+    if fmt is contiguous_format or fmt is preserve_format:
         return bool(array.flags.c_contiguous)
     rank, order = _ORDERS[fmt]
     return array.ndim == rank and _dense_in_order(array, order)
 
 
 def lay_out_as(xp: Any, array: Any, fmt: memory_format) -> Any:
-    """A copy of `array` dense in memory format `fmt`, with `array`'s shape (`preserve_format`:
-    row-major)."""
-    if fmt is contiguous_format or fmt is preserve_format:
+    """A copy of `array` dense in memory format `fmt`, with `array`'s shape."""
+    if fmt is preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    if fmt is contiguous_format:
         return xp.ascontiguousarray(array)
     rank, order = _ORDERS[fmt]
     if array.ndim != rank:
@@ -112,22 +111,64 @@ AMBIGUOUS_ORDER_MESSAGE = (
 
 
 def dim_order(array: Any, ambiguity_check: Any = False) -> tuple[int, ...]:
-    """The dimensions from outermost to innermost in memory (largest stride first; ties keep
-    dimension order).
+    """The dimensions from outermost to innermost in memory, ordered as PyTorch orders them.
 
     `ambiguity_check=True` refuses an array whose order is not unique (a dimension of size 1,
-    or two with the same stride); a list of memory formats refuses one that is not dense in
-    exactly one of them.
+    or neighbours with the same stride); a list of memory formats refuses such an array unless
+    it is dense in exactly one of them.
     """
+    formats = list(ambiguity_check) if isinstance(ambiguity_check, (list, tuple)) else []
+    for fmt in formats:
+        require_memory_format(fmt, "dim_order")
+    check = ambiguity_check if isinstance(ambiguity_check, bool) else True
     strides = _element_strides(array)
-    order = tuple(sorted(range(array.ndim), key=lambda d: -strides[d]))
-    if ambiguity_check is True:
-        if 1 in array.shape or len(set(strides)) != len(strides):
-            raise RuntimeError(AMBIGUOUS_ORDER_MESSAGE)
-    elif ambiguity_check is not False:
-        formats = list(ambiguity_check)
-        for fmt in formats:
-            require_memory_format(fmt, "dim_order")
-        if sum(is_laid_out_as(array, fmt) for fmt in formats) != 1:
-            raise RuntimeError(AMBIGUOUS_ORDER_MESSAGE)
+    several = 1 in array.shape or any(a == b for a, b in zip(strides, strides[1:]))
+    if check and several and sum(is_laid_out_as(array, fmt) for fmt in formats) != 1:
+        raise RuntimeError(AMBIGUOUS_ORDER_MESSAGE)
+    order, ambiguous = _physical_order(array, bool(ambiguity_check))
+    if ambiguous:
+        raise RuntimeError("The tensor does not have unique dim order.")
     return order
+
+
+def _physical_order(array: Any, check: bool) -> tuple[tuple[int, ...], bool]:
+    """PyTorch's logical-to-physical permutation of an elementwise result (an insertion sort by
+    stride, size-1 and zero strides left where they fall), and whether it is ambiguous."""
+    ndim = array.ndim
+    if ndim <= 1:
+        return tuple(range(ndim)), False
+    row_major = is_laid_out_as(array, contiguous_format)
+    channels = ndim == 4 and is_laid_out_as(array, channels_last)
+    if row_major and not channels:
+        return tuple(range(ndim)), False
+    if channels and not row_major:
+        return (0, *range(2, ndim), 1), False
+    shape, strides = array.shape, _element_strides(array)
+
+    def at_least(a: int, b: int) -> bool:
+        return b == 0 or (a != 0 and (a >= b or a % b == 0))
+
+    def should_swap(a: int, b: int) -> int:
+        sa, sb = strides[a], strides[b]
+        if sa == 0 or sb == 0:
+            return 0
+        if sa == sb:
+            return 0 if at_least(shape[b], shape[a]) else 1
+        if at_least(sb, sa):
+            return -1
+        return 1 if at_least(sa, sb) else 0
+
+    perm = list(reversed(range(ndim)))
+    for i in range(1, ndim):
+        right = i
+        for left in reversed(range(i)):
+            comparison = should_swap(perm[left], perm[right])
+            if comparison > 0:
+                perm[left], perm[right] = perm[right], perm[left]
+                right = left
+            elif comparison < 0:
+                break
+    ambiguous = check and any(
+        should_swap(perm[i], perm[i + 1]) != -1 for i in range(ndim - 1)
+    )
+    return tuple(reversed(perm)), ambiguous

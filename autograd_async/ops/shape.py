@@ -422,8 +422,10 @@ def contiguous(input: Tensor, memory_format: Any = None) -> Tensor:
     fmt = require_memory_format(memory_format, "contiguous")
     if is_laid_out_as(input._data, fmt):
         return input
+    if fmt is preserve_format:
+        lay_out_as(None, input._data, fmt)  # PyTorch's refusal
     copied = CloneBackward0.apply(input)
-    if fmt is not contiguous_format and fmt is not preserve_format:
+    if fmt is not contiguous_format:
         # A fresh output nothing else holds: its values laid out again, its history kept.
         copied._data = lay_out_as(xp_of(copied._data), copied._data, fmt)
     return copied
