@@ -116,13 +116,13 @@ def test_conjugate_transposes_match_torch(torch, device: str) -> None:
     for lib in (aa, torch):
         with pytest.raises(RuntimeError, match="tensor.H is only supported on matrices "
                                                r"\(2-D tensors\). Got 1-D tensor."):
-            lib.zeros(3).H
+            _ = lib.zeros(3).H
         with pytest.raises(RuntimeError, match="consider using tensor.mH"):
-            lib.zeros(2, 2, 2).H
+            _ = lib.zeros(2, 2, 2).H
         with pytest.raises(RuntimeError, match="tensor.mH is only supported on matrices"):
-            lib.zeros(3).mH
+            _ = lib.zeros(3).mH
         with pytest.warns(UserWarning, match="Tensor.H is deprecated on 0-D tensors"):
-            lib.zeros(()).H
+            _ = lib.zeros(()).H
 
 
 @pytest.mark.parametrize("size", [(3,), (1, 3), (2, 1), (1, 1), (2, 3)])
