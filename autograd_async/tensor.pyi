@@ -899,7 +899,9 @@ class Tensor:
         *args: Any,
         device: Any = ...,
         dtype: Any = ...,
+        non_blocking: builtins.bool = ...,
         copy: builtins.bool = ...,
+        memory_format: Any = ...,
     ) -> Any: ...
     def to_dense(self, dtype: Any = ..., *, masked_grad: Any = ...) -> Tensor: ...
     def tolist(self) -> Any: ...

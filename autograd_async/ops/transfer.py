@@ -79,9 +79,8 @@ def to(
             "arguments, but expected (device=None, dtype=None, non_blocking=False, copy=False), "
             "(dtype, non_blocking=False, copy=False) or (tensor, non_blocking=False, copy=False)"
         )
-    if rest:
-        non_blocking = rest[0]
-        copy = rest[1] if len(rest) > 1 else copy
+    if len(rest) == 2:  # (non_blocking, copy); a copy is always ordered on the streams here
+        copy = rest[1]
     if isinstance(device, int):
         device = f"cuda:{device}"
     fmt = require_memory_format(memory_format, "to") if memory_format is not None else None
