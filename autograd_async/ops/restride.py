@@ -10,6 +10,7 @@ change which memory the tensor shows; neither is differentiable.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 from ..devices import DeviceError
@@ -110,6 +111,31 @@ def resize_as_(self: Tensor, the_template: Tensor, *, memory_format: Any = None)
     return resize_(self, tuple(the_template.shape))
 
 
+def resize(self: Tensor, *sizes: Any) -> Tensor:
+    """Deprecated in PyTorch: the tensor in the shape `sizes`, which must hold as many elements
+    (differentiable, unlike `resize_`)."""
+    warnings.warn("non-inplace resize is deprecated", stacklevel=2)
+    return _same_count_reshape(self, _sizes(sizes))
+
+
+def resize_as(self: Tensor, tensor: Tensor) -> Tensor:
+    """Deprecated in PyTorch: `resize` to `tensor`'s shape."""
+    warnings.warn("non-inplace resize_as is deprecated", stacklevel=2)
+    return _same_count_reshape(self, tuple(tensor.shape))
+
+
+def _same_count_reshape(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+    count, have = math.prod(shape), t.numel()
+    if count != have:
+        raise RuntimeError(
+            f"requested resize to {'x'.join(map(str, shape))} ({count} elements in total), but "
+            f"the given tensor has a size of {'x'.join(map(str, t.shape))} ({have} elements). "
+            "autograd's resize can only change the shape of a given tensor, while preserving "
+            "the number of elements. "
+        )
+    return t.reshape(shape)
+
+
 class SetBackward(Op):
     """The node of a recorded `set_`: PyTorch has no derivative for it, and its backward says
     so."""
@@ -204,5 +230,7 @@ VIEW_FORMS = {
 METHODS = {
     "resize_": resize_,
     "resize_as_": resize_as_,
+    "resize": resize,
+    "resize_as": resize_as,
     "set_": set_,
 }

@@ -172,3 +172,19 @@ def test_set_errors_and_history_match_torch(torch) -> None:
         assert a.requires_grad and a.grad_fn.name() == "torch::autograd::NotImplemented"
         with pytest.raises(RuntimeError, match="derivative for set_ is not implemented"):
             a.sum().backward()
+
+
+def test_deprecated_resize_reshapes_differentiably(torch) -> None:
+    for lib in (aa, torch):
+        x = lib.tensor(np.arange(6.0), requires_grad=True)
+        with pytest.warns(UserWarning, match="non-inplace resize is deprecated"):
+            y = x.resize(2, 3)
+        with pytest.warns(UserWarning, match="non-inplace resize_as is deprecated"):
+            z = x.resize_as(lib.zeros(3, 2))
+        assert tuple(y.shape) == (2, 3) and tuple(z.shape) == (3, 2)
+        (y.sum() + 2 * z.sum()).backward()
+        assert x.grad.tolist() == [3.0] * 6
+        with pytest.warns(UserWarning), pytest.raises(
+            RuntimeError, match=r"requested resize to 4 \(4 elements in total\), but the given "
+                                r"tensor has a size of 6 \(6 elements\)"):
+            x.resize(4)
