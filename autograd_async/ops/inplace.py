@@ -394,8 +394,9 @@ def fill_(input: Tensor, value: Any) -> Tensor:
 
 @enters_device
 @batchable
-def copy_(input: Tensor, src: Any) -> Tensor:
-    """Copy `src`'s values (broadcast, cast, from any device) into `input`."""
+def copy_(input: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
+    """Copy `src`'s values (broadcast, cast, from any device) into `input`; `non_blocking` is
+    taken for PyTorch's signature (copies are ordered on the streams here)."""
     src = _operand(input, src, move=True)
     _check_shape(input, src, "copy_")
     if _recording(input, src):

@@ -294,3 +294,10 @@ def test_to_takes_torchs_three_overloads(torch, device: str) -> None:
     assert image.stride() == torch.zeros(1, 2, 3, 4).to(memory_format=torch.channels_last).stride()
     with pytest.raises(TypeError, match="to\\(\\) received an invalid combination of arguments"):
         ours.to(aa.float64, 1)
+
+
+def test_copy_takes_non_blocking(torch, device: str) -> None:
+    for lib, on in ((aa, {"device": device}), (torch, {})):
+        x = lib.zeros(3, **on)
+        assert x.copy_(lib.ones(3), non_blocking=True) is x and x.copy_(lib.ones(1), True) is x
+        assert x.tolist() == [1.0, 1.0, 1.0]
