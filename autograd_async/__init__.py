@@ -68,6 +68,15 @@ from .grad_mode import (
     set_anomaly_enabled,
     set_grad_enabled,
 )
+from .layouts import (
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    layout,
+    memory_format,
+    preserve_format,
+    strided,
+)
 from .ops import *  # noqa: F403 - the op functions: add, mul, matmul, sum, ...
 from .ops.intra_op import get_num_threads, set_num_threads
 from .ops.random_draws import bernoulli, multinomial, normal, poisson
@@ -221,4 +230,11 @@ __all__ = [
     "normal",
     "poisson",
     "distributions",
+    "layout",
+    "strided",
+    "memory_format",
+    "contiguous_format",
+    "channels_last",
+    "channels_last_3d",
+    "preserve_format",
 ]

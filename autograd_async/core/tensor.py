@@ -411,8 +411,13 @@ class Tensor:
         _devices.backend_for(self.device).streams.record_stream(self._data, handle)
 
     # -------------------------------------------------------------- conversions
-    def numpy(self) -> np.ndarray:
-        """The tensor's NumPy array (shares memory); cpu tensors that don't require grad only."""
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The tensor's NumPy array (shares memory); cpu tensors that don't require grad only,
+        unless `force`: then also others, through a host copy where the memory is elsewhere."""
+        if force:
+            if sim_mode_state.mode == "cuda":
+                sanitizer.host_read(self._data, self.device, "numpy()")
+            return np.asarray(_devices.to_host(self._data))
         if self._rg:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. "

@@ -12,7 +12,20 @@ import inspect
 from typing import Any
 
 from ..dtypes import bfloat16
-from ..core.tensor import Tensor, bool_, float16, float32, float64, int32, int64
+from ..core.tensor import (
+    Tensor,
+    bool_,
+    complex64,
+    complex128,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+)
 from . import (
     arithmetic,
     attention,
@@ -63,6 +76,9 @@ from . import random_draws, random_fills
 # isort: split
 from . import autocast_policy, distribution_math
 
+# isort: split
+from . import diagonal_fill, python_maps, restride, tensor_facts
+
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
 _FAMILIES += (conv, pooling, sampling, normalization, embedding, distance, attention)
@@ -72,6 +88,7 @@ _FAMILIES += (views,)
 _FAMILIES += (linalg_solvers, assembling, statistics, numeric, scatter_reduce)
 _FAMILIES += (random_fills, random_draws)
 _FAMILIES += (distribution_math,)
+_FAMILIES += (restride, tensor_facts, python_maps, diagonal_fill)
 
 
 for _family in _FAMILIES:  # functions that autocast routes as a whole
@@ -128,6 +145,17 @@ def accept_numpy_names(fn: Any) -> Any:
 FUNCTIONS = {name: accept_numpy_names(fn) for name, fn in FUNCTIONS.items()}
 
 
+def _signed_like(form: Any, op: Any) -> Any:
+    """An in-place form taking what its out-of-place op takes, as `inspect` (and so the type
+    stubs) shows it."""
+    try:
+        signature = inspect.signature(op)
+    except (TypeError, ValueError):
+        return form
+    form.__signature__ = signature.replace(return_annotation="Tensor")
+    return form
+
+
 def _install() -> None:
     methods = {k: v for k, v in FUNCTIONS.items() if k not in _NOT_METHODS}
     for family in _FAMILIES:
@@ -143,6 +171,11 @@ def _install() -> None:
             "long": _cast(int64),
             "int": _cast(int32),
             "bool": _cast(bool_),
+            "byte": _cast(uint8),
+            "char": _cast(int8),
+            "short": _cast(int16),
+            "cfloat": _cast(complex64),
+            "cdouble": _cast(complex128),
             "type_as": lambda self, other: to(self, dtype=other.dtype),
             # x.where(condition, y): the tensor is the value where the condition holds.
             "where": lambda self, condition, other: elementwise.where(condition, self, other),
@@ -150,7 +183,9 @@ def _install() -> None:
     )
     for name, fn in inplace.IN_PLACE_FORMS.items():
         if name not in methods and name[:-1] in methods:  # only where the op itself exists
-            methods[name] = fn
+            methods[name] = _signed_like(fn, methods[name[:-1]])
+    for name, fn in restride.VIEW_FORMS.items():
+        methods[name] = _signed_like(fn, methods[name[:-1]])
     for name, fn in methods.items():
         setattr(Tensor, name, accept_numpy_names(fn))
     # `ndarray op tensor` defers to the tensor's reflected operator instead of converting it.

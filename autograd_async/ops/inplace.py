@@ -22,7 +22,7 @@ from ..grad_mode import grad_enabled
 from ..core.history import forward_name, rebase_history, refresh_if_stale
 from ..core.tensor import Tensor, infer_array
 from .arithmetic import AddBackward0, SubBackward0, div, mul
-from ..core.op import Op, broadcast_error
+from ..core.op import Op, broadcast_error, torch_type_name
 from .copy_slices import CopySlices
 from .dual import data_of, getitem, mul_const, xp_of, zeros_like
 from .elementwise import clamp, relu
@@ -98,6 +98,25 @@ class CopyBackwards(Op):
 
     def backward(self, g: Any) -> tuple:
         return (zeros_like(g) if self.needs_input_grad[0] else None), g
+
+
+class NoGradientBackward(Op):
+    """The history of a tensor overwritten in place by an op without a gradient (`eq_`): the
+    old values get a zero gradient, as PyTorch's `EqBackward0` gives them."""
+
+    __slots__ = ("_forward_name",)
+    op_name = "no_gradient"
+
+    def name(self) -> str:
+        """PyTorch's name: the op's, `EqBackward0` for `eq_`."""
+        return "".join(part.capitalize() for part in self._forward_name.split("_")) + "Backward0"
+
+    def forward(self, a: Any, forward_name: str) -> Any:
+        self._forward_name = forward_name
+        return a
+
+    def backward(self, g: Any) -> Any:
+        return zeros_like(g)
 
 
 class _IndexPut(Op):
@@ -374,8 +393,9 @@ def fill_(input: Tensor, value: Any) -> Tensor:
 
 @enters_device
 @batchable
-def copy_(input: Tensor, src: Any) -> Tensor:
-    """Copy `src`'s values (broadcast, cast, from any device) into `input`."""
+def copy_(input: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
+    """Copy `src`'s values (broadcast, cast, from any device) into `input`; `non_blocking` is
+    taken for PyTorch's signature (copies are ordered on the streams here)."""
     src = _operand(input, src, move=True)
     _check_shape(input, src, "copy_")
     if _recording(input, src):
@@ -426,18 +446,40 @@ def _iop(fn: Any) -> Any:
     return method
 
 
+def _tensors_in(args: tuple) -> tuple:
+    """The tensors among `args`, also those inside a tuple or list (`index_put_`'s indices)."""
+    found = []
+    for a in args:
+        if isinstance(a, Tensor):
+            found.append(a)
+        elif isinstance(a, (tuple, list)):
+            found.extend(x for x in a if isinstance(x, Tensor))
+    return tuple(found)
+
+
+# In-place forms PyTorch does not record: the tensor keeps its history (and so the gradient its
+# old values had), where other ops without a gradient give a zero one.
+_UNRECORDED = frozenset({"logical_and", "logical_or", "logical_xor", "logical_not"})
+# In-place forms whose result must already have the tensor's dtype (PyTorch casts no other way).
+_EXACT_DTYPE = frozenset({"float_power"})
+
+
 def _in_place_form(name: str) -> Any:
     """`Tensor.<name>_`: the out-of-place method's result written back, with its history."""
 
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         compute = getattr(Tensor, name)
-        others = tuple(a for a in args if isinstance(a, Tensor))
-        recording = _recording(self, *others)
+        recording = _recording(self, *_tensors_in((*args, *kwargs.values())))
         if recording:
             result = compute(_snapshot(self, copy=True), *args, **kwargs)
         else:
             with _no_grad():
                 result = compute(self, *args, **kwargs)
+        if name in _EXACT_DTYPE and result.dtype != self.dtype:
+            raise RuntimeError(
+                f"the base given to {name}_ has dtype {torch_type_name(self.dtype)} but the "
+                f"operation's result requires dtype {torch_type_name(result.dtype)}"
+            )
         if _CATEGORY[result.dtype.kind] > _CATEGORY[self.dtype.kind]:
             raise RuntimeError(
                 f"result type {_TORCH_NAMES[result.dtype.kind]} can't be cast to the desired "
@@ -450,7 +492,13 @@ def _in_place_form(name: str) -> Any:
             )
         self._data[...] = result._data
         if recording:
-            return _commit(self, result.grad_fn)
+            node = result.grad_fn
+            if node is None and name in _UNRECORDED:
+                self._bump_version()
+                return self
+            if node is None:  # a result without a gradient (a comparison): zero for the old values
+                node = NoGradientBackward.apply(_snapshot(self), forward_name=name).grad_fn
+            return _commit(self, node)
         self._bump_version()
         return self
 
@@ -459,18 +507,22 @@ def _in_place_form(name: str) -> Any:
     return method
 
 
-# PyTorch's in-place forms of ops that keep the tensor's shape.
+# PyTorch's in-place forms of ops that keep the tensor's shape; each is installed where its
+# out-of-place method exists.
 _IN_PLACE_FORMS = (
-    "abs", "acos", "addcdiv", "addcmul", "addmm", "arccos", "arcsin", "arcsinh", "arctan2",
-    "arctan", "asin", "asinh", "atan2", "atan", "baddbmm", "bitwise_and", "bitwise_left_shift",
-    "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "clamp_max",
-    "clamp_min", "clip", "copysign", "cos", "cosh", "cumprod", "cumsum", "divide", "eq", "erf",
-    "erfinv", "exp", "expm1", "fix", "floor", "floor_divide", "fmod", "frac", "gcd", "ge",
-    "greater", "greater_equal", "gt", "heaviside", "hypot", "lcm", "le", "lerp", "less",
-    "less_equal", "log1p", "log", "logical_and", "logical_not", "logical_or", "logical_xor", "lt",
-    "multiply", "nan_to_num", "ne", "neg", "negative", "not_equal", "pow", "reciprocal",
-    "remainder", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square",
-    "subtract", "tan", "tanh", "tril", "triu", "true_divide", "trunc", "xlogy",
+    "abs", "absolute", "acos", "acosh", "addbmm", "addcdiv", "addcmul", "addmm", "addmv", "addr",
+    "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "asin", "asinh",
+    "atan", "atan2", "atanh", "baddbmm", "bitwise_and", "bitwise_left_shift", "bitwise_not",
+    "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "clamp_max", "clamp_min", "clip",
+    "conj_physical", "copysign", "cos", "cosh", "cumprod", "cumsum", "deg2rad", "divide", "eq",
+    "erf", "erfinv", "exp", "expm1", "fix", "float_power", "floor", "floor_divide", "fmod", "frac",
+    "gcd", "ge", "greater", "greater_equal", "gt", "heaviside", "hypot", "igamma", "igammac",
+    "index_fill", "index_put", "index_reduce", "lcm", "ldexp", "le", "lerp", "less", "less_equal",
+    "log", "log1p", "logical_and", "logical_not", "logical_or", "logical_xor", "lt",
+    "masked_scatter", "multiply", "nan_to_num", "ne", "neg", "negative", "nextafter", "not_equal",
+    "pow", "put", "rad2deg", "reciprocal", "remainder", "renorm", "round", "rsqrt",
+    "scatter_reduce", "sgn", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "subtract", "tan",
+    "tanh", "tril", "triu", "true_divide", "trunc", "xlogy",
 )
 IN_PLACE_FORMS = {name + "_": _in_place_form(name) for name in _IN_PLACE_FORMS}
 

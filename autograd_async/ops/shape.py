@@ -14,6 +14,13 @@ from typing import Any
 import numpy as np
 
 from ..devices import data_ptr
+from ..layouts import (
+    contiguous_format,
+    is_laid_out_as,
+    lay_out_as,
+    preserve_format,
+    require_memory_format,
+)
 from ..core.tensor import Tensor
 from ..type_names import type_name
 from ..core.op import Op, torch_type_name
@@ -399,14 +406,34 @@ def broadcast_to(input: Tensor, shape: Any) -> Tensor:
     return expand(input, shape)
 
 
-def clone(input: Tensor) -> Tensor:
-    """A copy with its own storage, in the graph."""
-    return CloneBackward0.apply(input)
+def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
+    """A copy with its own storage, in the graph (row-major unless `memory_format` names a
+    channels-last format)."""
+    fmt = require_memory_format(memory_format, "clone")
+    copied = CloneBackward0.apply(input)
+    if fmt is not contiguous_format and fmt is not preserve_format:
+        copied._data = lay_out_as(xp_of(copied._data), copied._data, fmt)
+    return copied
 
 
-def contiguous(input: Tensor) -> Tensor:
-    """The tensor itself when C-contiguous, else a contiguous copy."""
-    return input if input._data.flags.c_contiguous else CloneBackward0.apply(input)
+def contiguous(input: Tensor, memory_format: Any = None) -> Tensor:
+    """The tensor itself when dense in `memory_format` (default row-major), else a copy that
+    is."""
+    fmt = require_memory_format(memory_format, "contiguous")
+    if is_laid_out_as(input._data, fmt):
+        return input
+    if fmt is preserve_format:
+        lay_out_as(None, input._data, fmt)  # PyTorch's refusal
+    copied = CloneBackward0.apply(input)
+    if fmt is not contiguous_format:
+        # A fresh output nothing else holds: its values laid out again, its history kept.
+        copied._data = lay_out_as(xp_of(copied._data), copied._data, fmt)
+    return copied
+
+
+def is_contiguous(input: Tensor, *, memory_format: Any = None) -> bool:
+    """True when the tensor is dense in `memory_format` (default row-major)."""
+    return is_laid_out_as(input._data, require_memory_format(memory_format, "is_contiguous"))
 
 
 def _tensor_list(tensors: Any, name: str) -> list:
@@ -533,4 +560,5 @@ METHODS = {
     "expand": expand,
     "expand_as": expand_as,
     "contiguous": contiguous,
+    "is_contiguous": is_contiguous,
 }

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..backends.stream_context import override_for
 from ..devices import Device, check_available
+from ..layouts import is_laid_out_as, preserve_format, require_memory_format
 from ..streams import copy_between
 from ..core.tensor import Tensor, as_dtype
 from ..core.op import Op
@@ -52,18 +53,44 @@ class ToCopyBackward0(Op):
         return g
 
 
-def to(tensor: Any, *args: Any, device: Any = None, dtype: Any = None, copy: bool = False) -> Any:
-    """Copy to a device and/or dtype: `t.to('sim:0')`, `t.to(float64)`, `t.to('cpu', float32)`."""
-    for arg in args:
-        if isinstance(arg, (str, Device)):
-            device = arg
-        elif isinstance(arg, Tensor):
-            device, dtype = arg.device, arg.dtype
-        else:
-            dtype = arg
+def to(
+    tensor: Any,
+    *args: Any,
+    device: Any = None,
+    dtype: Any = None,
+    non_blocking: bool = False,
+    copy: bool = False,
+    memory_format: Any = None,
+) -> Any:
+    """Copy to a device and/or dtype: `t.to('sim:0')`, `t.to(float64)`, `t.to('cpu', float32)`,
+    `t.to(other)`; then `non_blocking` and `copy`, as PyTorch's three overloads take them."""
+    rest = list(args)
+    if rest and isinstance(rest[0], Tensor):
+        other = rest.pop(0)
+        device, dtype = other.device, other.dtype
+    else:
+        if rest and isinstance(rest[0], (str, Device, int)) and not isinstance(rest[0], bool):
+            device = rest.pop(0)
+        if rest and not isinstance(rest[0], bool):
+            dtype = rest.pop(0)
+    if len(rest) > 2 or not all(isinstance(flag, bool) for flag in rest):
+        raise TypeError(
+            f"to() received an invalid combination of arguments - got {len(args)} positional "
+            "arguments, but expected (device=None, dtype=None, non_blocking=False, copy=False), "
+            "(dtype, non_blocking=False, copy=False) or (tensor, non_blocking=False, copy=False)"
+        )
+    if len(rest) == 2:  # (non_blocking, copy); a copy is always ordered on the streams here
+        copy = rest[1]
+    if isinstance(device, int):
+        device = f"cuda:{device}"
+    fmt = require_memory_format(memory_format, "to") if memory_format is not None else None
     dst = tensor.device if device is None else Device(device)
     check_available(dst)
     dtype = as_dtype(dtype)
     if dst is tensor.device and (dtype is None or dtype == tensor.dtype) and not copy:
-        return tensor
-    return ToCopyBackward0.apply(tensor, device=dst, dtype=dtype)
+        moved = tensor
+    else:
+        moved = ToCopyBackward0.apply(tensor, device=dst, dtype=dtype)
+    if fmt is not None and fmt is not preserve_format and not is_laid_out_as(moved._data, fmt):
+        moved = moved.contiguous(memory_format=fmt)
+    return moved
