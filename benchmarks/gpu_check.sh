@@ -14,12 +14,12 @@
 #              or more a 2-process NCCL all_reduce and DDP step
 #   multi      with two or more GPUs: examples/multi_device.py on cuda:0 and cuda:1
 #
-# The GPU image lacks pytest-asyncio: carry its wheel in `.whl/` (ignored by git; name it in the
-# device tool's `carry`). Download it here, once (pure Python, so one wheel fits any image):
+# A GPU image without pytest-asyncio installs it from a wheel in `.whl/` (ignored by git): download
+# it once where there is network access (pure Python, so one wheel fits any image),
 #
-#   /work/venv/bin/pip download --no-deps --only-binary=:all: -d .whl pytest-asyncio==1.5.0
+#   pip download --no-deps --only-binary=:all: -d .whl pytest-asyncio==1.5.0
 #
-# then run there, with `carry: [".whl"]`:
+# copy `.whl/` along with the checkout, then run there:
 #
 #   bash benchmarks/gpu_check.sh
 #
