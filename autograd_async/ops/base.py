@@ -182,6 +182,12 @@ class Op(Node):
     takes_handed_grad: ClassVar[bool] = False
     # `saved_for` compiled: needs_input_grad -> which saved_inputs entries to keep (None: all).
     _save_plans: ClassVar[dict[tuple[bool, ...], tuple[bool, ...]] | None] = None
+    # Whether `backward` already gives PyTorch's gradients for complex values (the conjugate
+    # Wirtinger derivative: grad * conj(df/dz) for holomorphic f). A rule written with the plain
+    # derivative (grad * df/dz, as real rules are) is conjugated around instead, which is exact
+    # for holomorphic ops and changes nothing for real ones; non-holomorphic ops (abs, real,
+    # angle) and rules written with conjugates set this.
+    complex_conjugate_rule: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -191,6 +197,9 @@ class Op(Node):
         if saved_for is not None and not set(saved_for) <= set(cls.saved_inputs):
             raise TypeError(f"{cls.__name__}.saved_for names inputs that are not saved_inputs")
         cls._save_plans = {} if saved_for else None
+        rule = cls.__dict__.get("backward")
+        if rule is not None and not cls.complex_conjugate_rule:
+            cls.backward = _conjugated_for_complex(rule)
 
     def forward(self, *arrays: Any, **kwargs: Any) -> Any:
         """Compute the outputs from input arrays; store what backward needs in slots."""
@@ -455,6 +464,34 @@ class Op(Node):
             self._saved_out = None
         for name in self.saved_slots:
             setattr(self, name, None)
+
+
+def _is_complex(value: Any) -> bool:
+    dtype = getattr(value, "dtype", None)
+    return dtype is not None and getattr(dtype, "kind", None) == "c"
+
+
+def _conjugated_for_complex(rule: Any) -> Any:
+    """`rule` under PyTorch's complex convention: conj(rule(conj(grads))) when a grad is complex.
+
+    For a rule that multiplies by the plain derivative, this gives grad * conj(df/dz); real
+    gradients pass straight through.
+    """
+
+    def backward(self: Op, *grads: Any) -> Any:
+        if not any(_is_complex(g) for g in grads):
+            return rule(self, *grads)
+        from .complex_parts import conj_of  # noqa: PLC0415 - built on this module
+
+        out = rule(self, *[None if g is None else conj_of(g) for g in grads])
+        if type(out) is tuple:
+            return tuple(None if g is None else conj_of(g) for g in out)
+        return None if out is None else conj_of(out)
+
+    backward.__wrapped__ = rule  # type: ignore[attr-defined]
+    backward.__doc__ = rule.__doc__
+    backward.__qualname__ = rule.__qualname__
+    return backward
 
 
 # Last: the views module builds on this one; only a view whose base changed in place needs it.

@@ -89,6 +89,7 @@ class LinalgInvExBackward0(Op):
     """The inverse of each matrix; backward -A^-H g A^-H."""
 
     __slots__ = ()
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_inv"
     saves_output = True
 
@@ -110,6 +111,7 @@ class LinalgDetBackward0(Op):
     """det of each matrix; backward g * adj(A)^H, the adjugate from the SVD (singular A too)."""
 
     __slots__ = ()
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_det"
     saved_inputs = (0,)
 
@@ -133,6 +135,7 @@ class LinalgSlogdetBackward0(Op):
     """(sign, log|det|) of each matrix; log|det| has the gradient g * A^-H (real inputs)."""
 
     __slots__ = ()
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_slogdet"
     saved_inputs = (0,)
     non_differentiable_outputs = (0,)
@@ -155,6 +158,7 @@ class LinalgCholeskyExBackward0(Op):
     """The lower (or upper) Cholesky factor of each Hermitian positive-definite matrix."""
 
     __slots__ = ("_upper",)
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_cholesky"
     saves_output = True
 
@@ -221,6 +225,7 @@ class LinalgQrBackward0(Op):
     """Q, R of each matrix, mode 'reduced' or 'complete' (complete only where Q is square)."""
 
     __slots__ = ("_q", "_r", "_mode")
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_qr"
     saved_slots = ("_q", "_r")
 
@@ -277,6 +282,7 @@ class LinalgEighBackward0(Op):
     """Eigenvalues (ascending) and orthonormal eigenvectors of Hermitian matrices."""
 
     __slots__ = ("_values", "_vectors")
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_eigh"
     saved_slots = ("_values", "_vectors")
 
@@ -295,6 +301,7 @@ class LinalgEigBackward0(Op):
     """Complex eigenvalues and eigenvectors (columns of norm 1) of general square matrices."""
 
     __slots__ = ("_values", "_vectors", "_real")
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_eig"
     saved_slots = ("_values", "_vectors")
 
@@ -319,6 +326,7 @@ class LinalgSvdBackward0(Op):
     """U, S, Vh of each matrix; backward as PyTorch's (distinct singular values)."""
 
     __slots__ = ("_u", "_s", "_vh", "_k")
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_svd"
     saved_slots = ("_u", "_s", "_vh")
 
@@ -365,6 +373,7 @@ class LinalgMatrixExpBackward0(Op):
     """exp(A) of each matrix; backward the upper right block of exp([[A^H, g], [0, A^H]])."""
 
     __slots__ = ()
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_matrix_exp"
     saved_inputs = (0,)
 
@@ -390,6 +399,7 @@ class LinalgLuBackward0(Op):
     """P, L, U of each matrix (partial pivoting); backward PyTorch's rule for square A."""
 
     __slots__ = ("_p", "_l", "_u")
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_lu"
     saved_slots = ("_l", "_u", "_p")
     non_differentiable_outputs = (0,)
