@@ -7,6 +7,7 @@ math; this module holds the state every tensor carries and the operations that a
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -100,6 +101,11 @@ class Tensor:
 
     # The vmap level of a batched tensor (`autograd_async.func`); plain tensors are at level 0.
     _vmap_level = 0
+
+    def __getstate__(self) -> Any:
+        # Defined (as object's) so that pickle's protocols 0 and 1, which refuse classes with
+        # __slots__ that keep the default, take tensors as protocol 2 does.
+        return object.__getstate__(self)
 
 
     def __init__(
@@ -267,6 +273,8 @@ class Tensor:
     @property
     def grad(self) -> Tensor | None:
         """The gradient accumulated by backward (None until one arrives)."""
+        if self._grad is None and self._grad_fn is not None and not self.retains_grad:
+            warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         return self._grad
 
     @grad.setter
@@ -431,7 +439,7 @@ class Tensor:
     # -------------------------------------------------------------- conversions
     def numpy(self) -> np.ndarray:
         """The tensor's NumPy array (shares memory); cpu tensors that don't require grad only."""
-        if self._rg:
+        if self._rg and grad_mode.grad_enabled.get():  # under no_grad nothing could record
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. "
                 "Use tensor.detach().numpy() instead."
@@ -533,6 +541,12 @@ class InferenceTensor(Tensor):
         super()._bump_version()
 
 
+NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
+    "to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+    "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead."
+)
 INFERENCE_SAVED_MESSAGE = (
     "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
     "inference mode in computation tracked by autograd. To work around this, you can make a "
