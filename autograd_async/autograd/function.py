@@ -180,7 +180,9 @@ class Function:
     @staticmethod
     def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
         """Compute outputs from inputs (runs with grad mode off)."""
-        raise NotImplementedError("a Function subclass must implement forward(ctx, ...)")
+        raise NotImplementedError(
+            "You must implement the forward function for custom autograd.Function."
+        )
 
     @staticmethod
     def backward(ctx: Any, *grad_outputs: Any) -> Any:
@@ -286,7 +288,7 @@ def _check_dirty_outputs(node: Any, outputs: tuple, inputs: list, requires: bool
             "Some elements marked as dirty during the forward method were not returned as "
             "output. The inputs that are modified inplace must all be outputs of the Function."
         )
-    several = len({id(o) for o in outputs if isinstance(o, Tensor)}) > 1
+    several = sum(isinstance(o, Tensor) for o in outputs) > 1  # a duplicate counts, as PyTorch
     if requires and several and any(id(t) in node._dirty and t._base is not None for t in inputs):
         raise RuntimeError(DIRTY_VIEW_MESSAGE)
     for t in inputs:
