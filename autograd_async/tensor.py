@@ -96,6 +96,9 @@ class Tensor:
         "_hooks",
         "_post_acc_hooks",
         "_grad_accumulator",
+        # Set (never cleared) on a view made under no_grad of a tensor that required grad: an
+        # in-place change to it with grad mode on is refused. Unset on other tensors.
+        "_no_grad_view",
         "__weakref__",
     )
 
@@ -566,6 +569,12 @@ def mark_inference(tensors: Any) -> Any:
         if type(t) is Tensor:
             t.__class__ = InferenceTensor
     return tensors
+
+
+def mark_no_grad_view(tensors: Any) -> None:
+    """Record that views (one or a tuple) were made under no_grad of a tensor requiring grad."""
+    for t in tensors if type(tensors) is tuple else (tensors,):
+        t._no_grad_view = True
 
 
 def made(t: Tensor) -> Tensor:

@@ -29,7 +29,13 @@ from ..history import (
 )
 from ..recording import forward_sink
 from ..saved_hooks import hooks_stack
-from ..tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor, mark_inference
+from ..tensor import (
+    INFERENCE_SAVED_MESSAGE,
+    InferenceTensor,
+    Tensor,
+    mark_inference,
+    mark_no_grad_view,
+)
 from .saved import PACKED, pack_output, pack_slots, save_packed, unpack_slots, unpacked
 from .stream_checks import check_op_streams
 
@@ -280,6 +286,8 @@ class Op(Node):
             inference_enabled.get() or (cls.is_view and type(inputs[0]) is InferenceTensor)
         ):
             mark_inference(result)  # made in inference mode, or a view of such a tensor
+        if not requires and cls.is_view and inputs[0]._rg and not grad_enabled.get():
+            mark_no_grad_view(result)
         if sink is not None:
             node._record_forward(sink, started, inputs, out, requires)
         return result

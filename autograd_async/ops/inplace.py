@@ -151,6 +151,8 @@ def _check(t: Tensor, overlap_ok: bool = False) -> bool:
         raise RuntimeError(LEAF_MESSAGE)
     base = t._base
     if base is not None:
+        if t.grad_fn is None and getattr(t, "_no_grad_view", False) and base._rg:
+            raise RuntimeError(NO_GRAD_VIEW_MESSAGE)  # PyTorch checks how it was made first
         # Whether or not the view was taken before the base required grad.
         if base.grad_fn is None and base._rg:
             raise RuntimeError(VIEW_OF_LEAF_MESSAGE)
