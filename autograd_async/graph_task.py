@@ -116,6 +116,7 @@ class GraphTask:
         "caller_streams",
         "side_streams",
         "checks_streams",
+        "final_callbacks",
         "__weakref__",
     )
 
@@ -152,6 +153,7 @@ class GraphTask:
         self.caller_streams: dict[Device, Any] | None = None
         self.side_streams: dict[Device, set] | None = None
         self.checks_streams = sanitizer_enabled()
+        self.final_callbacks: list | None = None  # `queue_callback`'s, run once all nodes ran
 
     # ------------------------------------------------------------------ set-up
     def capture(self, targets: Sequence[tuple[Node, int]], run_targets: bool = False) -> None:
@@ -184,6 +186,26 @@ class GraphTask:
             self.error = error
             self.context = None  # what the caller's context holds need not outlive the task
             return True
+
+    def add_final_callback(self, callback: Any) -> None:
+        """Run `callback()` when the task's last node has run, before the caller resumes."""
+        with self._lock:
+            if self.final_callbacks is None:
+                self.final_callbacks = []
+            self.final_callbacks.append(callback)
+
+    def run_final_callbacks(self) -> None:
+        """Call the queued callbacks in order; one may queue more, which run after it."""
+        done = 0
+        while True:
+            with self._lock:
+                callbacks = self.final_callbacks
+                if callbacks is None or done >= len(callbacks):
+                    self.final_callbacks = None
+                    return
+                callback = callbacks[done]
+            done += 1
+            callback()
 
     def complete(self) -> bool:
         """Mark the task done; True if this call finished it (it had not failed first)."""

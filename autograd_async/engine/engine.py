@@ -34,6 +34,19 @@ reentrant_depth: contextvars.ContextVar[int] = contextvars.ContextVar(
 )
 
 
+def queue_callback(callback: Any) -> None:
+    """Run `callback()` once the backward pass now running has run all its nodes.
+
+    Only from inside a backward (a node's backward or a hook); a reentrant backward's callbacks
+    run when that inner pass ends.
+    """
+    worker = thread_state.worker
+    task = worker.running_task if worker is not None else None
+    if task is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    task.add_final_callback(callback)
+
+
 class EngineClosedError(RuntimeError):
     """The engine was shut down; start a new one (or use the default, which restarts)."""
 
@@ -230,6 +243,13 @@ class Engine:
         if task.side_streams is not None or task.caller_streams is not None:
             try:
                 sync_finish(task)  # the caller's streams wait for the ones that ran nodes
+            except BaseException as exc:  # noqa: BLE001 - reported to the caller
+                if task.fail(exc) and task.on_finish is not None:
+                    task.on_finish(exc)
+                return
+        if task.final_callbacks is not None:
+            try:
+                task.run_final_callbacks()
             except BaseException as exc:  # noqa: BLE001 - reported to the caller
                 if task.fail(exc) and task.on_finish is not None:
                     task.on_finish(exc)
