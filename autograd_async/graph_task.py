@@ -25,6 +25,7 @@ from .backends.stream_context import override_for
 from .devices import Device, array_module, check_entered
 from .grad_mode import grad_enabled
 from .graph import Node, init_node
+from .history import anomaly_parent
 from .ops.dual import can_sum_to, cast, sum_to, xp_of
 from .ops.transfer import host_reads_outputs
 from .streams import Stream, stream, streams_for
@@ -298,9 +299,12 @@ class GraphTask:
             outputs = (None,) * len(node.next_functions)
         elif self.anomaly or (node._hooks is not None and node._hooks.post):
             token = host_reads_outputs.set(True)  # read on the host before the engine routes
+            parent = anomaly_parent.set(node) if self.anomaly else None
             try:
                 outputs = node.backward(*inputs)
             finally:
+                if parent is not None:
+                    anomaly_parent.reset(parent)
                 host_reads_outputs.reset(token)
         else:
             outputs = node.backward(*inputs)

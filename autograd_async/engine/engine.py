@@ -376,6 +376,16 @@ def _annotate(error: BaseException, node: Node, worker: DeviceWorker, task: Grap
             "detect anomaly during forward pass for more information."
         )
     warnings.warn(message, UserWarning, stacklevel=1)
+    parent = node._metadata.get("parent_") if node._metadata else None
+    while parent is not None:  # the backward calculations that recorded this node, outward
+        trace = "".join((parent._metadata or {}).get("traceback_", ()))
+        warnings.warn(
+            f"\n\nPrevious calculation was induced by {parent.name()}. Traceback of forward call "
+            f"that induced the previous calculation:\n{trace}",
+            UserWarning,
+            stacklevel=1,
+        )
+        parent = (parent._metadata or {}).get("parent_")
 
 
 current_engine: contextvars.ContextVar[Engine | None] = contextvars.ContextVar(
