@@ -42,6 +42,7 @@ class BackwardCFunction(Node):
         self._saved: tuple = ()
         self._saved_versions: tuple = ()
         self._non_differentiable: set[int] = set()
+        self._non_differentiable_outputs: set[int] = set()  # their positions, once returned
         self._dirty: set[int] = set()
         self._tensor_args: tuple[int, ...] = ()
         self._save_hooks = None
@@ -328,6 +329,7 @@ def _output_history(node: Any, i: int, o: Any, inputs: list) -> Any:
         return o
     if id(o) in node._non_differentiable:
         o._rg = False
+        node._non_differentiable_outputs.add(i)
         return o
     if id(o) in node._dirty:  # changed in place: the input itself takes the new history
         if o._base is not None:
