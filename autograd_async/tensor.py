@@ -96,8 +96,9 @@ class Tensor:
         "_hooks",
         "_post_acc_hooks",
         "_grad_accumulator",
-        # Set (never cleared) on a view made under no_grad of a tensor that required grad: an
-        # in-place change to it with grad mode on is refused. Unset on other tensors.
+        # Set (never cleared) on a view made under no_grad or inference mode of a tensor that
+        # required grad, to the mode's name: an in-place change to it with grad mode on is
+        # refused. Unset on other tensors.
         "_no_grad_view",
         "__weakref__",
     )
@@ -571,10 +572,11 @@ def mark_inference(tensors: Any) -> Any:
     return tensors
 
 
-def mark_no_grad_view(tensors: Any) -> None:
-    """Record that views (one or a tuple) were made under no_grad of a tensor requiring grad."""
+def mark_no_grad_view(tensors: Any, mode: str) -> None:
+    """Record that views (one or a tuple) of a tensor requiring grad were made without grad mode:
+    `mode` is "no_grad" or "inference"."""
     for t in tensors if type(tensors) is tuple else (tensors,):
-        t._no_grad_view = True
+        t._no_grad_view = mode
 
 
 def made(t: Tensor) -> Tensor:

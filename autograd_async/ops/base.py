@@ -121,12 +121,14 @@ def torch_description(t: Tensor) -> str:
     return f"[torch.{where}{kind} {list(t.shape)}]"
 
 
-def version_error(t: Tensor, expected: int) -> RuntimeError:
+def version_error(t: Tensor, expected: int, maker: Any = None) -> RuntimeError:
     """PyTorch's error for a saved tensor changed in place since it was saved.
 
-    It names the op that made the tensor's current value (the in-place op's, once it ran).
+    It names the op that made the tensor's current value (the in-place op's, once it ran), or
+    `maker`, the node that saved the tensor as its own output: PyTorch keeps no history for a
+    saved output and names the node that saved it.
     """
-    fn = t.grad_fn
+    fn = t.grad_fn if maker is None else maker
     origin = f", which is output {t._output_nr} of {forward_name(fn)}," if fn is not None else ""
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
@@ -254,6 +256,8 @@ class Op(Node):
         if dev is None:
             raise TypeError(f"{cls.op_name}: expected at least one Tensor argument")
         requires = requires and grad_enabled.get()
+        if requires and cls.is_view and type(inputs[0]) is InferenceTensor:
+            requires = False  # an inference tensor's views have no history, as PyTorch's
         sink = forward_sink.get()
         started = time.perf_counter_ns() if sink is not None else 0
         if requires:
@@ -282,12 +286,16 @@ class Op(Node):
         result = node._wrap_outputs(out, inputs, requires)
         if sim_mode_state.mode == "cuda":  # the stream sanitizer sees what the op accessed
             check_op_streams(cls.op_name, inputs, result, cls.is_view)
-        if not requires and (
-            inference_enabled.get() or (cls.is_view and type(inputs[0]) is InferenceTensor)
-        ):
-            mark_inference(result)  # made in inference mode, or a view of such a tensor
-        if not requires and cls.is_view and inputs[0]._rg and not grad_enabled.get():
-            mark_no_grad_view(result)
+        if not requires:
+            if cls.is_view:
+                if type(inputs[0]) is InferenceTensor:
+                    mark_inference(result)  # a view of an inference tensor is one
+                elif inputs[0]._rg and not grad_enabled.get():
+                    # A view of a normal tensor stays normal, even in inference mode (PyTorch's
+                    # rule), but remembers that it was made without grad mode.
+                    mark_no_grad_view(result, "inference" if inference_enabled.get() else "no_grad")
+            elif inference_enabled.get():
+                mark_inference(result)  # made in inference mode
         if sink is not None:
             node._record_forward(sink, started, inputs, out, requires)
         return result
@@ -342,7 +350,7 @@ class Op(Node):
     def _wrap_outputs(self, out: Any, inputs: tuple, requires: bool) -> Any:
         dev = self.device
         base = None
-        if self.is_view:
+        if self.is_view and type(inputs[0]) is not InferenceTensor:  # those track no views
             src = inputs[0]
             base = src._base if src._base is not None else src
         if type(out) is not tuple:
@@ -423,7 +431,7 @@ class Op(Node):
         if self.saves_output:
             out = self._out_ref()
             if out is not None and out._version != 0:
-                self._raise_version_error(out, 0)
+                raise version_error(out, 0, self)
 
     def _unpack_saved(self) -> tuple:
         """The saved tensors for a differentiable backward (output last, if saved)."""
