@@ -146,8 +146,12 @@ class LinalgSlogdetBackward0(Op):
         return as_array(xp.asarray(sign)), as_array(xp.asarray(logabs))
 
     def backward(self, g_sign: Any, g: Any) -> Any:
-        _no_double_backward("linalg_slogdet", g)
         (a,) = self.saved(g)
+        if isinstance(g, Tensor):  # differentiable: A^-H through the recorded inverse
+            from .complex_parts import conj_of  # noqa: PLC0415 - built on this module
+            from .linalg_solvers import inv  # noqa: PLC0415
+
+            return g[..., None, None] * conj_of(inv(a).transpose(-2, -1))
         xp = xp_of(a)
         with quiet():
             return (g[..., None, None] * mh(xp.linalg.pinv(a))).astype(a.dtype, copy=False)
