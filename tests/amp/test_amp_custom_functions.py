@@ -121,8 +121,9 @@ def test_custom_fwd_and_bwd_without_parentheses_and_bad_device_type(torch):
 
 
 def test_cast_floating_walks_containers_like_torch(torch):
-    from autograd_async.amp.custom_functions import cast_floating
     from torch.amp.autocast_mode import _cast
+
+    from autograd_async.amp.custom_functions import cast_floating
 
     def build(lib):
         f32 = lib.ones(2)
@@ -181,7 +182,7 @@ def test_deprecated_cpu_autocast_as_decorator(torch):
             warnings.simplefilter("ignore", FutureWarning)
 
             @lib.cpu.amp.autocast()
-            def inside():
+            def inside(lib=lib):
                 return lib.is_autocast_enabled("cpu")
 
         assert inside() is True

@@ -45,7 +45,8 @@ import threading
 import weakref
 
 import pytest
-from .pytorch_port import ag, assert_equal, numpy_of  # noqa: F401 - ag is a fixture
+
+from .pytorch_port import assert_equal, numpy_of
 
 # ---------------------------------------------------------------- backward and grad
 
@@ -780,7 +781,9 @@ def test_node_prehook_changes_gradient(ag):
 def test_node_post_hook_changes_gradient(ag):
     a = ag.tensor([1.0, 2.0], requires_grad=True)
     b = a * 3
-    b.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (grad_inputs[0] + 1,) + tuple(grad_inputs[1:]))
+    b.grad_fn.register_hook(
+        lambda grad_inputs, grad_outputs: (grad_inputs[0] + 1,) + tuple(grad_inputs[1:])
+    )
     b.sum().backward()
     assert_equal(a.grad, [4.0, 4.0])
 
@@ -810,13 +813,19 @@ def test_post_accumulate_grad_hook(ag):
 
 def test_post_accumulate_grad_hook_on_non_leaf(ag):
     a = ag.tensor([1.0], requires_grad=True) * 2
-    with pytest.raises(RuntimeError, match="post accumulate grad hooks cannot be registered on non-leaf"):
+    with pytest.raises(
+        RuntimeError,
+        match="post accumulate grad hooks cannot be registered on non-leaf",
+    ):
         a.register_post_accumulate_grad_hook(lambda t: None)
 
 
 def test_hook_on_tensor_that_does_not_require_grad(ag):
     a = ag.tensor([1.0])
-    with pytest.raises(RuntimeError, match="cannot register a hook on a tensor that doesn't require gradient"):
+    with pytest.raises(
+        RuntimeError,
+        match="cannot register a hook on a tensor that doesn't require gradient",
+    ):
         a.register_hook(lambda g: g)
 
 
@@ -929,7 +938,10 @@ def test_requires_grad_only_floating_or_complex(ag):
 
 def test_non_leaf_requires_grad_assignment(ag):
     x = ag.ones(2, requires_grad=True) * 2
-    with pytest.raises(RuntimeError, match="you can only change requires_grad flags of leaf variables"):
+    with pytest.raises(
+        RuntimeError,
+        match="you can only change requires_grad flags of leaf variables",
+    ):
         x.requires_grad = False
 
 
@@ -1019,7 +1031,11 @@ def test_shape(ag):
 
 def test_numpy_requires_grad(ag):
     x = ag.randn(2, 2, requires_grad=True)
-    with pytest.raises(RuntimeError, match=r"Can't call numpy\(\) on Tensor that requires grad. Use tensor.detach\(\).numpy\(\) instead."):
+    with pytest.raises(
+        RuntimeError,
+        match=r"Can't call numpy\(\) on Tensor that requires grad. Use "
+              r"tensor.detach\(\).numpy\(\) instead.",
+    ):
         x.numpy()
     with ag.no_grad():
         x.numpy()

@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from .pytorch_port import ag, assert_equal  # noqa: F401 - ag is a fixture
+from .pytorch_port import assert_equal
 
 
 def _function_test(ag, cls):
@@ -452,7 +452,10 @@ def test_too_many_non_none_grads(ag):
             return grad_output, grad_output
 
     x = ag.randn(5, requires_grad=True)
-    with pytest.raises(RuntimeError, match="function MyFnBackward returned an incorrect number of gradients"):
+    with pytest.raises(
+        RuntimeError,
+        match="function MyFnBackward returned an incorrect number of gradients",
+    ):
         MyFn.apply(x).sum().backward()
 
 
@@ -540,7 +543,7 @@ def test_naughty_autograd_function_stashing_ctx(ag):
     loss.backward()
     del loss
     with pytest.raises(RuntimeError):
-        saved_ctx[0].saved_tensors
+        _ = saved_ctx[0].saved_tensors
 
 
 def test_saved_tensors_after_backward_freed(ag):
@@ -741,7 +744,10 @@ def test_custom_function_return_view_in_nograd(ag):
     with ag.no_grad():
         expected_output = inp[:]
     assert output.requires_grad == expected_output.requires_grad
-    with pytest.raises(RuntimeError, match="A view was created in no_grad mode and is being modified inplace"):
+    with pytest.raises(
+        RuntimeError,
+        match="A view was created in no_grad mode and is being modified inplace",
+    ):
         output.zero_()
 
 
@@ -814,7 +820,11 @@ def test_autograd_inplace_views_python(ag):
         c, d = MyOutPlaceAdder.apply(orig_a, b)
         return (c * d).sum()
 
-    with pytest.raises(RuntimeError, match="Some elements marked as dirty during the forward method were not returned as output."):
+    with pytest.raises(
+        RuntimeError,
+        match="Some elements marked as dirty during the forward method were not returned as "
+              "output.",
+    ):
         fn(a, b)
 
 
@@ -1047,7 +1057,10 @@ def test_reentrant_with_callbacks_both_depths(ag):
 
 
 def test_queue_callback_outside_backward(ag):
-    with pytest.raises(RuntimeError, match="Final callbacks can only be installed during backward pass"):
+    with pytest.raises(
+        RuntimeError,
+        match="Final callbacks can only be installed during backward pass",
+    ):
         ag.autograd.Variable._execution_engine.queue_callback(lambda: None)
 
 
@@ -1081,14 +1094,20 @@ def test_anomaly_detect_nan(ag):
     out.backward()
     inp = ag.rand(size, requires_grad=True)
     out = MyFunc.apply(inp, inp, True)
-    with pytest.raises(RuntimeError, match="Function 'MyFuncBackward' returned nan values in its 0th output."):
+    with pytest.raises(
+        RuntimeError,
+        match="Function 'MyFuncBackward' returned nan values in its 0th output.",
+    ):
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             with ag.autograd.detect_anomaly():
                 out.backward()
     assert "No forward pass information" in str(w[-1].message)
     inp = ag.rand(size, requires_grad=True)
-    with pytest.raises(RuntimeError, match="Function 'MyFuncBackward' returned nan values in its 1th output."):
+    with pytest.raises(
+        RuntimeError,
+        match="Function 'MyFuncBackward' returned nan values in its 1th output.",
+    ):
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             with ag.autograd.detect_anomaly():
@@ -1154,14 +1173,20 @@ def test_nested_anomaly_detect_nan(ag):
     gsum = ginp.sum()
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        with pytest.raises(RuntimeError, match="Function 'MyFunc2Backward' returned nan values in its 0th output."):
+        with pytest.raises(
+            RuntimeError,
+            match="Function 'MyFunc2Backward' returned nan values in its 0th output.",
+        ):
             with ag.autograd.detect_anomaly():
                 gsum.backward()
     assert "No forward pass information" in str(w[-1].message)
     inp = ag.rand(size, requires_grad=True)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        with pytest.raises(RuntimeError, match="Function 'MyFunc2Backward' returned nan values in its 1th output."):
+        with pytest.raises(
+            RuntimeError,
+            match="Function 'MyFunc2Backward' returned nan values in its 1th output.",
+        ):
             with ag.autograd.detect_anomaly():
                 out = MyFunc.apply(inp, False)
                 (ginp,) = ag.autograd.grad(out, (inp,), create_graph=True)
@@ -1175,7 +1200,11 @@ def test_nested_anomaly_detect_nan(ag):
 def test_anomaly_grad_warnings(ag):
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        with pytest.raises(RuntimeError, match="one of the variables needed for gradient computation has been modified by an inplace operation"):
+        with pytest.raises(
+            RuntimeError,
+            match="one of the variables needed for gradient computation has been modified by "
+                  "an inplace operation",
+        ):
             with ag.autograd.detect_anomaly():
                 a = ag.randn(5, requires_grad=True)
                 d1 = a + 1
@@ -1208,7 +1237,10 @@ def test_anomaly_mode_no_check_nan(ag):
             out = run_fn(inp)
             out.backward(retain_graph=True)
             with ag.autograd.detect_anomaly(check_nan=True):
-                with pytest.raises(RuntimeError, match="Function 'MyFuncBackward' returned nan values in its 0th output."):
+                with pytest.raises(
+                    RuntimeError,
+                    match="Function 'MyFuncBackward' returned nan values in its 0th output.",
+                ):
                     out.backward(retain_graph=True)
             out.backward()
 

@@ -4,12 +4,10 @@ checkpoint, gradcheck and its options, and the functional op checks of TestAutog
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
-from .pytorch_port import ag, assert_equal, numpy_of  # noqa: F401 - ag is a fixture
+from .pytorch_port import assert_equal, numpy_of
 
 # ---------------------------------------------------------------- grad modes
 
@@ -251,7 +249,7 @@ def test_inference_mode_decorator(ag):
     for mode in (True, False):
 
         @ag.inference_mode(mode)
-        def func(x):
+        def func(x, mode=mode):
             assert ag.is_inference_mode_enabled() == mode
             return x * x
 
@@ -282,7 +280,11 @@ def test_inference_mode_existing_autograd_session(ag):
     with ag.inference_mode():
         a.add_(2)
     assert not ag.is_inference(a)
-    with pytest.raises(RuntimeError, match="one of the variables needed for gradient computation has been modified by an inplace operation"):
+    with pytest.raises(
+        RuntimeError,
+        match="one of the variables needed for gradient computation has been modified by an "
+              "inplace operation",
+    ):
         out.backward(ag.ones_like(out))
 
 
@@ -316,7 +318,10 @@ def test_inference_mode_inf_tensor_in_normal_mode_functional_op(ag):
 def test_inference_mode_inf_tensor_in_normal_mode_inplace_op(ag):
     with ag.inference_mode():
         c = ag.ones(1, 2, 3)
-    with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside InferenceMode"):
+    with pytest.raises(
+        RuntimeError,
+        match="Inplace update to inference tensor outside InferenceMode",
+    ):
         c.add_(1)
     with ag.inference_mode():
         c = ag.ones(1, 2, 3, requires_grad=True)
@@ -347,7 +352,10 @@ def test_mixed_inference_and_normal_tensor_functional_op(ag):
             assert_equal(c.grad, ag.ones_like(c)) if False else None
             assert_equal(s.grad, ag.ones_like(s))
         if requires_grad:
-            with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+            with pytest.raises(
+                RuntimeError,
+                match="Inference tensors cannot be saved for backward",
+            ):
                 c * s
 
 
@@ -357,7 +365,10 @@ def test_inference_mode_handle_direct_view_on_rebase(ag):
         with ag.inference_mode():
             view_out = a.view(-1)
         if requires_grad:
-            with pytest.raises(RuntimeError, match="A view was created in inference mode and is being modified inplace"):
+            with pytest.raises(
+                RuntimeError,
+                match="A view was created in inference mode and is being modified inplace",
+            ):
                 view_out.add_(1)
         else:
             view_out.add_(1)
@@ -438,7 +449,10 @@ def test_pack_hook_with_inplace_modification_should_fail(ag):
         return x
 
     with ag.autograd.graph.saved_tensors_hooks(inc, lambda x: x):
-        with pytest.raises(RuntimeError, match="A saved tensor pack hook is modifying its input in place."):
+        with pytest.raises(
+            RuntimeError,
+            match="A saved tensor pack hook is modifying its input in place.",
+        ):
             y = ag.exp(a)
     y = ag.exp(a)
     y.sum().backward()
@@ -604,7 +618,8 @@ def test_gradcheck_nondeterministic(ag):
 
         @staticmethod
         def backward(ctx, grad_out):
-            return NonDetFunc.apply(grad_out, ctx._jitter) * (1 + ag.rand_like(grad_out) * ctx._jitter), None
+            jitter = 1 + ag.rand_like(grad_out) * ctx._jitter
+            return NonDetFunc.apply(grad_out, ctx._jitter) * jitter, None
 
     inp = ag.randn(5, 5, requires_grad=True)
     ag.autograd.gradcheck(lambda x: NonDetFunc.apply(x, 0.0), inp)
@@ -643,7 +658,10 @@ def test_gradcheck_raise_exception_false(ag):
 
     x = ag.randn(3, requires_grad=True)
     assert ag.autograd.gradcheck(wrong, (x,), raise_exception=False) is False
-    with pytest.raises(RuntimeError, match="Jacobian mismatch for output 0 with respect to input 0"):
+    with pytest.raises(
+        RuntimeError,
+        match="Jacobian mismatch for output 0 with respect to input 0",
+    ):
         ag.autograd.gradcheck(wrong, (x,))
 
 
@@ -677,7 +695,10 @@ def test_gradcheck_undefined_grad(ag):
 
     x = ag.randn(2, requires_grad=True)
     assert ag.autograd.gradcheck(lambda t: UndefinedGradFunc.apply(t) / 2, (x,))
-    with pytest.raises(RuntimeError, match="Expected backward function to handle undefined output grads"):
+    with pytest.raises(
+        RuntimeError,
+        match="Expected backward function to handle undefined output grads",
+    ):
         ag.autograd.gradcheck(Mat.apply, (x,))
 
 
@@ -866,7 +887,7 @@ def test_logcumsumexp_large_value(ag):
     with ag.no_grad():
         a[0] = 10000
     for dim in range(3):
-        _grad_and_gradgrad(ag, lambda x: x.logcumsumexp(dim), (a,))
+        _grad_and_gradgrad(ag, lambda x, dim=dim: x.logcumsumexp(dim), (a,))
 
 
 def test_movedim(ag):
@@ -894,7 +915,7 @@ def test_nansum_with_nans(ag):
         a[a < 0.2] = float("nan")
     a.requires_grad = True
     _grad_and_gradgrad(ag, lambda x: x.nansum(), (a,))
-    _grad_and_gradgrad(ag, lambda x: x.nansum((0)), (a,))
+    _grad_and_gradgrad(ag, lambda x: x.nansum(0), (a,))
     _grad_and_gradgrad(ag, lambda x: x.nansum((0, 2)), (a,))
     _grad_and_gradgrad(ag, lambda x: x.nansum((0, -1)), (a,))
     _grad_and_gradgrad(ag, lambda x: x.nansum((0, -1), True), (a,))
