@@ -215,6 +215,11 @@ def qr_backward(q: Any, r: Any, gq: Any, gr: Any) -> Any:
     if m >= n:
         product = r @ mh(gr) - mh(gq) @ q
         copied = xp.tril(product) + mh(xp.tril(product, -1))
+        if xp.iscomplexobj(copied):
+            # R's diagonal is real, so only the real part of this diagonal moves it: the
+            # imaginary part is the phase freedom of Q's columns, which the loss cannot see.
+            imaginary = xp.imag(xp.diagonal(copied, axis1=-2, axis2=-1))
+            copied = copied - 1j * imaginary[..., None, :] * xp.eye(n, dtype=copied.dtype)
         b = gq + q @ copied
         return mh(xp.linalg.solve(r, mh(b)))  # B R^-H
     # A = [X | Y] with X = Q U square and Y = Q V: V's gradient reaches Q through Y
@@ -360,7 +365,7 @@ class LinalgSvdBackward0(Op):
         inner[..., range(k), range(k)] = gs
         if u.dtype.kind == "c":  # the phase of each singular pair
             inner[..., range(k), range(k)] += (
-                xp.einsum("...ii->...i", mh(u) @ gu).imag * 1j / (2 * s)
+                xp.einsum("...ii->...i", mh(u) @ gu).imag * 1j / s
             )
         grad = u @ inner @ vh
         m, n = u.shape[-2], vh.shape[-1]

@@ -52,6 +52,13 @@ UNARY = {
     "slogdet": lambda m, z: m.linalg.slogdet(z)[1],
     "solve": lambda m, z: m.linalg.solve(z, z.T),
     "matrix_exp": lambda m, z: m.linalg.matrix_exp(z * 0.3),
+    "qr_q": lambda m, z: m.linalg.qr(z)[0],
+    "qr_r": lambda m, z: m.linalg.qr(z)[1],
+    "qr_wide": lambda m, z: m.linalg.qr(z[:2])[1],
+    "svd_uvh": lambda m, z: (lambda u, s, vh: u @ vh)(*m.linalg.svd(z)),
+    "svd_rebuilt": lambda m, z: (lambda u, s, vh: (u * s.to(u.dtype)) @ vh)(
+        *m.linalg.svd(z, full_matrices=False)),
+    "pinv": lambda m, z: m.linalg.pinv(z),
     "trace": lambda m, z: z.trace(),
     "diag": lambda m, z: z.diag(),
     "tril": lambda m, z: z.tril(),
