@@ -5,7 +5,7 @@ from ._moved_modules import alias_moved_modules
 
 alias_moved_modules()  # first: `autograd_async.tensor` & co. name the core's modules from here on
 
-from . import autograd, cuda, engine, nn, optim, profiler, utils
+from . import autograd, cpu, cuda, engine, nn, optim, profiler, utils
 from . import ops as _ops  # noqa: F401 - installs the op methods on Tensor
 from .backends import set_sim_mode, sim_mode
 from .creation import (
@@ -115,7 +115,20 @@ from . import (
     special,  # torch.special's names
 )
 from ._version import __version__ as __version__  # the one place for the version
-from .amp import autocast, get_autocast_dtype, is_autocast_enabled
+from .amp import (
+    autocast,
+    clear_autocast_cache,
+    get_autocast_cpu_dtype,
+    get_autocast_dtype,
+    get_autocast_gpu_dtype,
+    is_autocast_cpu_enabled,
+    is_autocast_enabled,
+    set_autocast_cpu_dtype,
+    set_autocast_cpu_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+    set_autocast_gpu_dtype,
+)
 from .dtypes import bfloat16
 from .func import vmap  # torch.vmap
 from .ops.public import torch_functions
@@ -144,6 +157,15 @@ __all__ = [
     "fft",
     "amp",
     "autocast",
+    "clear_autocast_cache",
+    "get_autocast_cpu_dtype",
+    "get_autocast_gpu_dtype",
+    "is_autocast_cpu_enabled",
+    "set_autocast_cpu_dtype",
+    "set_autocast_cpu_enabled",
+    "set_autocast_dtype",
+    "set_autocast_enabled",
+    "set_autocast_gpu_dtype",
     "get_autocast_dtype",
     "is_autocast_enabled",
     "nn",
@@ -214,6 +236,7 @@ __all__ = [
     "numel",
     "randint",
     "randperm",
+    "cpu",
     "cuda",
     "from_dlpack",
     "Event",

@@ -21,6 +21,7 @@ from .core.graph import GraphRoot, Node  # noqa: F401 - GraphRoot: re-exported
 from .core.tensor import Tensor
 from .devices import Device, check_entered
 from .grad_mode import grad_enabled
+from .core.history import anomaly_parent
 from .node_evaluation import (
     add_on_stream,
     check_nan,
@@ -120,6 +121,7 @@ class GraphTask:
         "caller_streams",
         "side_streams",
         "checks_streams",
+        "final_callbacks",
         "__weakref__",
     )
 
@@ -156,6 +158,7 @@ class GraphTask:
         self.caller_streams: dict[Device, Any] | None = None
         self.side_streams: dict[Device, set] | None = None
         self.checks_streams = sanitizer_enabled()
+        self.final_callbacks: list | None = None  # `queue_callback`'s, run once all nodes ran
 
     # ------------------------------------------------------------------ set-up
     def capture(self, targets: Sequence[tuple[Node, int]], run_targets: bool = False) -> None:
@@ -188,6 +191,26 @@ class GraphTask:
             self.error = error
             self.context = None  # what the caller's context holds need not outlive the task
             return True
+
+    def add_final_callback(self, callback: Any) -> None:
+        """Run `callback()` when the task's last node has run, before the caller resumes."""
+        with self._lock:
+            if self.final_callbacks is None:
+                self.final_callbacks = []
+            self.final_callbacks.append(callback)
+
+    def run_final_callbacks(self) -> None:
+        """Call the queued callbacks in order; one may queue more, which run after it."""
+        done = 0
+        while True:
+            with self._lock:
+                callbacks = self.final_callbacks
+                if callbacks is None or done >= len(callbacks):
+                    self.final_callbacks = None
+                    return
+                callback = callbacks[done]
+            done += 1
+            callback()
 
     def complete(self) -> bool:
         """Mark the task done; True if this call finished it (it had not failed first)."""
@@ -280,9 +303,12 @@ class GraphTask:
             outputs = (None,) * len(node.next_functions)
         elif self.anomaly or (node._hooks is not None and node._hooks.post):
             token = host_reads_outputs.set(True)  # read on the host before the engine routes
+            parent = anomaly_parent.set(node) if self.anomaly else None
             try:
                 outputs = node.backward(*inputs)
             finally:
+                if parent is not None:
+                    anomaly_parent.reset(parent)
                 host_reads_outputs.reset(token)
         else:
             outputs = node.backward(*inputs)

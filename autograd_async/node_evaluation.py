@@ -101,8 +101,13 @@ def materialize(node: Node, inputs: list, create_graph: bool) -> list:
     """Fill missing gradients of a multi-output node with zeros of the output's shape."""
     xp = array_module(node.device)
     filled = list(inputs)
+    # PyTorch's `ctx._materialize_non_diff_grads = False`: outputs marked non-differentiable keep
+    # None while the others are filled.
+    keep_none = () if getattr(node, "_materialize_non_diff_grads", True) else (
+        getattr(node, "_non_differentiable_outputs", ())
+    )
     for i, g in enumerate(filled):
-        if g is None:
+        if g is None and i not in keep_none:
             shape, dtype = node._out_meta[i]
             zeros = xp.zeros(shape, dtype)
             filled[i] = Tensor._wrap(zeros, node.device) if create_graph else zeros

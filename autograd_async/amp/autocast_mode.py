@@ -108,7 +108,7 @@ def is_autocast_available(device_type: str) -> bool:
 
 
 def is_autocast_enabled(device_type: str = "cuda") -> bool:
-    """Whether autocast is on for `device_type` in the current context."""
+    """Whether autocast is on for `device_type` in the current context (cuda when not given)."""
     state = autocast_state.get()
     return state is not None and _device_type(device_type) in state.enabled
 
@@ -118,8 +118,13 @@ def get_autocast_dtype(device_type: str) -> Any:
     return of(autocast_dtype(_device_type(device_type)))
 
 
-def set_autocast_enabled(device_type: str, enabled: bool) -> None:
-    """Turn autocast on or off for `device_type` in the current context, without a region."""
+def set_autocast_enabled(device_type: Any, enabled: bool | None = None) -> None:
+    """Turn autocast on or off for `device_type` in the current context, without a region.
+
+    PyTorch's older form `set_autocast_enabled(enabled)` means cuda.
+    """
+    if enabled is None:
+        device_type, enabled = "cuda", device_type
     previous = autocast_state.get()
     state = previous or AutocastState({}, {}, None, 0)
     enabled_types = dict(state.enabled)
@@ -146,3 +151,48 @@ def clear_autocast_cache() -> None:
     state = autocast_state.get()
     if state is not None and state.cache is not None:
         state.cache.clear()
+
+
+# PyTorch's per-device forms, deprecated there in favour of the device_type argument.
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(
+        f"torch.{old} is deprecated. Please use torch.{new} instead.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
+
+def is_autocast_cpu_enabled() -> bool:
+    """Deprecated: `is_autocast_enabled("cpu")`."""
+    _deprecated("is_autocast_cpu_enabled()", "is_autocast_enabled('cpu')")
+    return is_autocast_enabled("cpu")
+
+
+def get_autocast_cpu_dtype() -> Any:
+    """Deprecated: `get_autocast_dtype("cpu")`."""
+    _deprecated("get_autocast_cpu_dtype()", "get_autocast_dtype('cpu')")
+    return get_autocast_dtype("cpu")
+
+
+def get_autocast_gpu_dtype() -> Any:
+    """Deprecated: `get_autocast_dtype("cuda")`."""
+    _deprecated("get_autocast_gpu_dtype()", "get_autocast_dtype('cuda')")
+    return get_autocast_dtype("cuda")
+
+
+def set_autocast_cpu_enabled(enabled: bool) -> None:
+    """Deprecated: `set_autocast_enabled("cpu", enabled)`."""
+    _deprecated("set_autocast_cpu_enabled(enabled)", "set_autocast_enabled('cpu', enabled)")
+    set_autocast_enabled("cpu", enabled)
+
+
+def set_autocast_cpu_dtype(dtype: Any) -> None:
+    """Deprecated: `set_autocast_dtype("cpu", dtype)`."""
+    _deprecated("set_autocast_cpu_dtype(dtype)", "set_autocast_dtype('cpu', dtype)")
+    set_autocast_dtype("cpu", dtype)
+
+
+def set_autocast_gpu_dtype(dtype: Any) -> None:
+    """Deprecated: `set_autocast_dtype("cuda", dtype)`."""
+    _deprecated("set_autocast_gpu_dtype(dtype)", "set_autocast_dtype('cuda', dtype)")
+    set_autocast_dtype("cuda", dtype)

@@ -17,6 +17,7 @@ from . import functional, graph, tensor_methods  # noqa: F401 - installs Tensor.
 from .api import backward, backward_async, grad, grad_async
 from .function import Function, FunctionCtx
 from .gradcheck import gradcheck, gradgradcheck
+from .variable import Variable
 
 __all__ = [
     "Function",
@@ -39,4 +40,5 @@ __all__ = [
     "no_grad",
     "set_detect_anomaly",
     "set_grad_enabled",
+    "Variable",
 ]

@@ -42,6 +42,7 @@ class BackwardCFunction(Node):
         self._saved: tuple = ()
         self._saved_versions: tuple = ()
         self._non_differentiable: set[int] = set()
+        self._non_differentiable_outputs: set[int] = set()  # their positions, once returned
         self._dirty: set[int] = set()
         self._tensor_args: tuple[int, ...] = ()
         self._save_hooks = None
@@ -180,7 +181,9 @@ class Function:
     @staticmethod
     def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
         """Compute outputs from inputs (runs with grad mode off)."""
-        raise NotImplementedError("a Function subclass must implement forward(ctx, ...)")
+        raise NotImplementedError(
+            "You must implement the forward function for custom autograd.Function."
+        )
 
     @staticmethod
     def backward(ctx: Any, *grad_outputs: Any) -> Any:
@@ -286,7 +289,7 @@ def _check_dirty_outputs(node: Any, outputs: tuple, inputs: list, requires: bool
             "Some elements marked as dirty during the forward method were not returned as "
             "output. The inputs that are modified inplace must all be outputs of the Function."
         )
-    several = len({id(o) for o in outputs if isinstance(o, Tensor)}) > 1
+    several = sum(isinstance(o, Tensor) for o in outputs) > 1  # a duplicate counts, as PyTorch
     if requires and several and any(id(t) in node._dirty and t._base is not None for t in inputs):
         raise RuntimeError(DIRTY_VIEW_MESSAGE)
     for t in inputs:
@@ -326,6 +329,7 @@ def _output_history(node: Any, i: int, o: Any, inputs: list) -> Any:
         return o
     if id(o) in node._non_differentiable:
         o._rg = False
+        node._non_differentiable_outputs.add(i)
         return o
     if id(o) in node._dirty:  # changed in place: the input itself takes the new history
         if o._base is not None:

@@ -6,10 +6,10 @@ from typing import Any
 
 from ..devices import CPU, Device
 from ..core.graph import Node
-from ..core.saved_hooks import saved_tensors_hooks
+from ..core.saved_hooks import disable_saved_tensors_hooks, saved_tensors_hooks
 from ..core.tensor import Tensor
 
-__all__ = ["Node", "save_on_cpu", "saved_tensors_hooks"]
+__all__ = ["Node", "disable_saved_tensors_hooks", "save_on_cpu", "saved_tensors_hooks"]
 
 
 class save_on_cpu(saved_tensors_hooks):  # noqa: N801 - PyTorch's name

@@ -50,6 +50,8 @@ def cast(g: Any, dtype: Any) -> Any:
     """`g` in `dtype` (a no-op when it already is)."""
     if g.dtype == dtype:
         return g
+    if g.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+        g = g.real  # a real input's gradient is the real part of a complex one, as PyTorch's
     if isinstance(g, Tensor):
         return g.to(dtype=dtype)
     return g.astype(dtype)

@@ -10,6 +10,7 @@ takes the in-place op's node) and `clear_history` (`detach_`), as in PyTorch's
 
 from __future__ import annotations
 
+import contextvars
 import os
 import traceback
 from typing import TYPE_CHECKING
@@ -56,6 +57,14 @@ _RECORDING_FILES = (
 )
 
 
+# In anomaly mode, the node whose backward is running: a node recorded during it (a differentiable
+# backward, a custom Function's backward) names it as its parent, as PyTorch's metadata does, so
+# an error there can say which calculation induced it.
+anomaly_parent: contextvars.ContextVar[Node | None] = contextvars.ContextVar(
+    "autograd_async_anomaly_parent", default=None
+)
+
+
 def keep_forward_trace(node: Node) -> None:
     """Anomaly mode: keep the forward call's stack in the node's metadata, as PyTorch does.
 
@@ -67,6 +76,9 @@ def keep_forward_trace(node: Node) -> None:
     while end > 1 and frames[end - 1].filename.startswith(_RECORDING_FILES):
         end -= 1
     node.metadata["traceback_"] = traceback.format_list(frames[:end])
+    parent = anomaly_parent.get()
+    if parent is not None:
+        node.metadata["parent_"] = parent
 
 
 def forward_name(node: Node) -> str:

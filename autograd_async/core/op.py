@@ -31,7 +31,13 @@ from .history import (
 )
 from .recording import ForwardOp, forward_sink
 from .saved_hooks import hooks_stack
-from .tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor, mark_inference
+from .tensor import (
+    INFERENCE_SAVED_MESSAGE,
+    InferenceTensor,
+    Tensor,
+    mark_inference,
+    mark_no_grad_view,
+)
 from .saved import PACKED, pack_output, pack_slots, save_packed, unpack_slots, unpacked
 from .stream_checks import check_op_streams
 
@@ -120,12 +126,14 @@ def torch_description(t: Tensor) -> str:
     return f"[torch.{where}{kind} {list(t.shape)}]"
 
 
-def version_error(t: Tensor, expected: int) -> RuntimeError:
+def version_error(t: Tensor, expected: int, maker: Any = None) -> RuntimeError:
     """PyTorch's error for a saved tensor changed in place since it was saved.
 
-    It names the op that made the tensor's current value (the in-place op's, once it ran).
+    It names the op that made the tensor's current value (the in-place op's, once it ran), or
+    `maker`, the node that saved the tensor as its own output: PyTorch keeps no history for a
+    saved output and names the node that saved it.
     """
-    fn = t.grad_fn
+    fn = t.grad_fn if maker is None else maker
     origin = f", which is output {t._output_nr} of {forward_name(fn)}," if fn is not None else ""
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
@@ -187,6 +195,12 @@ class Op(Node):
     takes_handed_grad: ClassVar[bool] = False
     # `saved_for` compiled: needs_input_grad -> which saved_inputs entries to keep (None: all).
     _save_plans: ClassVar[dict[tuple[bool, ...], tuple[bool, ...]] | None] = None
+    # Whether `backward` already gives PyTorch's gradients for complex values (the conjugate
+    # Wirtinger derivative: grad * conj(df/dz) for holomorphic f). A rule written with the plain
+    # derivative (grad * df/dz, as real rules are) is conjugated around instead, which is exact
+    # for holomorphic ops and changes nothing for real ones; non-holomorphic ops (abs, real,
+    # angle) and rules written with conjugates set this.
+    complex_conjugate_rule: ClassVar[bool] = False
 
     @staticmethod
     def route_autocast(cls: type[Op], inputs: tuple, kwargs: dict, state: Any) -> Any:
@@ -197,6 +211,12 @@ class Op(Node):
         """
         return NOT_ROUTED
 
+    @staticmethod
+    def conjugate(x: Any) -> Any:
+        """The complex conjugate of a gradient: arrays here; `ops.complex_parts` installs the
+        form that records the conjugation for Tensors (double backward)."""
+        return x.conj() if x.dtype.kind == "c" else x
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if not cls.__dict__.get("op_name"):
@@ -205,6 +225,9 @@ class Op(Node):
         if saved_for is not None and not set(saved_for) <= set(cls.saved_inputs):
             raise TypeError(f"{cls.__name__}.saved_for names inputs that are not saved_inputs")
         cls._save_plans = {} if saved_for else None
+        rule = cls.__dict__.get("backward")
+        if rule is not None and not cls.complex_conjugate_rule:
+            cls.backward = _conjugated_for_complex(rule)
 
     def forward(self, *arrays: Any, **kwargs: Any) -> Any:
         """Compute the outputs from input arrays; store what backward needs in slots."""
@@ -253,6 +276,8 @@ class Op(Node):
         if dev is None:
             raise TypeError(f"{cls.op_name}: expected at least one Tensor argument")
         requires = requires and grad_enabled.get()
+        if requires and cls.is_view and type(inputs[0]) is InferenceTensor:
+            requires = False  # an inference tensor's views have no history, as PyTorch's
         sink = forward_sink.get()
         started = time.perf_counter_ns() if sink is not None else 0
         if requires:
@@ -281,10 +306,16 @@ class Op(Node):
         result = node._wrap_outputs(out, inputs, requires)
         if sim_mode_state.mode == "cuda":  # the stream sanitizer sees what the op accessed
             check_op_streams(cls.op_name, inputs, result, cls.is_view)
-        if not requires and (
-            inference_enabled.get() or (cls.is_view and type(inputs[0]) is InferenceTensor)
-        ):
-            mark_inference(result)  # made in inference mode, or a view of such a tensor
+        if not requires:
+            if cls.is_view:
+                if type(inputs[0]) is InferenceTensor:
+                    mark_inference(result)  # a view of an inference tensor is one
+                elif inputs[0]._rg and not grad_enabled.get():
+                    # A view of a normal tensor stays normal, even in inference mode (PyTorch's
+                    # rule), but remembers that it was made without grad mode.
+                    mark_no_grad_view(result, "inference" if inference_enabled.get() else "no_grad")
+            elif inference_enabled.get():
+                mark_inference(result)  # made in inference mode
         if sink is not None:
             node._record_forward(sink, started, inputs, out, requires)
         return result
@@ -339,7 +370,7 @@ class Op(Node):
     def _wrap_outputs(self, out: Any, inputs: tuple, requires: bool) -> Any:
         dev = self.device
         base = None
-        if self.is_view:
+        if self.is_view and type(inputs[0]) is not InferenceTensor:  # those track no views
             src = inputs[0]
             base = src._base if src._base is not None else src
         if type(out) is not tuple:
@@ -416,7 +447,7 @@ class Op(Node):
         if self.saves_output:
             out = self._out_ref()
             if out is not None and out._version != 0:
-                self._raise_version_error(out, 0)
+                raise version_error(out, 0, self)
 
     def _unpack_saved(self) -> tuple:
         """The saved tensors for a differentiable backward (output last, if saved)."""
@@ -466,3 +497,27 @@ class Op(Node):
         for name in self.saved_slots:
             setattr(self, name, None)
 
+
+def _conjugated_for_complex(rule: Any) -> Any:
+    """`rule` under PyTorch's complex convention: conj(rule(conj(grads))) when a grad is complex.
+
+    For a rule that multiplies by the plain derivative, this gives grad * conj(df/dz); real
+    gradients pass straight through.
+    """
+
+    def backward(self: Op, *grads: Any) -> Any:
+        for g in grads:  # a plain loop: this runs for every node of every backward
+            if g is not None and g.dtype.kind == "c":
+                break
+        else:
+            return rule(self, *grads)
+        conj = Op.conjugate
+        out = rule(self, *[None if g is None else conj(g) for g in grads])
+        if type(out) is tuple:
+            return tuple(None if g is None else conj(g) for g in out)
+        return None if out is None else conj(out)
+
+    backward.__wrapped__ = rule  # type: ignore[attr-defined]
+    backward.__doc__ = rule.__doc__
+    backward.__qualname__ = rule.__qualname__
+    return backward

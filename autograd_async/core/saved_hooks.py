@@ -28,6 +28,19 @@ hooks_stack: contextvars.ContextVar[tuple[Hooks, ...]] = contextvars.ContextVar(
 )
 
 
+# While `disable_saved_tensors_hooks(message)` is active, its message: entering hooks then fails.
+hooks_disabled: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "autograd_async_saved_tensors_hooks_disabled", default=None
+)
+
+PACK_IN_PLACE_MESSAGE = (
+    "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack "
+    "hook can not be modified by in-place operations as this can lead to unexpected "
+    "side-effects. Please open an issue if you need to perform in-place operations on the input "
+    "to a pack hook."
+)
+
+
 def active() -> Hooks | None:
     """The innermost (pack, unpack) pair in the current context, or None: cheap, called per op."""
     stack = hooks_stack.get()
@@ -69,7 +82,10 @@ def pack(tensor: Tensor, hooks: Hooks | None = None) -> PackedTensor:
     pack_hook, unpack_hook = hooks
     grad_fn = tensor.grad_fn
     accumulator = grad_accumulator(tensor) if grad_fn is None and tensor._rg else None
+    version = tensor._version
     value = _without_hooks(pack_hook, tensor)
+    if tensor._version != version:
+        raise RuntimeError(PACK_IN_PLACE_MESSAGE)
     return PackedTensor(
         value, unpack_hook, grad_fn, tensor._output_nr, accumulator, tensor._rg
     )
@@ -117,9 +133,38 @@ class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
         self._tokens: list[contextvars.Token] = []
 
     def __enter__(self) -> saved_tensors_hooks:
+        refusal = hooks_disabled.get()
+        if refusal is not None:
+            raise RuntimeError(refusal)
         pair = (self.pack_hook, self.unpack_hook)
         self._tokens.append(hooks_stack.set(hooks_stack.get() + (pair,)))
         return self
 
     def __exit__(self, *exc: object) -> None:
         hooks_stack.reset(self._tokens.pop())
+
+
+class disable_saved_tensors_hooks:  # noqa: N801 - PyTorch's name
+    """Within this context, entering `saved_tensors_hooks` raises RuntimeError(error_message):
+    for code whose saved tensors must stay as they are (PyTorch's function transforms use it)."""
+
+    def __init__(self, error_message: str) -> None:
+        self.error_message = error_message
+        self._tokens: list[contextvars.Token] = []
+
+    def __enter__(self) -> disable_saved_tensors_hooks:
+        self._tokens.append(hooks_disabled.set(self.error_message))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        hooks_disabled.reset(self._tokens.pop())
+
+    def __call__(self, fn: Callable) -> Callable:
+        import functools  # noqa: PLC0415
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with disable_saved_tensors_hooks(self.error_message):
+                return fn(*args, **kwargs)
+
+        return wrapper

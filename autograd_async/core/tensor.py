@@ -7,6 +7,7 @@ math; this module holds the state every tensor carries and the operations that a
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -95,11 +96,20 @@ class Tensor:
         "_hooks",
         "_post_acc_hooks",
         "_grad_accumulator",
+        # Set (never cleared) on a view made under no_grad or inference mode of a tensor that
+        # required grad, to the mode's name: an in-place change to it with grad mode on is
+        # refused. Unset on other tensors.
+        "_no_grad_view",
         "__weakref__",
     )
 
     # The vmap level of a batched tensor (`autograd_async.func`); plain tensors are at level 0.
     _vmap_level = 0
+
+    def __getstate__(self) -> Any:
+        # Defined (as object's) so that pickle's protocols 0 and 1, which refuse classes with
+        # __slots__ that keep the default, take tensors as protocol 2 does.
+        return object.__getstate__(self)
 
 
     def __init__(
@@ -269,6 +279,8 @@ class Tensor:
     @property
     def grad(self) -> Tensor | None:
         """The gradient accumulated by backward (None until one arrives)."""
+        if self._grad is None and self._grad_fn is not None and not self.retains_grad:
+            warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         return self._grad
 
     @grad.setter
@@ -418,7 +430,7 @@ class Tensor:
             if sim_mode_state.mode == "cuda":
                 sanitizer.host_read(self._data, self.device, "numpy()")
             return np.asarray(_devices.to_host(self._data))
-        if self._rg:
+        if self._rg and grad_mode.grad_enabled.get():  # under no_grad nothing could record
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. "
                 "Use tensor.detach().numpy() instead."
@@ -520,6 +532,13 @@ class InferenceTensor(Tensor):
         super()._bump_version()
 
 
+NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
+    "to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+    "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead."
+)
+
 # The name users know the classes by (error messages name `autograd_async.tensor.Tensor`, pickles
 # record it): `autograd_async.tensor` is this module under its former name (`_moved_modules`).
 Tensor.__module__ = InferenceTensor.__module__ = "autograd_async.tensor"
@@ -543,6 +562,13 @@ def mark_inference(tensors: Any) -> Any:
         if type(t) is Tensor:
             t.__class__ = InferenceTensor
     return tensors
+
+
+def mark_no_grad_view(tensors: Any, mode: str) -> None:
+    """Record that views (one or a tuple) of a tensor requiring grad were made without grad mode:
+    `mode` is "no_grad" or "inference"."""
+    for t in tensors if type(tensors) is tuple else (tensors,):
+        t._no_grad_view = mode
 
 
 def made(t: Tensor) -> Tensor:

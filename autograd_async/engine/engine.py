@@ -35,6 +35,19 @@ reentrant_depth: contextvars.ContextVar[int] = contextvars.ContextVar(
 )
 
 
+def queue_callback(callback: Any) -> None:
+    """Run `callback()` once the backward pass now running has run all its nodes.
+
+    Only from inside a backward (a node's backward or a hook); a reentrant backward's callbacks
+    run when that inner pass ends.
+    """
+    worker = thread_state.worker
+    task = worker.running_task if worker is not None else None
+    if task is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    task.add_final_callback(callback)
+
+
 class EngineClosedError(RuntimeError):
     """The engine was shut down; start a new one (or use the default, which restarts)."""
 
@@ -237,6 +250,13 @@ class Engine:
                 if task.fail(exc) and task.on_finish is not None:
                     task.on_finish(exc)
                 return
+        if task.final_callbacks is not None:
+            try:
+                task.run_final_callbacks()
+            except BaseException as exc:  # noqa: BLE001 - reported to the caller
+                if task.fail(exc) and task.on_finish is not None:
+                    task.on_finish(exc)
+                return
         if task.complete() and task.on_finish is not None:
             task.on_finish(None)
 
@@ -359,6 +379,16 @@ def _annotate(error: BaseException, node: Node, worker: DeviceWorker, task: Grap
             "detect anomaly during forward pass for more information."
         )
     warnings.warn(message, UserWarning, stacklevel=1)
+    parent = node._metadata.get("parent_") if node._metadata else None
+    while parent is not None:  # the backward calculations that recorded this node, outward
+        trace = "".join((parent._metadata or {}).get("traceback_", ()))
+        warnings.warn(
+            f"\n\nPrevious calculation was induced by {parent.name()}. Traceback of forward call "
+            f"that induced the previous calculation:\n{trace}",
+            UserWarning,
+            stacklevel=1,
+        )
+        parent = (parent._metadata or {}).get("parent_")
 
 
 current_engine: contextvars.ContextVar[Engine | None] = contextvars.ContextVar(

@@ -90,6 +90,19 @@ class SiluBackward0(_Activation):
 class LeakyReluBackward0(_MaskedSlope):
     __slots__ = ()
 
+    def backward(self, g: Any) -> Any:
+        # PyTorch's in-place rule reads the slope off the result, which a negative slope makes
+        # ambiguous, so it refuses; the out-of-place rule reads the input.
+        if self._args.get("in_place") and self._args["negative_slope"] < 0:
+            raise RuntimeError(
+                "In-place leakyReLu backward calculation is triggered with a negative slope which "
+                "is not supported. This is caused by calling in-place forward function with a "
+                "negative slope, please call out-of-place version instead. File an issue at "
+                "https://github.com/pytorch/pytorch if you do require supporting in-place "
+                "leakRelu backward calculation with negative slope"
+            )
+        return super().backward(g)
+
     def compute(self, a: Any) -> Any:
         return xp_of(a).where(a > 0, a, a * self._args["negative_slope"])
 
@@ -245,7 +258,15 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x where x > 0, else negative_slope * x."""
-    return _run(LeakyReluBackward0, "leaky_relu", input, inplace, negative_slope=negative_slope)
+    if inplace:
+        return leaky_relu_(input, negative_slope)
+    return _run(LeakyReluBackward0, "leaky_relu", input, False, negative_slope=negative_slope)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """leaky_relu in place; its backward refuses a negative slope, as PyTorch's."""
+    return _run(LeakyReluBackward0, "leaky_relu_", input, True, kernel="leaky_relu",
+                negative_slope=negative_slope, in_place=True)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:

@@ -303,7 +303,9 @@ class _MatmulBase(Op):
         a, b = promote(a, b)
         # Which operands are 1-D: backward may have only one of them.
         self._vectors = (a.ndim == 1, b.ndim == 1)
-        return as_array(a @ b)
+        out = a @ b
+        # NumPy multiplies bfloat16 (an ml_dtypes user type) into float32: PyTorch keeps it.
+        return as_array(out if out.dtype == a.dtype else out.astype(a.dtype))
 
     def backward(self, g: Any) -> tuple:
         a, b = self.saved(g)

@@ -60,6 +60,9 @@ def conj_of(x: Any) -> Any:
     return xp_of(x).conj(x) if x.dtype.kind == "c" else x
 
 
+Op.conjugate = staticmethod(conj_of)  # complex rules conjugate Tensors on the graph
+
+
 def real_of(x: Any) -> Any:
     """The real part of an array or a Tensor (recorded for Tensors)."""
     if isinstance(x, Tensor):

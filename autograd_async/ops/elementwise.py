@@ -17,12 +17,17 @@ from .promotion import as_float, promote, result_type, scalar
 class AbsBackward0(Op):
     __slots__ = ()
     saved_inputs = (0,)
+    complex_conjugate_rule = True  # grad * sgn(z): PyTorch's rule for complex z as it stands
 
     def forward(self, a: Any) -> Any:
         return as_array(xp_of(a).abs(a))
 
     def backward(self, g: Any) -> Any:
         (a,) = self.saved(g)
+        if isinstance(a, Tensor) and a.dtype.kind == "c":
+            # sgn(z) = z / |z| depends on z for complex values: a differentiable factor
+            size = a.abs()
+            return g * (a / size.where(size != 0, 1)).where(size != 0, 0)
         return mul_const(g, sign(a))
 
 
@@ -119,6 +124,8 @@ class TanhBackward0(Op):
 def sigmoid_array(a: Any) -> Any:
     """1 / (1 + exp(-a)) without overflow: exp only ever sees -|a|."""
     xp = xp_of(a)
+    if a.dtype.kind == "c":  # no sign to split on: the plain formula, as PyTorch's kernel
+        return as_array(1 / (1 + xp.exp(-a)))
     e = xp.exp(-xp.abs(a))
     r = 1 / (1 + e)
     return as_array(xp.where(a >= 0, r, e * r))

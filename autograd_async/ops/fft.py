@@ -75,6 +75,7 @@ def resize(x: Any, axes: tuple[int, ...], sizes: tuple[int, ...]) -> Any:
 
 class _Transform(Op):
     __slots__ = ("_axes", "_in_sizes", "_norm", "_forward")
+    complex_conjugate_rule = True  # written with conjugate transposes
 
     def _remember(self, a: Any, axes: tuple[int, ...], norm: str, forward: bool) -> None:
         self._axes = axes

@@ -52,6 +52,13 @@ NO_GRAD_VIEW_MESSAGE = (
     "don't want the inplace to be tracked) or both outside (if you want the inplace to be "
     "tracked)."
 )
+INFERENCE_VIEW_MESSAGE = (
+    "A view was created in inference mode and is being modified inplace in normal mode. Given "
+    "that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
+    "by moving both the view and the inplace either both inside the inference_mode block (if you "
+    "don't want the inplace to be tracked) or both outside (if you want the inplace to be "
+    "tracked)."
+)
 MULTI_VIEW_MESSAGE = (
     "Output {nr} of {name} is a view and is being modified inplace. This view is the output of a "
     "function that returns multiple views. Such functions do not allow the output views to be "
@@ -169,6 +176,11 @@ def _check(t: Tensor, overlap_ok: bool = False) -> bool:
         raise RuntimeError(LEAF_MESSAGE)
     base = t._base
     if base is not None:
+        made_without_grad = getattr(t, "_no_grad_view", None)
+        if t.grad_fn is None and made_without_grad and base._rg:  # PyTorch checks this first
+            raise RuntimeError(
+                INFERENCE_VIEW_MESSAGE if made_without_grad == "inference" else NO_GRAD_VIEW_MESSAGE
+            )
         # Whether or not the view was taken before the base required grad.
         if base.grad_fn is None and base._rg:
             raise RuntimeError(VIEW_OF_LEAF_MESSAGE)

@@ -89,6 +89,7 @@ class LinalgInvExBackward0(Op):
     """The inverse of each matrix; backward -A^-H g A^-H."""
 
     __slots__ = ()
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_inv"
     saves_output = True
 
@@ -110,6 +111,7 @@ class LinalgDetBackward0(Op):
     """det of each matrix; backward g * adj(A)^H, the adjugate from the SVD (singular A too)."""
 
     __slots__ = ()
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_det"
     saved_inputs = (0,)
 
@@ -133,6 +135,7 @@ class LinalgSlogdetBackward0(Op):
     """(sign, log|det|) of each matrix; log|det| has the gradient g * A^-H (real inputs)."""
 
     __slots__ = ()
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_slogdet"
     saved_inputs = (0,)
     non_differentiable_outputs = (0,)
@@ -143,8 +146,12 @@ class LinalgSlogdetBackward0(Op):
         return as_array(xp.asarray(sign)), as_array(xp.asarray(logabs))
 
     def backward(self, g_sign: Any, g: Any) -> Any:
-        _no_double_backward("linalg_slogdet", g)
         (a,) = self.saved(g)
+        if isinstance(g, Tensor):  # differentiable: A^-H through the recorded inverse
+            from .complex_parts import conj_of  # noqa: PLC0415 - built on this module
+            from .linalg_solvers import inv  # noqa: PLC0415
+
+            return g[..., None, None] * conj_of(inv(a).transpose(-2, -1))
         xp = xp_of(a)
         with quiet():
             return (g[..., None, None] * mh(xp.linalg.pinv(a))).astype(a.dtype, copy=False)
@@ -155,6 +162,7 @@ class LinalgCholeskyExBackward0(Op):
     """The lower (or upper) Cholesky factor of each Hermitian positive-definite matrix."""
 
     __slots__ = ("_upper",)
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_cholesky"
     saves_output = True
 
@@ -207,6 +215,11 @@ def qr_backward(q: Any, r: Any, gq: Any, gr: Any) -> Any:
     if m >= n:
         product = r @ mh(gr) - mh(gq) @ q
         copied = xp.tril(product) + mh(xp.tril(product, -1))
+        if xp.iscomplexobj(copied):
+            # R's diagonal is real, so only the real part of this diagonal moves it: the
+            # imaginary part is the phase freedom of Q's columns, which the loss cannot see.
+            imaginary = xp.imag(xp.diagonal(copied, axis1=-2, axis2=-1))
+            copied = copied - 1j * imaginary[..., None, :] * xp.eye(n, dtype=copied.dtype)
         b = gq + q @ copied
         return mh(xp.linalg.solve(r, mh(b)))  # B R^-H
     # A = [X | Y] with X = Q U square and Y = Q V: V's gradient reaches Q through Y
@@ -221,6 +234,7 @@ class LinalgQrBackward0(Op):
     """Q, R of each matrix, mode 'reduced' or 'complete' (complete only where Q is square)."""
 
     __slots__ = ("_q", "_r", "_mode")
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_qr"
     saved_slots = ("_q", "_r")
 
@@ -277,6 +291,7 @@ class LinalgEighBackward0(Op):
     """Eigenvalues (ascending) and orthonormal eigenvectors of Hermitian matrices."""
 
     __slots__ = ("_values", "_vectors")
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_eigh"
     saved_slots = ("_values", "_vectors")
 
@@ -295,6 +310,7 @@ class LinalgEigBackward0(Op):
     """Complex eigenvalues and eigenvectors (columns of norm 1) of general square matrices."""
 
     __slots__ = ("_values", "_vectors", "_real")
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_eig"
     saved_slots = ("_values", "_vectors")
 
@@ -319,6 +335,7 @@ class LinalgSvdBackward0(Op):
     """U, S, Vh of each matrix; backward as PyTorch's (distinct singular values)."""
 
     __slots__ = ("_u", "_s", "_vh", "_k")
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_svd"
     saved_slots = ("_u", "_s", "_vh")
 
@@ -348,7 +365,7 @@ class LinalgSvdBackward0(Op):
         inner[..., range(k), range(k)] = gs
         if u.dtype.kind == "c":  # the phase of each singular pair
             inner[..., range(k), range(k)] += (
-                xp.einsum("...ii->...i", mh(u) @ gu).imag * 1j / (2 * s)
+                xp.einsum("...ii->...i", mh(u) @ gu).imag * 1j / s
             )
         grad = u @ inner @ vh
         m, n = u.shape[-2], vh.shape[-1]
@@ -365,6 +382,7 @@ class LinalgMatrixExpBackward0(Op):
     """exp(A) of each matrix; backward the upper right block of exp([[A^H, g], [0, A^H]])."""
 
     __slots__ = ()
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_matrix_exp"
     saved_inputs = (0,)
 
@@ -390,6 +408,7 @@ class LinalgLuBackward0(Op):
     """P, L, U of each matrix (partial pivoting); backward PyTorch's rule for square A."""
 
     __slots__ = ("_p", "_l", "_u")
+    complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_lu"
     saved_slots = ("_l", "_u", "_p")
     non_differentiable_outputs = (0,)

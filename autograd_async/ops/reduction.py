@@ -144,6 +144,9 @@ class _Extreme(_Reduction):
     saved_inputs = (0,)
     saves_output = True
     _largest = True
+    # max()/min() over everything share the gradient among the nans when the result is nan;
+    # amax/amin compare values only, as PyTorch's.
+    _nan_ties = False
 
     def forward(self, a: Any, dims: Any = None, keepdim: bool = False) -> Any:
         self._setup(a, dims, keepdim)
@@ -154,6 +157,10 @@ class _Extreme(_Reduction):
         a, out = self.saved(g)
         a, out = data_of(a), data_of(out)
         hit = a == self._kept(out)
+        if self._nan_ties and self._dims is None and a.dtype.kind in "fc":
+            xp = xp_of(a)
+            if bool(xp.isnan(out)):  # PyTorch's full max/min: a nan result comes from every nan
+                hit = xp.isnan(a)
         count = hit.sum(axis=self._dims, keepdims=True)
         with quiet():  # a nan extreme ties with nothing: 0 / 0
             share = hit.astype(g.dtype) / count.astype(g.dtype)
@@ -163,11 +170,13 @@ class _Extreme(_Reduction):
 class MaxBackward1(_Extreme):
     __slots__ = ()
     op_name = "max"
+    _nan_ties = True
 
 
 class MinBackward1(_Extreme):
     __slots__ = ()
     op_name = "min"
+    _nan_ties = True
     _largest = False
 
 

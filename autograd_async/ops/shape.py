@@ -204,6 +204,22 @@ class SplitWithSizesBackward0(SplitBackward0):
     __slots__ = ()
 
 
+class UnsafeSplitBackward0(SplitBackward0):
+    """The pieces share the input's memory, but autograd tracks them as separate tensors: an
+    in-place change to one is allowed and is not seen by the input's history (PyTorch's
+    unsafe_split, for code that knows the pieces are never changed in place)."""
+
+    __slots__ = ()
+    op_name = "unsafe_split"
+    is_view = False
+    multi_output_view = False
+
+
+class UnsafeSplitWithSizesBackward0(UnsafeSplitBackward0):
+    __slots__ = ()
+    op_name = "unsafe_split_with_sizes"
+
+
 # ---------------------------------------------------------------- functions
 def _sizes(shape: Any) -> tuple:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -497,6 +513,33 @@ def _split(input: Tensor, bounds: list, axis: int, op: type) -> tuple:
 
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
     """Pieces of `split_size_or_sections` along `dim` (an int size, or a list of sizes)."""
+    return _split_pieces(tensor, split_size_or_sections, dim, (SplitBackward0,
+                                                               SplitWithSizesBackward0))
+
+
+def split_with_sizes(input: Tensor, split_sizes: Any, dim: int = 0) -> tuple:
+    """Pieces of the given sizes along `dim`, which must add up to its length."""
+    return _split_pieces(input, list(split_sizes), dim, (SplitBackward0, SplitWithSizesBackward0))
+
+
+def unsafe_split(input: Tensor, split_size: Any, dim: int = 0) -> tuple:
+    """split whose pieces autograd does not track as views (see UnsafeSplitBackward0)."""
+    return _split_pieces(input, split_size, dim, (UnsafeSplitBackward0,
+                                                  UnsafeSplitWithSizesBackward0))
+
+
+def unsafe_split_with_sizes(input: Tensor, split_sizes: Any, dim: int = 0) -> tuple:
+    """split_with_sizes whose pieces autograd does not track as views."""
+    return _split_pieces(input, list(split_sizes), dim, (UnsafeSplitBackward0,
+                                                         UnsafeSplitWithSizesBackward0))
+
+
+def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """chunk whose pieces autograd does not track as views."""
+    return chunk(input, chunks, dim, _ops=(UnsafeSplitBackward0, UnsafeSplitWithSizesBackward0))
+
+
+def _split_pieces(tensor: Tensor, split_size_or_sections: Any, dim: int, ops: tuple) -> tuple:
     axis = normalize_dim(dim, tensor.ndim)
     n = tensor.shape[axis]
     if isinstance(split_size_or_sections, int):
@@ -511,7 +554,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
             )
         starts = list(range(0, n, size)) if n else [0]
         bounds = [(lo, min(lo + size, n)) for lo in starts]
-        return _split(tensor, bounds, axis, SplitBackward0)
+        return _split(tensor, bounds, axis, ops[0])
     sizes = [int(s) for s in split_size_or_sections]
     if any(s < 0 for s in sizes):  # a negative piece would make the others overlap
         raise RuntimeError(
@@ -525,15 +568,18 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
         )
     ends = np.cumsum(sizes).tolist()
     bounds = list(zip([0, *ends[:-1]], ends, strict=True))
-    return _split(tensor, bounds, axis, SplitWithSizesBackward0)
+    return _split(tensor, bounds, axis, ops[1])
 
 
-def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+def chunk(input: Tensor, chunks: int, dim: int = 0, *, _ops: tuple | None = None) -> tuple:
     """At most `chunks` pieces of equal size (the last may be smaller) along `dim`."""
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     n = input.shape[normalize_dim(dim, input.ndim)]
-    return split(input, max(1, -(-n // chunks)), dim)
+    size = max(1, -(-n // chunks))
+    if _ops is None:
+        return split(input, size, dim)
+    return _split_pieces(input, size, dim, _ops)
 
 
 FUNCTIONS = {
@@ -550,6 +596,10 @@ FUNCTIONS = {
     "concatenate": cat,
     "stack": stack,
     "split": split,
+    "split_with_sizes": split_with_sizes,
+    "unsafe_split": unsafe_split,
+    "unsafe_split_with_sizes": unsafe_split_with_sizes,
+    "unsafe_chunk": unsafe_chunk,
     "chunk": chunk,
     "broadcast_to": broadcast_to,
 }

@@ -13,8 +13,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..core.tensor import Tensor
-from ..core.op import require_tensor
-from .dual import xp_of
+from ..core.op import Op, require_tensor
+from .dual import data_of, mul_const, xp_of
 from .elementwise import where
 from .gather import gather
 from .reduction import normalize_dim
@@ -75,10 +75,34 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
 
 
 # --------------------------------------------------------- order statistics
+class MedianBackward0(Op):
+    """The median of all elements; its gradient is shared evenly among the elements equal to it
+    (among the nans when it is nan), as PyTorch's evenly distributed rule."""
+
+    __slots__ = ()
+    saved_inputs = (0,)
+    saves_output = True
+
+    def forward(self, a: Any, value: Any) -> Any:
+        return xp_of(a).asarray(value, dtype=a.dtype).reshape(())
+
+    def backward(self, g: Any) -> Any:
+        a, out = self.saved(g)
+        a, out = data_of(a), data_of(out)
+        xp = xp_of(a)
+        hit = xp.isnan(a) if a.dtype.kind in "fc" and bool(xp.isnan(out)) else a == out
+        share = hit.astype(g.dtype) / hit.sum(dtype=g.dtype)
+        return mul_const(g, share)
+
+
+class NanmedianBackward0(MedianBackward0):
+    __slots__ = ()
+
+
 def _order_statistic(name: str, input: Tensor, dim: Any, keepdim: bool, ignore_nan: bool) -> Any:
     require_tensor(name, input)
     flat = dim is None
-    x = input.reshape(-1) if flat else input
+    x = input.detach().reshape(-1) if flat else input
     axis = 0 if flat else normalize_dim(dim, max(x.ndim, 1))
     if x.ndim == 0:
         x, axis = x.reshape(1), 0
@@ -97,7 +121,8 @@ def _order_statistic(name: str, input: Tensor, dim: Any, keepdim: bool, ignore_n
     index = gather(order, axis, position)
     value = gather(x, axis, index)
     if flat:
-        return value.reshape(())
+        node = NanmedianBackward0 if ignore_nan else MedianBackward0
+        return node.apply(input, value=value._data.reshape(()))
     if not keepdim:
         value, index = value.squeeze(axis), index.squeeze(axis)
     return ValuesIndices(value, index)

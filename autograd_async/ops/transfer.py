@@ -44,6 +44,8 @@ class ToCopyBackward0(Op):
         if isinstance(g, Tensor):
             return g.to(self._src, dtype=self._src_dtype)
         if g.dtype != self._src_dtype:
+            if g.dtype.kind == "c" and self._src_dtype.kind != "c":
+                g = g.real  # a real input's gradient is the real part, as PyTorch's
             g = g.astype(self._src_dtype)  # on this device: the host reads nothing of the copy
         if self.device is not self._src:
             # Non-blocking to the host: the engine delivers it once its copy has completed;

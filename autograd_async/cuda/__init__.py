@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .devices import Device, backend_for, cuda_device_count, cuda_is_available
+from ..devices import Device, backend_for, cuda_device_count, cuda_is_available
+from . import amp
 
 
 def is_available() -> bool:
@@ -33,4 +34,4 @@ def set_device(device: Any) -> None:
     backend_for(dev).use_device(dev)
 
 
-__all__ = ["current_device", "device_count", "is_available", "set_device"]
+__all__ = ["amp", "current_device", "device_count", "is_available", "set_device"]
