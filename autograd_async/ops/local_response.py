@@ -23,7 +23,10 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     require_tensor("local_response_norm", input)
     dim = input.ndim
     if dim < 3:
-        raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
+        # PyTorch's text, with the run of spaces its source leaves in it
+        raise ValueError(
+            f"Expected 3D or higher dimensionality{' ' * 26}input (got {dim} dimensions)"
+        )
     if input.numel() == 0:
         return input
     div = input.mul(input)

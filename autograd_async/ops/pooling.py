@@ -9,7 +9,6 @@ constant averaging matrices.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np

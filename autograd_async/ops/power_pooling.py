@@ -11,9 +11,9 @@ import math
 from typing import Any
 
 from ..tensor import Tensor
-from .elementwise import relu
 from .base import require_tensor
 from .conv import expand_param
+from .elementwise import relu
 from .pooling import avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d
 
 _AVG = {1: avg_pool1d, 2: avg_pool2d, 3: avg_pool3d}
