@@ -231,6 +231,11 @@ from .pooling import (  # noqa: E402
     MaxPool3d,
 )
 from .thresholds import Hardshrink, RReLU, Softshrink, Threshold  # noqa: E402
+from .transformer_decoder import (  # noqa: E402
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+)
 from .unpooling import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d  # noqa: E402
 from .upsampling import UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: E402
 
@@ -268,6 +273,9 @@ __all__ += [
     "RReLU",
     "Softshrink",
     "Threshold",
+    "Transformer",
+    "TransformerDecoder",
+    "TransformerDecoderLayer",
     "Unfold",
     "UpsamplingBilinear2d",
     "UpsamplingNearest2d",
