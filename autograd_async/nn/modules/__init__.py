@@ -220,6 +220,21 @@ from .dropout import (  # noqa: E402
 )
 from .fold import Fold, Unfold  # noqa: E402
 from .fractional_pooling import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: E402
+from .lazy import (  # noqa: E402
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+    LazyLinear,
+)
 from .local_response import CrossMapLRN2d, LocalResponseNorm  # noqa: E402
 from .losses_more import NLLLoss2d  # noqa: E402
 from .lp_pooling import LPPool1d, LPPool2d, LPPool3d  # noqa: E402
@@ -263,6 +278,19 @@ __all__ += [
     "LPPool1d",
     "LPPool2d",
     "LPPool3d",
+    "LazyBatchNorm1d",
+    "LazyBatchNorm2d",
+    "LazyBatchNorm3d",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConv3d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
+    "LazyConvTranspose3d",
+    "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d",
+    "LazyInstanceNorm3d",
+    "LazyLinear",
     "LocalResponseNorm",
     "MaxPool3d",
     "MaxUnpool1d",
