@@ -380,6 +380,7 @@ from ..ops.channel_rearrange import (  # noqa: E402
 __all__ += ["channel_shuffle", "pixel_shuffle", "pixel_unshuffle", "rms_norm", "softmin"]
 
 # isort: split
+from ..ops.ctc import ctc_loss  # noqa: E402
 from ..ops.feature_dropout import (  # noqa: E402
     alpha_dropout,
     dropout1d,
@@ -424,6 +425,7 @@ __all__ += [
     "alpha_dropout",
     "avg_pool3d",
     "conv_transpose3d",
+    "ctc_loss",
     "dropout1d",
     "dropout2d",
     "dropout3d",

@@ -236,6 +236,7 @@ from .lazy import (  # noqa: E402
     LazyLinear,
 )
 from .local_response import CrossMapLRN2d, LocalResponseNorm  # noqa: E402
+from .loss import CTCLoss  # noqa: E402
 from .losses_more import NLLLoss2d  # noqa: E402
 from .lp_pooling import LPPool1d, LPPool2d, LPPool3d  # noqa: E402
 from .pooling import (  # noqa: E402
@@ -261,6 +262,7 @@ __all__ += [
     "AlphaDropout",
     "AvgPool3d",
     "BatchNorm3d",
+    "CTCLoss",
     "Container",
     "ConvTranspose3d",
     "CosineSimilarity",
