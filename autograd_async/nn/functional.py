@@ -394,6 +394,7 @@ from ..ops.fractional_pooling import (  # noqa: E402
     fractional_max_pool3d,
     fractional_max_pool3d_with_indices,
 )
+from ..ops.grid_sampling import affine_grid, grid_sample  # noqa: E402
 from ..ops.gumbel_softmax import gumbel_softmax  # noqa: E402
 from ..ops.local_response import local_response_norm  # noqa: E402
 from ..ops.pooling import (  # noqa: E402
@@ -422,6 +423,7 @@ __all__ += [
     "adaptive_max_pool2d_with_indices",
     "adaptive_max_pool3d",
     "adaptive_max_pool3d_with_indices",
+    "affine_grid",
     "alpha_dropout",
     "avg_pool3d",
     "conv_transpose3d",
@@ -434,6 +436,7 @@ __all__ += [
     "fractional_max_pool2d_with_indices",
     "fractional_max_pool3d",
     "fractional_max_pool3d_with_indices",
+    "grid_sample",
     "gumbel_softmax",
     "hardshrink",
     "local_response_norm",
