@@ -207,6 +207,7 @@ __all__ += [
 __all__ += ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase"]
 
 # isort: split
+from .adaptive_softmax import AdaptiveLogSoftmaxWithLoss  # noqa: E402
 from .batchnorm import BatchNorm3d, InstanceNorm1d, InstanceNorm3d  # noqa: E402
 from .container import Container  # noqa: E402
 from .conv import ConvTranspose3d  # noqa: E402
@@ -257,6 +258,7 @@ from .upsampling import UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: E402
 
 __all__ += [
     "AdaptiveAvgPool3d",
+    "AdaptiveLogSoftmaxWithLoss",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool3d",
     "AlphaDropout",
