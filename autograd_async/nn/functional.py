@@ -415,6 +415,7 @@ from ..ops.thresholds import hardshrink, rrelu, softshrink, threshold  # noqa: E
 from ..ops.unpooling import max_unpool1d, max_unpool2d, max_unpool3d  # noqa: E402
 from .functional_aliases import *  # noqa: E402, F403 - the deprecated and in-place names
 from .functional_aliases import __all__ as _aliases  # noqa: E402
+from .functional_attention import multi_head_attention_forward  # noqa: E402
 
 __all__ += [
     "adaptive_avg_pool3d",
@@ -450,6 +451,7 @@ __all__ += [
     "max_unpool1d",
     "max_unpool2d",
     "max_unpool3d",
+    "multi_head_attention_forward",
     "rrelu",
     "softshrink",
     "threshold",
