@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..ops.activations import celu, elu, hardtanh, leaky_relu, selu
+from ..ops.base import require_tensor
 from ..ops.sampling import interpolate
 from ..ops.thresholds import rrelu_, threshold_
 from ..tensor import Tensor
@@ -23,49 +24,58 @@ def _deprecated(name: str) -> None:
 def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
              align_corners: bool | None = None) -> Tensor:
     """Deprecated: `interpolate`."""
+    require_tensor("upsample", input)
     _deprecated("upsample")
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
     """Deprecated: `interpolate(mode="nearest")`."""
+    require_tensor("upsample_nearest", input)
     _deprecated("upsample_nearest")
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
     """Deprecated: `interpolate(mode="bilinear", align_corners=True)`."""
+    require_tensor("upsample_bilinear", input)
     _deprecated("upsample_bilinear")
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 def relu_(input: Tensor) -> Tensor:
     """relu in place."""
+    require_tensor("relu_", input)
     return input.relu_()
 
 
 def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
     """elu in place."""
+    require_tensor("elu_", input)
     return elu(input, alpha, inplace=True)
 
 
 def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
     """celu in place."""
+    require_tensor("celu_", input)
     return celu(input, alpha, inplace=True)
 
 
 def selu_(input: Tensor) -> Tensor:
     """selu in place."""
+    require_tensor("selu_", input)
     return selu(input, inplace=True)
 
 
 def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
     """hardtanh in place."""
+    require_tensor("hardtanh_", input)
     return hardtanh(input, min_val, max_val, inplace=True)
 
 
 def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     """leaky_relu in place."""
+    require_tensor("leaky_relu_", input)
     return leaky_relu(input, negative_slope, inplace=True)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor
-from .base import require_kernel_dtype
+from .base import require_kernel_dtype, require_tensor
 from .conv import Im2ColBackward0, expand_param
 from .dual import xp_of
 from .max_pool import max_pool
@@ -325,13 +325,14 @@ def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = 
 
 def _with_indices(pool: Any) -> Any:
     """PyTorch's `*_with_indices` form of a max pool: the output and the indices, always."""
+    name = f"{pool.__name__}_with_indices"
 
     def pool_with_indices(input: Tensor, *args: Any, **kwargs: Any) -> tuple[Tensor, Tensor]:
+        require_tensor(name, input)
         kwargs["return_indices"] = True
         return pool(input, *args, **kwargs)
 
-    pool_with_indices.__name__ = f"{pool.__name__}_with_indices"
-    pool_with_indices.__qualname__ = pool_with_indices.__name__
+    pool_with_indices.__name__ = pool_with_indices.__qualname__ = name
     pool_with_indices.__doc__ = f"`{pool.__name__}` with its indices."
     return pool_with_indices
 

@@ -25,19 +25,23 @@ def _in_place(input: Tensor, fn: Any) -> Tensor:
     return _through_copy(input, fn)
 
 
-def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    """x where x > threshold, else `value` (integer tensors keep their dtype)."""
-    require_tensor("threshold", input)
+def _cut(input: Tensor, limit: float, value: float, inplace: bool) -> Tensor:
+    require_tensor("threshold_" if inplace else "threshold", input)
 
     def cut(x: Tensor) -> Tensor:
-        return x.masked_fill(x <= threshold, value)
+        return x.masked_fill(x <= limit, value)
 
     return _in_place(input, cut) if inplace else cut(input)
 
 
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """x where x > threshold, else `value` (integer tensors keep their dtype)."""
+    return _cut(input, threshold, value, inplace)
+
+
 def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     """`threshold` in place."""
-    return globals()["threshold"](input, threshold, value, inplace=True)
+    return _cut(input, threshold, value, inplace=True)
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
@@ -82,4 +86,5 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
            training: bool = False) -> Tensor:
     """`rrelu` in place."""
+    require_tensor("rrelu_", input)
     return rrelu(input, lower, upper, training, inplace=True)

@@ -20,12 +20,13 @@ class _DropoutNd(Module):
         self.inplace = inplace
 
     _function = "dropout"
+    _honours_inplace = True  # PyTorch's alpha dropout layers keep `inplace` but never use it
 
     def forward(self, input: Tensor) -> Tensor:
         """The dropout function of the layer, with its p, inplace and the training flag."""
         expect_tensor(self, input)
         function = getattr(F, self._function)
-        if self.inplace:
+        if self.inplace and self._honours_inplace:
             return function(input, self.p, self.training, inplace=True)
         return function(input, self.p, self.training)
 
@@ -60,12 +61,14 @@ class AlphaDropout(_DropoutNd):
     """Dropout for SELU networks: keeps zero mean and unit variance."""
 
     _function = "alpha_dropout"
+    _honours_inplace = False
 
 
 class FeatureAlphaDropout(_DropoutNd):
     """Alpha dropout of whole channels."""
 
     _function = "feature_alpha_dropout"
+    _honours_inplace = False
 
 
 __all__ = ["AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "FeatureAlphaDropout"]
