@@ -136,3 +136,18 @@ def test_lazy_layers_move_and_cast_before_materialising() -> None:
     made = nn.LazyConv1d(2, 2, dtype=aa.float64)
     made(aa.ones(1, 3, 4, dtype=aa.float64))
     assert made.weight.dtype == aa.float64
+
+
+def test_load_state_dict_pre_hooks_see_each_module_with_its_prefix() -> None:
+    model = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.Linear(2, 1)))
+    seen = []
+
+    def hook(module, state_dict, prefix, metadata, strict, missing, unexpected, errors):
+        seen.append((type(module).__name__, prefix, strict))
+
+    handle = model[1][0].register_load_state_dict_pre_hook(hook)
+    model.load_state_dict(model.state_dict())
+    assert seen == [("Linear", "1.0.", True)]
+    handle.remove()
+    model.load_state_dict(model.state_dict(), strict=False)
+    assert len(seen) == 1
