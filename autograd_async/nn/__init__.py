@@ -2,9 +2,17 @@
 
 from . import functional, init, modules, utils
 from .modules import *  # noqa: F403 - the layers, listed once in modules.__all__
-from .parameter import Parameter
+from .parameter import Parameter, UninitializedBuffer, UninitializedParameter
 
-__all__ = [*modules.__all__, "Parameter", "functional", "init", "utils"]
+__all__ = [
+    *modules.__all__,
+    "Parameter",
+    "UninitializedBuffer",
+    "UninitializedParameter",
+    "functional",
+    "init",
+    "utils",
+]
 
 
 def __getattr__(name: str) -> object:

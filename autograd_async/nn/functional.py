@@ -18,6 +18,7 @@ from ..ops.conv import (
     conv3d,
     conv_transpose1d,
     conv_transpose2d,
+    conv_transpose3d,
     fold,
     unfold,
 )
@@ -379,6 +380,85 @@ from ..ops.channel_rearrange import (  # noqa: E402
 )
 
 __all__ += ["channel_shuffle", "pixel_shuffle", "pixel_unshuffle", "rms_norm", "softmin"]
+
+# isort: split
+from ..ops.ctc import ctc_loss  # noqa: E402
+from ..ops.feature_dropout import (  # noqa: E402
+    alpha_dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    feature_alpha_dropout,
+)
+from ..ops.fractional_pooling import (  # noqa: E402
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
+from ..ops.grid_sampling import affine_grid, grid_sample  # noqa: E402
+from ..ops.gumbel_softmax import gumbel_softmax  # noqa: E402
+from ..ops.local_response import local_response_norm  # noqa: E402
+from ..ops.pooling import (  # noqa: E402
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d_with_indices,
+    adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
+    avg_pool3d,
+    max_pool1d_with_indices,
+    max_pool2d_with_indices,
+    max_pool3d,
+    max_pool3d_with_indices,
+)
+from ..ops.power_pooling import lp_pool1d, lp_pool2d, lp_pool3d  # noqa: E402
+from ..ops.thresholds import hardshrink, rrelu, softshrink, threshold  # noqa: E402
+from ..ops.unpooling import max_unpool1d, max_unpool2d, max_unpool3d  # noqa: E402
+from .functional_aliases import *  # noqa: E402, F403 - the deprecated and in-place names
+from .functional_aliases import __all__ as _aliases  # noqa: E402
+from .functional_attention import multi_head_attention_forward  # noqa: E402
+
+__all__ += [
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices",
+    "affine_grid",
+    "alpha_dropout",
+    "avg_pool3d",
+    "conv_transpose3d",
+    "ctc_loss",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
+    "feature_alpha_dropout",
+    "fractional_max_pool2d",
+    "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices",
+    "grid_sample",
+    "gumbel_softmax",
+    "hardshrink",
+    "local_response_norm",
+    "lp_pool1d",
+    "lp_pool2d",
+    "lp_pool3d",
+    "max_pool1d_with_indices",
+    "max_pool2d_with_indices",
+    "max_pool3d",
+    "max_pool3d_with_indices",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
+    "multi_head_attention_forward",
+    "rrelu",
+    "softshrink",
+    "threshold",
+    *_aliases,
+]
 
 # isort: split
 autocast_policy.install(sys.modules[__name__])  # linear, cross_entropy, mse_loss: as a whole

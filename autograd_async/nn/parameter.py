@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..creation import empty
 from ..core.tensor import Tensor
 
@@ -30,4 +32,82 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
 
-__all__ = ["Parameter"]
+
+
+_SHAPE_UNKNOWN = (
+    "Can't access the shape of an uninitialized parameter or buffer. This error usually happens "
+    "in `load_state_dict` when trying to load an uninitialized parameter into an initialized "
+    "one. Call `forward` to initialize the parameters before accessing their attributes."
+)
+
+
+class _Uninitialized:
+    """What uninitialised parameters and buffers share: no shape until `materialize` gives one.
+
+    The tensor holds an empty array of its future dtype on its future device, so moving the
+    module (`.to`, `.double()`) moves it too; `materialize` replaces the array and turns the
+    object into its `cls_to_become`, so whoever holds it (an optimizer) holds the real one.
+    """
+
+    __slots__ = ()
+    cls_to_become: type
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Refused: an uninitialised tensor has no shape yet."""
+        raise RuntimeError(_SHAPE_UNKNOWN)
+
+    def size(self, dim: int | None = None) -> tuple[int, ...] | int:
+        """Refused: an uninitialised tensor has no shape yet."""
+        raise RuntimeError(_SHAPE_UNKNOWN)
+
+    def detach(self) -> Tensor:
+        """Itself: state_dict keeps the uninitialised object, as PyTorch's does."""
+        return self  # type: ignore[return-value]
+
+    def materialize(self, shape: Any, device: Any = None, dtype: Any = None) -> None:
+        """Give the tensor `shape` (uninitialised values) and make it a `cls_to_become`."""
+        made = empty(
+            tuple(shape) if not isinstance(shape, int) else (shape,),
+            device=self.device if device is None else device,  # type: ignore[attr-defined]
+            dtype=self._data.dtype if dtype is None else dtype,  # type: ignore[attr-defined]
+        )
+        self._data = made._data  # type: ignore[attr-defined]
+        self.device = made.device  # type: ignore[attr-defined]
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+
+class UninitializedParameter(_Uninitialized, Parameter):
+    """A parameter whose shape a lazy module learns from its first input."""
+
+    __slots__ = ()
+    cls_to_become = Parameter
+
+    def __init__(self, requires_grad: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__(empty(0, device=device, dtype=dtype), requires_grad)
+
+
+class UninitializedBuffer(_Uninitialized, Tensor):
+    """A buffer whose shape a lazy module learns from its first input."""
+
+    __slots__ = ()
+    cls_to_become = Tensor
+
+    def __init__(self, requires_grad: bool = False, device: Any = None, dtype: Any = None,
+                 persistent: bool = True) -> None:
+        data = empty(0, device=device, dtype=dtype)
+        self._init(data._data, data.device, None, 0, None)
+        if requires_grad:
+            self.requires_grad_(True)
+
+
+def is_lazy(value: Any) -> bool:
+    """Whether `value` is an uninitialised parameter or buffer."""
+    return isinstance(value, _Uninitialized)
+
+
+__all__ = ["Parameter", "UninitializedBuffer", "UninitializedParameter", "is_lazy"]

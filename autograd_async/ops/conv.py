@@ -439,6 +439,14 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                        "conv_transpose2d")
 
 
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+                     padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                     dilation: Any = 1) -> Tensor:
+    """3-D transposed convolution of (N, C, D, H, W) with (C, O / groups, KD, KH, KW)."""
+    return _transposed(input, weight, bias, stride, padding, output_padding, groups, dilation, 3,
+                       "conv_transpose3d")
+
+
 # ------------------------------------------------------------ unfold / fold
 def _pair(value: Any, name: str, op: str) -> tuple[int, int]:
     return expand_param(value, 2, name, op)  # type: ignore[return-value]

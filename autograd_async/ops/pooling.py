@@ -1,4 +1,4 @@
-"""Pooling: max_pool1d/2d, avg_pool1d/2d, adaptive_avg_pool1d/2d, adaptive_max_pool2d.
+"""Pooling in 1, 2 and 3 dims: max, average, adaptive average and adaptive max.
 
 Max pools are one node each (`ops.max_pool`); adaptive max pools find each window's winner on
 the raw arrays and gather it through a differentiable gather node. Both have gradients of every
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..core.tensor import Tensor
-from ..core.op import require_kernel_dtype
+from ..core.op import require_kernel_dtype, require_tensor
 from .conv import Im2ColBackward0, expand_param
 from .dual import xp_of
 from .max_pool import max_pool
@@ -112,6 +112,13 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                      2, "max_pool2d")
 
 
+def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max over sliding windows of (N, C, D, H, W); indices are flat within each volume."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
+                     3, "max_pool3d")
+
+
 # ---------------------------------------------------------------- average
 def _window_counts(win: Windows, include_pad: bool) -> np.ndarray:
     """Elements each window averages over, (*out), by PyTorch's rule for avg_pool."""
@@ -166,6 +173,14 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                      divisor_override, 2, "avg_pool2d")
 
 
+def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """Mean over sliding windows of (N, C, D, H, W) (or the sum over `divisor_override`)."""
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, 3, "avg_pool3d")
+
+
 # --------------------------------------------------------------- adaptive
 def _output_size(output_size: Any, size: tuple[int, ...], op: str) -> tuple[int, ...]:
     dims = len(size)
@@ -216,9 +231,11 @@ def _adaptive_avg(input: Tensor, output_size: Any, dims: int, op: str) -> Tensor
     def matrix(n: int, o: int) -> Tensor:
         return Tensor._wrap(xp.asarray(_averaging_matrix(n, o), dtype=input.dtype), input.device)
 
-    result = input @ matrix(size[-1], out[-1]).T  # the last dim
-    if dims == 2:
-        result = matrix(size[0], out[0]) @ result
+    result = input
+    for i in range(dims):  # one product per spatial dim, that dim moved last and back
+        axis = input.ndim - dims + i
+        moved = result.movedim(axis, -1) @ matrix(size[i], out[i]).T
+        result = moved.movedim(-1, axis)
     return result
 
 
@@ -232,36 +249,100 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     return _adaptive_avg(input, output_size, 2, "adaptive_avg_pool2d")
 
 
-def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
-    """Max over an `output_size` grid of adaptive windows of (N, C, H, W)."""
-    op = "adaptive_max_pool2d"
-    _check_adaptive_rank(input, 2, op)
-    require_kernel_dtype(op, input)
-    x = input if input.ndim == 4 else input.unsqueeze(0)
-    size = tuple(x.shape[2:])
-    out = _output_size(output_size, size, op)
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    """Mean over an `output_size` grid of adaptive windows of (N, C, D, H, W)."""
+    return _adaptive_avg(input, output_size, 3, "adaptive_avg_pool3d")
+
+
+def max_over_windows(x: Tensor, positions: list[Any], out: tuple[int, ...]) -> tuple[Tensor, Any]:
+    """The max of each window of (N, C, *size) and its flat index within the plane.
+
+    `positions[i]` holds the input positions along spatial dim i of each window's elements:
+    (out[i], k[i]) shared by every plane, or (N, C, out[i], k[i]) per plane. A window shorter
+    than k repeats its last position (a repeat never changes a max, and the first occurrence
+    wins ties). Adaptive and fractional max pooling pick their windows so.
+    """
     data = x._data
     xp = xp_of(data)
-    rows = []
+    dims = len(positions)
+    size = tuple(x.shape[2:])
+    n, c = x.shape[:2]
+    index = []
+    for i, at in enumerate(positions):  # each (N|1, C|1, ..out_i.., ..k_i..), broadcast
+        at = xp.asarray(at)
+        at = at.reshape((1, 1) + at.shape) if at.ndim == 2 else at
+        shape = list(at.shape[:2]) + [1] * (2 * dims)
+        shape[2 + i], shape[2 + dims + i] = at.shape[2:]
+        index.append(at.reshape(shape))
+    planes = (xp.arange(n).reshape((n,) + (1,) * (2 * dims + 1)),
+              xp.arange(c).reshape((1, c) + (1,) * (2 * dims)))
+    windows = data[(*planes, *index)]  # (N, C, *out, *k)
+    flat_shape = windows.shape[: 2 + dims] + (-1,)
+    stacked = windows.reshape(flat_shape)
+    winner = _last_nan_wins(stacked, stacked.argmax(axis=-1), 2 + dims)[..., None]
+    flat = None
+    for i, at in enumerate(index):
+        coord = xp.broadcast_to(at, windows.shape).reshape(flat_shape)
+        coord = xp.take_along_axis(coord, winner, axis=-1)[..., 0]
+        flat = coord if flat is None else flat * size[i] + coord
+    indices = flat.astype(np.int64, copy=False)
+    return gather_trailing(x, indices, dims, out), indices
+
+
+def _adaptive_max(input: Tensor, output_size: Any, return_indices: bool, dims: int,
+                  op: str) -> Any:
+    _check_adaptive_rank(input, dims, op)
+    require_kernel_dtype(op, input)
+    x = input if input.ndim == dims + 2 else input.unsqueeze(0)
+    size = tuple(x.shape[2:])
+    out = _output_size(output_size, size, op)
+    positions = []
     for n, o in zip(size, out):
         start, end = _adaptive_bounds(n, o)
         widest = int((end - start).max())
-        # Each window's positions, the short ones padded by repeating their last position
-        # (a repeat never changes a max, and the first occurrence wins ties).
-        at = np.minimum(start[:, None] + np.arange(widest), (end - 1)[:, None])
-        rows.append(xp.asarray(at))
-    h, w = rows
-    windows = data[:, :, h[:, None, :, None], w[None, :, None, :]]  # (N, C, OH, OW, kh, kw)
-    kh, kw = h.shape[1], w.shape[1]
-    stacked = windows.reshape(windows.shape[:4] + (kh * kw,))
-    winner = _last_nan_wins(stacked, stacked.argmax(axis=-1), 4)
-    oh = xp.arange(out[0])[:, None]
-    ow = xp.arange(out[1])[None, :]
-    indices = (h[oh, winner // kw] * size[1] + w[ow, winner % kw]).astype(np.int64, copy=False)
-    result = _unbatch(gather_trailing(x, indices, 2, out), input, 2)
+        positions.append(np.minimum(start[:, None] + np.arange(widest), (end - 1)[:, None]))
+    result, indices = max_over_windows(x, positions, out)
+    result = _unbatch(result, input, dims)
     if not return_indices:
         return result
-    return result, _unbatch(Tensor._wrap(indices, x.device), input, 2)
+    return result, _unbatch(Tensor._wrap(indices, x.device), input, dims)
+
+
+def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """Max over `output_size` adaptive windows of the last dim of (N, C, L)."""
+    return _adaptive_max(input, output_size, return_indices, 1, "adaptive_max_pool1d")
+
+
+def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """Max over an `output_size` grid of adaptive windows of (N, C, H, W)."""
+    return _adaptive_max(input, output_size, return_indices, 2, "adaptive_max_pool2d")
+
+
+def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """Max over an `output_size` grid of adaptive windows of (N, C, D, H, W)."""
+    return _adaptive_max(input, output_size, return_indices, 3, "adaptive_max_pool3d")
+
+
+def _with_indices(pool: Any) -> Any:
+    """PyTorch's `*_with_indices` form of a max pool: the output and the indices, always."""
+    name = f"{pool.__name__}_with_indices"
+
+    def pool_with_indices(input: Tensor, *args: Any, **kwargs: Any) -> tuple[Tensor, Tensor]:
+        require_tensor(name, input)
+        kwargs["return_indices"] = True
+        return pool(input, *args, **kwargs)
+
+    pool_with_indices.__name__ = pool_with_indices.__qualname__ = name
+    pool_with_indices.__doc__ = f"`{pool.__name__}` with its indices."
+    return pool_with_indices
+
+
+adaptive_max_pool1d_with_indices = _with_indices(adaptive_max_pool1d)
+adaptive_max_pool2d_with_indices = _with_indices(adaptive_max_pool2d)
+adaptive_max_pool3d_with_indices = _with_indices(adaptive_max_pool3d)
+max_pool1d_with_indices = _with_indices(max_pool1d)
+max_pool2d_with_indices = _with_indices(max_pool2d)
+max_pool3d_with_indices = _with_indices(max_pool3d)
 
 
 FUNCTIONS: dict[str, Any] = {}  # torch has these as functions, not Tensor methods

@@ -23,9 +23,14 @@ def _public(module, names) -> list[tuple[str, object]]:
             if callable(getattr(module, n, None)) and not inspect.isclass(getattr(module, n))]
 
 
+# Probes that take any object, as PyTorch's do (a string is simply not an override).
+ANY_ARGUMENT = {"has_torch_function", "has_torch_function_unary", "has_torch_function_variadic"}
+
+
 def _functional_names() -> list[str]:
     torch = pytest.importorskip("torch")
-    return [n for n in dir(F) if not n.startswith("_") and hasattr(torch.nn.functional, n)]
+    return [n for n in dir(F) if not n.startswith("_") and hasattr(torch.nn.functional, n)
+            and n not in ANY_ARGUMENT]
 
 
 CASES = [(f"aa.{n}", n, fn) for n, fn in _public(aa, aa.ops.__all__)

@@ -205,3 +205,110 @@ __all__ += [
     "ZeroPad3d",
 ]
 __all__ += ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase"]
+
+# isort: split
+from .adaptive_softmax import AdaptiveLogSoftmaxWithLoss  # noqa: E402
+from .batchnorm import BatchNorm3d, InstanceNorm1d, InstanceNorm3d  # noqa: E402
+from .container import Container  # noqa: E402
+from .conv import ConvTranspose3d  # noqa: E402
+from .distance import CosineSimilarity, PairwiseDistance  # noqa: E402
+from .dropout import (  # noqa: E402
+    AlphaDropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
+    FeatureAlphaDropout,
+)
+from .fold import Fold, Unfold  # noqa: E402
+from .fractional_pooling import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: E402
+from .lazy import (  # noqa: E402
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+    LazyLinear,
+)
+from .local_response import CrossMapLRN2d, LocalResponseNorm  # noqa: E402
+from .loss import CTCLoss  # noqa: E402
+from .losses_more import NLLLoss2d  # noqa: E402
+from .lp_pooling import LPPool1d, LPPool2d, LPPool3d  # noqa: E402
+from .pooling import (  # noqa: E402
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool3d,
+    AvgPool3d,
+    MaxPool3d,
+)
+from .thresholds import Hardshrink, RReLU, Softshrink, Threshold  # noqa: E402
+from .transformer_decoder import (  # noqa: E402
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+)
+from .unpooling import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d  # noqa: E402
+from .upsampling import UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: E402
+
+__all__ += [
+    "AdaptiveAvgPool3d",
+    "AdaptiveLogSoftmaxWithLoss",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool3d",
+    "AlphaDropout",
+    "AvgPool3d",
+    "BatchNorm3d",
+    "CTCLoss",
+    "Container",
+    "ConvTranspose3d",
+    "CosineSimilarity",
+    "CrossMapLRN2d",
+    "Dropout1d",
+    "Dropout2d",
+    "Dropout3d",
+    "FeatureAlphaDropout",
+    "Fold",
+    "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
+    "Hardshrink",
+    "InstanceNorm1d",
+    "InstanceNorm3d",
+    "LPPool1d",
+    "LPPool2d",
+    "LPPool3d",
+    "LazyBatchNorm1d",
+    "LazyBatchNorm2d",
+    "LazyBatchNorm3d",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConv3d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
+    "LazyConvTranspose3d",
+    "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d",
+    "LazyInstanceNorm3d",
+    "LazyLinear",
+    "LocalResponseNorm",
+    "MaxPool3d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
+    "NLLLoss2d",
+    "PairwiseDistance",
+    "RReLU",
+    "Softshrink",
+    "Threshold",
+    "Transformer",
+    "TransformerDecoder",
+    "TransformerDecoderLayer",
+    "Unfold",
+    "UpsamplingBilinear2d",
+    "UpsamplingNearest2d",
+]

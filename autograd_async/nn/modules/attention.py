@@ -15,34 +15,17 @@ import math
 from typing import Any
 
 from ... import creation
-from ...devices import array_module, launching
 from ...dtypes import default_float
 from ...ops import cat
 from ...ops.attention import self_attention_heads
 from ...core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
+from ..functional_attention import as_additive_mask
 from ..parameter import Parameter
 from .input_checks import expect_tensor
 from .linear import Linear
 from .module import Module
-
-
-def as_additive_mask(mask: Tensor | None, name: str, dtype: Any) -> Tensor | None:
-    """A float mask to add to attention scores: -inf where a boolean mask is True."""
-    if mask is None:
-        return None
-    if not isinstance(mask, Tensor):
-        raise TypeError(f"MultiheadAttention: {name} must be a Tensor, got {type(mask).__name__}")
-    kind = mask.dtype.kind
-    if kind == "b":
-        xp = array_module(mask.device)
-        with launching(mask.device, name):
-            data = xp.where(mask._data, -math.inf, 0.0).astype(dtype)
-        return Tensor._wrap(data, mask.device)
-    if kind != "f":
-        raise AssertionError(f"only bool and floating types of {name} are supported")
-    return mask
 
 
 def generate_square_subsequent_mask(size: int, device: Any = None, dtype: Any = None) -> Tensor:

@@ -159,8 +159,17 @@ class BatchNorm2d(_BatchNorm):
     """Batch normalisation over (N, C, H, W) input."""
 
 
-class InstanceNorm2d(_NormBase):
-    """Normalise each sample's channels over H and W; optional affine and running stats."""
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation over (N, C, D, H, W) input."""
+
+    _ranks = (5,)
+
+
+class _InstanceNorm(_NormBase):
+    """Normalise each sample's channels over their spatial dims; optional affine and running
+    stats."""
+
+    _dims = 2
 
     def __init__(
         self,
@@ -179,9 +188,11 @@ class InstanceNorm2d(_NormBase):
         )
 
     def forward(self, input: Tensor) -> Tensor:
-        """Instance-normalised input; (C, H, W) input is one sample."""
-        check_layer_input(self, input, (3, 4), "(N, C, H, W) or (C, H, W)")
-        unbatched = input.ndim == 3
+        """Instance-normalised input; input without the batch dim is one sample."""
+        n = self._dims
+        spatial = {1: "L", 2: "H, W", 3: "D, H, W"}[n]
+        check_layer_input(self, input, (n + 1, n + 2), f"(N, C, {spatial}) or (C, {spatial})")
+        unbatched = input.ndim == n + 1
         x = input.unsqueeze(0) if unbatched else input
         self._check_channels(x)
         use_input_stats = self.training or not self.track_running_stats
@@ -196,6 +207,24 @@ class InstanceNorm2d(_NormBase):
             self.eps,
         )
         return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalisation over (N, C, L) or (C, L) input."""
+
+    _dims = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalisation over (N, C, H, W) or (C, H, W) input."""
+
+    _dims = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalisation over (N, C, D, H, W) or (C, D, H, W) input."""
+
+    _dims = 3
 
 
 class GroupNorm(Module):
@@ -244,4 +273,12 @@ class GroupNorm(Module):
         )
 
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm2d"]
+__all__ = [
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "BatchNorm3d",
+    "GroupNorm",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
+]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -22,6 +23,21 @@ def _index(idx: int, size: int, kind: str) -> int:
 def _runs_own_forward(module: Any, cls: type) -> bool:
     """`module` is exactly a `cls` with its class's forward (no subclass, no patched instance)."""
     return type(module) is cls and "forward" not in module.__dict__
+
+
+class Container(Module):
+    """Deprecated: a Module holding the modules given by keyword (subclass Module instead)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        warnings.warn(
+            "`nn.Container` is deprecated. All of its functionality is now implemented in "
+            "`nn.Module`. Subclass that instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)
 
 
 class Sequential(Module):

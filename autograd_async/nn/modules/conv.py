@@ -1,4 +1,4 @@
-"""Convolution layers: `Conv1d/2d/3d` and `ConvTranspose1d/2d`, with PyTorch's parameters,
+"""Convolution layers: `Conv1d/2d/3d` and `ConvTranspose1d/2d/3d`, with PyTorch's parameters,
 initialisation, padding modes and `state_dict` keys."""
 
 from __future__ import annotations
@@ -301,4 +301,10 @@ class ConvTranspose2d(_ConvTranspose):
     _dims = 2
 
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+class ConvTranspose3d(_ConvTranspose):
+    """3-d transposed convolution over (N, C, D, H, W) or (C, D, H, W) input."""
+
+    _dims = 3
+
+
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]

@@ -62,3 +62,20 @@ class CrossEntropyLoss(_Loss):
         if self.label_smoothing != 0.0:
             options["label_smoothing"] = self.label_smoothing
         return F.cross_entropy(input, target, **options)
+
+
+class CTCLoss(_Loss):
+    """Connectionist temporal classification loss of target sequences under per-frame log
+    probabilities (T, N, C)."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean",
+                 zero_infinity: bool = False) -> None:
+        super().__init__(reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths: Any,
+                target_lengths: Any) -> Tensor:
+        """ctc_loss with the layer's blank, reduction and zero_infinity."""
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)

@@ -7,6 +7,7 @@ warning) when the module is built; class weights are buffers, so they follow `.t
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from ...ops.losses import legacy_reduction
@@ -45,6 +46,21 @@ class NLLLoss(_WeightedLoss):
         """nll_loss(input, target) with this module's settings."""
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """NLLLoss under its older name for image-shaped input."""
+
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None,
+                 ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> None:
+        warnings.warn(
+            "`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in "
+            "replacement and see https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for "
+            "more details.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class BCELoss(_WeightedLoss):

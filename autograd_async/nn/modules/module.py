@@ -15,7 +15,7 @@ from ...grad_mode import no_grad
 from ...core.graph import RemovableHandle
 from ...optim.optimizer import reset_grad
 from ...core.tensor import Tensor, as_dtype
-from ..parameter import Parameter
+from ..parameter import Parameter, is_lazy
 from .hooks import HookEntry, ModuleHooks, call_with_hooks
 
 
@@ -133,6 +133,16 @@ class Module:
     ) -> RemovableHandle:
         """`hook(module, args, output)` after forward; may replace the output."""
         return self._add_hook("forward", HookEntry(hook, with_kwargs, always_call), prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """`hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)` before `load_state_dict` reads this module's entries."""
+        hooks = self.__dict__.get("_load_state_dict_pre_hooks")
+        if hooks is None:
+            hooks = []
+            object.__setattr__(self, "_load_state_dict_pre_hooks", hooks)
+        hooks.append(hook)
+        return RemovableHandle(hooks, hook)
 
     def register_full_backward_pre_hook(
         self, hook: Callable, prepend: bool = False
@@ -460,6 +470,9 @@ class Module:
         """Copy values into parameters and buffers in place; strict requires an exact key match."""
         if not isinstance(state_dict, dict):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        for prefix, module in self.named_modules(remove_duplicate=False):
+            for hook in list(module.__dict__.get("_load_state_dict_pre_hooks", ())):
+                hook(module, state_dict, prefix + "." if prefix else "", {}, strict, [], [], [])
         own = self.state_dict(keep_vars=True)
         missing = [key for key in own if key not in state_dict]
         unexpected = [key for key in state_dict if key not in own]
@@ -468,6 +481,8 @@ class Module:
             if key not in state_dict:
                 continue
             value = state_dict[key]
+            if is_lazy(target):  # still uninitialised: a lazy module's hook found no shape
+                continue
             if not isinstance(value, Tensor):
                 errors.append(
                     f'While copying the parameter named "{key}", expected Tensor from '
@@ -492,7 +507,7 @@ class Module:
             )
         with no_grad():
             for key, target in own.items():
-                if key in state_dict:
+                if key in state_dict and not is_lazy(target):
                     _copy_into(target, state_dict[key])
         return IncompatibleKeys(missing, unexpected)
 

@@ -1,4 +1,4 @@
-"""Pooling layers: max, average and adaptive pooling in one and two dimensions."""
+"""Pooling layers: max, average and adaptive pooling in one, two and three dimensions."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ class _Pool(Module):
 
     def _check(self, input: Any) -> None:
         n = self._dims
-        shape = "(N, C, L)" if n == 1 else "(N, C, H, W)"
+        shape = {1: "(N, C, L)", 2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}[n]
         check_layer_input(self, input, (n + 1, n + 2), shape)
 
 
@@ -72,6 +72,12 @@ class MaxPool2d(_MaxPool):
     """Max pooling over (N, C, H, W) or (C, H, W) input."""
 
     _dims = 2
+
+
+class MaxPool3d(_MaxPool):
+    """Max pooling over (N, C, D, H, W) or (C, D, H, W) input."""
+
+    _dims = 3
 
 
 class AvgPool1d(_Pool):
@@ -133,7 +139,7 @@ class AvgPool2d(_Pool):
     def forward(self, input: Tensor) -> Tensor:
         """The mean of each window."""
         self._check(input)
-        return F.avg_pool2d(
+        return getattr(F, f"avg_pool{self._dims}d")(
             input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
             self.count_include_pad, self.divisor_override,
         )
@@ -141,6 +147,12 @@ class AvgPool2d(_Pool):
     def extra_repr(self) -> str:
         """PyTorch's summary."""
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool3d(AvgPool2d):
+    """Average pooling over (N, C, D, H, W) or (C, D, H, W) input."""
+
+    _dims = 3
 
 
 class _Adaptive(_Pool):
@@ -175,11 +187,18 @@ class AdaptiveAvgPool2d(_Adaptive):
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
-class AdaptiveMaxPool2d(_Adaptive):
-    """Max pooling to a fixed output height and width."""
+class AdaptiveAvgPool3d(_Adaptive):
+    """Average pooling to a fixed output depth, height and width."""
 
-    _dims = 2
+    _dims = 3
 
+    def forward(self, input: Tensor) -> Tensor:
+        """The input averaged over windows that tile it into `output_size`."""
+        self._check(input)
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class _AdaptiveMax(_Adaptive):
     def __init__(self, output_size: Any, return_indices: bool = False) -> None:
         super().__init__(output_size)
         self.return_indices = return_indices
@@ -187,15 +206,39 @@ class AdaptiveMaxPool2d(_Adaptive):
     def forward(self, input: Tensor) -> Any:
         """The maximum over windows that tile the input into `output_size`."""
         self._check(input)
-        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+        pool = getattr(F, f"adaptive_max_pool{self._dims}d")
+        return pool(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool1d(_AdaptiveMax):
+    """Max pooling to a fixed output length."""
+
+    _dims = 1
+
+
+class AdaptiveMaxPool2d(_AdaptiveMax):
+    """Max pooling to a fixed output height and width."""
+
+    _dims = 2
+
+
+class AdaptiveMaxPool3d(_AdaptiveMax):
+    """Max pooling to a fixed output depth, height and width."""
+
+    _dims = 3
 
 
 __all__ = [
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d",
     "AvgPool1d",
     "AvgPool2d",
+    "AvgPool3d",
     "MaxPool1d",
     "MaxPool2d",
+    "MaxPool3d",
 ]

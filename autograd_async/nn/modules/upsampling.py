@@ -1,4 +1,4 @@
-"""`Upsample`: resize by a size or a scale factor, nearest or (bi)linear."""
+"""`Upsample` and its fixed-mode forms: resize by a size or a scale factor."""
 
 from __future__ import annotations
 
@@ -48,4 +48,19 @@ class Upsample(Module):
         return f"{info}, mode={self.mode!r}"
 
 
-__all__ = ["Upsample"]
+class UpsamplingNearest2d(Upsample):
+    """Nearest-neighbour 2-d upsampling (PyTorch's older name for Upsample(mode="nearest"))."""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """Bilinear 2-d upsampling with aligned corners (Upsample(mode="bilinear",
+    align_corners=True))."""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
+
+
+__all__ = ["Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
