@@ -144,7 +144,7 @@ def _tensor_member(name: str, value: Any, shadowed: frozenset[str]) -> str:
     if value is None:
         return f"{indent}{name}: None\n"
     if isinstance(value, types.MemberDescriptorType):
-        return f"{indent}{name}: {_PUBLIC_SLOTS[name]}\n" if name in _PUBLIC_SLOTS else ""
+        return f"{indent}{name}: {_PUBLIC_SLOTS.get(name, 'Any')}\n"
     if callable(value):
         return _def(name, value, indent, True, shadowed)
     return f"{indent}{name}: Any\n"
@@ -196,7 +196,7 @@ def render_tensor_stub() -> str:
     members = vars(module.Tensor)
     shadowed = frozenset(n for n in members if n in vars(builtins))
     for name in sorted(members):
-        if _public(name):
+        if name not in _SKIPPED:  # private members too: the library's own code is checked
             lines.append(_tensor_member(name, members[name], shadowed))
     body = "".join(lines)
     return _HEADER + _imports(body, ".") + "\n" + body

@@ -195,7 +195,7 @@ class SimWorld:
         if not self.deferred:
             return
         with self.lock:
-            todo = [(sid, count) for sid, count in clock.items()]
+            todo = list(clock.items())
             while todo:  # a work list, not recursion: chains of waits can be long
                 sid, upto = todo[-1]
                 stream = self._by_id.get(sid)

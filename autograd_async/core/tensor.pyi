@@ -93,6 +93,41 @@ class Tensor:
     def __sub__(self, other: Any) -> Any: ...
     def __truediv__(self, other: Any) -> Any: ...
     def __xor__(self, other: Any) -> Any: ...
+    _base: Any
+    def _bump_version(self) -> None: ...
+    _data: Any
+    _grad: Any
+    _grad_accumulator: Any
+    _grad_fn: Any
+    _hooks: Any
+    def _init(
+        self,
+        data: Any,
+        dev: Device,
+        grad_fn: Node | None,
+        output_nr: builtins.int,
+        base: Any,
+    ) -> None: ...
+    def _is_view(self) -> builtins.bool: ...
+    _output_nr: Any
+    _post_acc_hooks: Any
+    def _refresh_view(self) -> None: ...
+    _rg: Any
+    _ver: Any
+    @property
+    def _version(self) -> builtins.int: ...
+    _version_source: Any
+    _view_version: Any
+    _vmap_level: Any
+    @classmethod
+    def _wrap(
+        self,
+        data: Any,
+        dev: Device,
+        grad_fn: Node | None = ...,
+        output_nr: builtins.int = ...,
+        base: Any = ...,
+    ) -> Tensor: ...
     def abs(self) -> Tensor: ...
     def abs_(self) -> Tensor: ...
     def acos(self) -> Tensor: ...

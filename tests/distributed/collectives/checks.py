@@ -7,7 +7,6 @@ and can compute the expected result with NumPy alone.
 from __future__ import annotations
 
 import asyncio
-import time
 
 import numpy as np
 
@@ -172,7 +171,7 @@ def check_async_handles(rank: int, size: int, device: str) -> None:
         works = [dist.all_reduce(t, async_op=True) for t in tensors]
         # Ranks other than 0 arrive late, so rank 0's handles are pending for a while.
         if rank != 0:
-            time.sleep(0.0)
+            await asyncio.sleep(0.05)
         for w in works:
             await w
         ticks_before = ticks
