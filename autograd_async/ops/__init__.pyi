@@ -8,6 +8,8 @@ from ..tensor import Tensor
 
 def abs(input: Tensor) -> Tensor: ...
 def acos(input: Tensor) -> Tensor: ...
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor: ...
+def adaptive_max_pool1d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor]: ...
 def add(input: Any, other: Any, *, alpha: Any = ...) -> Tensor: ...
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = ...) -> Tensor: ...
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = ...) -> Tensor: ...
@@ -59,6 +61,14 @@ def atan2(input: Tensor, other: Tensor) -> Tensor: ...
 def atleast_1d(*tensors: Any) -> Any: ...
 def atleast_2d(*tensors: Any) -> Any: ...
 def atleast_3d(*tensors: Any) -> Any: ...
+def avg_pool1d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = ...,
+    padding: Any = ...,
+    ceil_mode: bool = ...,
+    count_include_pad: bool = ...,
+) -> Tensor: ...
 def baddbmm(
     input: Tensor,
     batch1: Tensor,
@@ -67,11 +77,29 @@ def baddbmm(
     beta: Any = ...,
     alpha: Any = ...,
 ) -> Tensor: ...
+def batch_norm(
+    input: Tensor,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    training: bool,
+    momentum: float,
+    eps: float,
+    cudnn_enabled: bool,
+) -> Tensor: ...
 def bernoulli(
     input: Tensor,
     p: float | None = ...,
     *,
     generator: Generator | None = ...,
+) -> Tensor: ...
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = ...,
+    pos_weight: Tensor | None = ...,
+    reduction: int = ...,
 ) -> Tensor: ...
 def bincount(input: Tensor, weights: Tensor | None = ..., minlength: int = ...) -> Tensor: ...
 def binomial(count: Tensor, prob: Tensor, generator: Generator | None = ...) -> Tensor: ...
@@ -98,6 +126,8 @@ def cartesian_prod(*tensors: Any) -> Tensor: ...
 def cat(tensors: Any, dim: int = ...) -> Tensor: ...
 def cdist(x1: Tensor, x2: Tensor, p: float = ..., compute_mode: str = ...) -> Tensor: ...
 def ceil(input: Tensor) -> Tensor: ...
+def celu(input: Tensor, alpha: float = ...) -> Tensor: ...
+def channel_shuffle(input: Tensor, groups: int) -> Tensor: ...
 def cholesky(input: Tensor, upper: bool = ...) -> Tensor: ...
 def cholesky_inverse(L: Tensor, upper: bool = ...) -> Tensor: ...
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = ...) -> Tensor: ...
@@ -113,10 +143,75 @@ def concat(tensors: Any, dim: int = ...) -> Tensor: ...
 def concatenate(tensors: Any, dim: int = ...) -> Tensor: ...
 def conj(input: Tensor) -> Tensor: ...
 def conj_physical(input: Tensor) -> Tensor: ...
+def conv1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = ...,
+    stride: Any = ...,
+    padding: Any = ...,
+    dilation: Any = ...,
+    groups: int = ...,
+) -> Tensor: ...
+def conv2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = ...,
+    stride: Any = ...,
+    padding: Any = ...,
+    dilation: Any = ...,
+    groups: int = ...,
+) -> Tensor: ...
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = ...,
+    stride: Any = ...,
+    padding: Any = ...,
+    dilation: Any = ...,
+    groups: int = ...,
+) -> Tensor: ...
+def conv_transpose1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = ...,
+    stride: Any = ...,
+    padding: Any = ...,
+    output_padding: Any = ...,
+    groups: int = ...,
+    dilation: Any = ...,
+) -> Tensor: ...
+def conv_transpose2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = ...,
+    stride: Any = ...,
+    padding: Any = ...,
+    output_padding: Any = ...,
+    groups: int = ...,
+    dilation: Any = ...,
+) -> Tensor: ...
+def conv_transpose3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = ...,
+    stride: Any = ...,
+    padding: Any = ...,
+    output_padding: Any = ...,
+    groups: int = ...,
+    dilation: Any = ...,
+) -> Tensor: ...
 def copysign(input: Tensor, other: Any) -> Tensor: ...
 def corrcoef(input: Tensor) -> Tensor: ...
 def cos(input: Tensor) -> Tensor: ...
 def cosh(input: Tensor) -> Tensor: ...
+def cosine_embedding_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: float = ...,
+    reduction: int = ...,
+) -> Tensor: ...
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = ..., eps: float = ...) -> Tensor: ...
 def count_nonzero(input: Tensor, dim: Any = ...) -> Tensor: ...
 def cov(
     input: Tensor,
@@ -150,6 +245,13 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor: ...
 def dsplit(input: Tensor, indices_or_sections: Any) -> tuple: ...
 def dstack(tensors: Any) -> Tensor: ...
 def einsum(equation: str, *operands: Any) -> Tensor: ...
+def embedding(
+    weight: Tensor,
+    indices: Tensor,
+    padding_idx: int = ...,
+    scale_grad_by_freq: bool = ...,
+    sparse: bool = ...,
+) -> Tensor: ...
 def eq(input: Tensor, other: Any) -> Tensor: ...
 def equal(input: Tensor, other: Tensor) -> bool: ...
 def erf(input: Tensor) -> Tensor: ...
@@ -176,8 +278,22 @@ def ge(input: Tensor, other: Any) -> Tensor: ...
 def ger(input: Tensor, vec2: Tensor) -> Tensor: ...
 def greater(input: Tensor, other: Any) -> Tensor: ...
 def greater_equal(input: Tensor, other: Any) -> Tensor: ...
+def group_norm(
+    input: Tensor,
+    num_groups: int,
+    weight: Tensor | None = ...,
+    bias: Tensor | None = ...,
+    eps: float = ...,
+    cudnn_enabled: bool = ...,
+) -> Tensor: ...
 def gt(input: Tensor, other: Any) -> Tensor: ...
 def heaviside(input: Tensor, values: Tensor) -> Tensor: ...
+def hinge_embedding_loss(
+    input: Tensor,
+    target: Tensor,
+    margin: float = ...,
+    reduction: int = ...,
+) -> Tensor: ...
 def histc(input: Tensor, bins: int = ..., min: float = ..., max: float = ...) -> Tensor: ...
 def hsplit(input: Tensor, indices_or_sections: Any) -> tuple: ...
 def hstack(tensors: Any) -> Tensor: ...
@@ -194,6 +310,17 @@ def index_add(
 ) -> Tensor: ...
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor: ...
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor: ...
+def instance_norm(
+    input: Tensor,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    use_input_stats: bool,
+    momentum: float,
+    eps: float,
+    cudnn_enabled: bool,
+) -> Tensor: ...
 def inverse(A: Tensor) -> Tensor: ...
 def is_complex(input: Tensor) -> bool: ...
 def is_floating_point(input: Tensor) -> bool: ...
@@ -207,8 +334,23 @@ def isclose(
 def isfinite(input: Tensor) -> Tensor: ...
 def isinf(input: Tensor) -> Tensor: ...
 def isnan(input: Tensor) -> Tensor: ...
+def kl_div(
+    input: Tensor,
+    target: Tensor,
+    reduction: int = ...,
+    *,
+    log_target: bool = ...,
+) -> Tensor: ...
 def kron(input: Tensor, other: Tensor) -> Tensor: ...
 def kthvalue(input: Tensor, k: int, dim: int = ..., keepdim: bool = ...) -> Any: ...
+def layer_norm(
+    input: Tensor,
+    normalized_shape: Any,
+    weight: Tensor | None = ...,
+    bias: Tensor | None = ...,
+    eps: float = ...,
+    cudnn_enable: bool = ...,
+) -> Tensor: ...
 def lcm(input: Tensor, other: Tensor) -> Tensor: ...
 def le(input: Tensor, other: Any) -> Tensor: ...
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor: ...
@@ -229,12 +371,51 @@ def logical_xor(input: Tensor, other: Any) -> Tensor: ...
 def logit(input: Tensor, eps: float | None = ...) -> Tensor: ...
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = ...) -> Tensor: ...
 def lt(input: Tensor, other: Any) -> Tensor: ...
+def margin_ranking_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: float = ...,
+    reduction: int = ...,
+) -> Tensor: ...
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor: ...
 def masked_select(input: Tensor, mask: Tensor) -> Tensor: ...
 def matmul(input: Tensor, other: Tensor) -> Tensor: ...
 def matrix_exp(A: Tensor) -> Tensor: ...
 def matrix_power(A: Tensor, n: int) -> Tensor: ...
 def max(input: Tensor, dim: Any = ..., keepdim: bool = ...) -> Any: ...
+def max_pool1d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = ...,
+    padding: Any = ...,
+    dilation: Any = ...,
+    ceil_mode: bool = ...,
+) -> Tensor: ...
+def max_pool1d_with_indices(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = ...,
+    padding: Any = ...,
+    dilation: Any = ...,
+    ceil_mode: bool = ...,
+) -> tuple[Tensor, Tensor]: ...
+def max_pool2d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = ...,
+    padding: Any = ...,
+    dilation: Any = ...,
+    ceil_mode: bool = ...,
+) -> Tensor: ...
+def max_pool3d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = ...,
+    padding: Any = ...,
+    dilation: Any = ...,
+    ceil_mode: bool = ...,
+) -> Tensor: ...
 def maximum(input: Tensor, other: Tensor) -> Tensor: ...
 def mean(input: Tensor, dim: Any = ..., keepdim: bool = ..., *, dtype: Any = ...) -> Tensor: ...
 def median(input: Tensor, dim: Any = ..., keepdim: bool = ...) -> Any: ...
@@ -298,11 +479,29 @@ def normal(
 ) -> Tensor: ...
 def not_equal(input: Tensor, other: Any) -> Tensor: ...
 def outer(input: Tensor, vec2: Tensor) -> Tensor: ...
+def pairwise_distance(
+    x1: Tensor,
+    x2: Tensor,
+    p: float = ...,
+    eps: float = ...,
+    keepdim: bool = ...,
+) -> Tensor: ...
 def permute(input: Tensor, *dims: Any) -> Tensor: ...
 def pinverse(input: Tensor, rcond: float = ...) -> Tensor: ...
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor: ...
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor: ...
 def poisson(input: Tensor, generator: Generator | None = ...) -> Tensor: ...
+def poisson_nll_loss(
+    input: Tensor,
+    target: Tensor,
+    log_input: bool,
+    full: bool,
+    eps: float,
+    reduction: int,
+) -> Tensor: ...
 def polygamma(n: int, input: Tensor) -> Tensor: ...
 def pow(input: Any, exponent: Any) -> Tensor: ...
+def prelu(input: Tensor, weight: Tensor) -> Tensor: ...
 def prod(input: Tensor, dim: Any = ..., keepdim: bool = ..., *, dtype: Any = ...) -> Tensor: ...
 def promote_types(type1: Any, type2: Any) -> Any: ...
 def qr(input: Tensor, some: bool = ...) -> Any: ...
@@ -327,6 +526,12 @@ def repeat_interleave(
 ) -> Tensor: ...
 def reshape(input: Tensor, *shape: Any) -> Tensor: ...
 def result_type(tensor1: Any, tensor2: Any) -> Any: ...
+def rms_norm(
+    input: Tensor,
+    normalized_shape: Any,
+    weight: Tensor | None = ...,
+    eps: float | None = ...,
+) -> Tensor: ...
 def roll(input: Tensor, shifts: Any, dims: Any = ...) -> Tensor: ...
 def rot90(input: Tensor, k: int = ..., dims: Any = ...) -> Tensor: ...
 def round(input: Tensor, *, decimals: int = ...) -> Tensor: ...
@@ -362,6 +567,7 @@ def searchsorted(
     sorter: Any = ...,
 ) -> Tensor: ...
 def select(input: Tensor, dim: int, index: int) -> Tensor: ...
+def selu(input: Tensor) -> Tensor: ...
 def sigmoid(input: Tensor) -> Tensor: ...
 def sign(input: Tensor) -> Tensor: ...
 def signbit(input: Tensor) -> Tensor: ...
@@ -433,6 +639,16 @@ def tril_indices(
     device: Any = ...,
     **_: Any,
 ) -> Tensor: ...
+def triplet_margin_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    margin: float = ...,
+    p: float = ...,
+    eps: float = ...,
+    swap: bool = ...,
+    reduction: int = ...,
+) -> Tensor: ...
 def triu(input: Tensor, diagonal: int = ...) -> Tensor: ...
 def triu_indices(
     row: int,
@@ -485,6 +701,8 @@ def xlogy(input: Any, other: Any) -> Tensor: ...
 __all__ = [
     "abs",
     "acos",
+    "adaptive_avg_pool1d",
+    "adaptive_max_pool1d",
     "add",
     "addcdiv",
     "addcmul",
@@ -511,8 +729,11 @@ __all__ = [
     "atleast_1d",
     "atleast_2d",
     "atleast_3d",
+    "avg_pool1d",
     "baddbmm",
+    "batch_norm",
     "bernoulli",
+    "binary_cross_entropy_with_logits",
     "bincount",
     "binomial",
     "bitwise_and",
@@ -532,6 +753,8 @@ __all__ = [
     "cat",
     "cdist",
     "ceil",
+    "celu",
+    "channel_shuffle",
     "cholesky",
     "cholesky_inverse",
     "cholesky_solve",
@@ -547,10 +770,18 @@ __all__ = [
     "concatenate",
     "conj",
     "conj_physical",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
     "copysign",
     "corrcoef",
     "cos",
     "cosh",
+    "cosine_embedding_loss",
+    "cosine_similarity",
     "count_nonzero",
     "cov",
     "cross",
@@ -572,6 +803,7 @@ __all__ = [
     "dsplit",
     "dstack",
     "einsum",
+    "embedding",
     "eq",
     "erf",
     "erfc",
@@ -597,8 +829,10 @@ __all__ = [
     "ger",
     "greater",
     "greater_equal",
+    "group_norm",
     "gt",
     "heaviside",
+    "hinge_embedding_loss",
     "histc",
     "hsplit",
     "hstack",
@@ -608,6 +842,7 @@ __all__ = [
     "index_add",
     "index_copy",
     "index_select",
+    "instance_norm",
     "inverse",
     "is_complex",
     "is_floating_point",
@@ -615,8 +850,10 @@ __all__ = [
     "isfinite",
     "isinf",
     "isnan",
+    "kl_div",
     "kron",
     "kthvalue",
+    "layer_norm",
     "lcm",
     "le",
     "lerp",
@@ -637,12 +874,17 @@ __all__ = [
     "logit",
     "logsumexp",
     "lt",
+    "margin_ranking_loss",
     "masked_fill",
     "masked_select",
     "matmul",
     "matrix_exp",
     "matrix_power",
     "max",
+    "max_pool1d",
+    "max_pool1d_with_indices",
+    "max_pool2d",
+    "max_pool3d",
     "maximum",
     "mean",
     "median",
@@ -673,11 +915,16 @@ __all__ = [
     "normal",
     "not_equal",
     "outer",
+    "pairwise_distance",
     "permute",
     "pinverse",
+    "pixel_shuffle",
+    "pixel_unshuffle",
     "poisson",
+    "poisson_nll_loss",
     "polygamma",
     "pow",
+    "prelu",
     "prod",
     "promote_types",
     "qr",
@@ -689,6 +936,7 @@ __all__ = [
     "repeat_interleave",
     "reshape",
     "result_type",
+    "rms_norm",
     "roll",
     "rot90",
     "round",
@@ -700,6 +948,7 @@ __all__ = [
     "scatter_reduce",
     "searchsorted",
     "select",
+    "selu",
     "sigmoid",
     "sign",
     "signbit",
@@ -737,6 +986,7 @@ __all__ = [
     "trapz",
     "tril",
     "tril_indices",
+    "triplet_margin_loss",
     "triu",
     "triu_indices",
     "true_divide",
