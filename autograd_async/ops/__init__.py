@@ -64,7 +64,7 @@ from . import random_draws, random_fills
 from . import autocast_policy, distribution_math
 
 # isort: split
-from . import torch_nn_forms
+from . import exponents, predicates, products, scatter_copies, torch_nn_forms, trigonometry
 
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
@@ -75,7 +75,7 @@ _FAMILIES += (views,)
 _FAMILIES += (linalg_solvers, assembling, statistics, numeric, scatter_reduce)
 _FAMILIES += (random_fills, random_draws)
 _FAMILIES += (distribution_math,)
-_FAMILIES += (torch_nn_forms,)
+_FAMILIES += (torch_nn_forms, trigonometry, exponents, predicates, products, scatter_copies)
 
 
 for _family in _FAMILIES:  # functions that autocast routes as a whole
@@ -98,7 +98,7 @@ _NOT_METHODS = ("cat", "concat", "concatenate", "stack")
 _NOT_METHODS += ("normal", "poisson")
 _NOT_METHODS += ("binomial",)
 _NOT_METHODS += assembling.NOT_METHODS + numeric.NOT_METHODS
-_NOT_METHODS += torch_nn_forms.NOT_METHODS
+_NOT_METHODS += torch_nn_forms.NOT_METHODS + predicates.NOT_METHODS + products.NOT_METHODS
 
 
 _NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
