@@ -66,6 +66,9 @@ from . import autocast_policy, distribution_math
 # isort: split
 from . import exponents, predicates, products, scatter_copies, torch_nn_forms, trigonometry
 
+# isort: split
+from . import thresholds, torch_in_place
+
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
 _FAMILIES += (conv, pooling, sampling, normalization, embedding, distance, attention)
@@ -76,6 +79,7 @@ _FAMILIES += (linalg_solvers, assembling, statistics, numeric, scatter_reduce)
 _FAMILIES += (random_fills, random_draws)
 _FAMILIES += (distribution_math,)
 _FAMILIES += (torch_nn_forms, trigonometry, exponents, predicates, products, scatter_copies)
+_FAMILIES += (thresholds,)
 
 
 for _family in _FAMILIES:  # functions that autocast routes as a whole
@@ -99,6 +103,7 @@ _NOT_METHODS += ("normal", "poisson")
 _NOT_METHODS += ("binomial",)
 _NOT_METHODS += assembling.NOT_METHODS + numeric.NOT_METHODS
 _NOT_METHODS += torch_nn_forms.NOT_METHODS + predicates.NOT_METHODS + products.NOT_METHODS
+_NOT_METHODS += thresholds.NOT_METHODS
 
 
 _NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
@@ -163,6 +168,7 @@ def _install() -> None:
 
 
 _install()
+FUNCTIONS.update(torch_in_place.install())  # after _install: they call the Tensor methods
 globals().update(FUNCTIONS)
 
 __all__ = sorted(n for n in FUNCTIONS if n not in ("allclose", "equal")) + ["allclose", "equal"]

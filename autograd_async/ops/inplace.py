@@ -427,11 +427,12 @@ def _iop(fn: Any) -> Any:
     return method
 
 
-def _in_place_form(name: str) -> Any:
-    """`Tensor.<name>_`: the out-of-place method's result written back, with its history."""
+def in_place_form(name: str, function: Any = None) -> Any:
+    """`Tensor.<name>_`: the out-of-place method's (or `function`'s) result written back, with
+    its history."""
 
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        compute = getattr(Tensor, name)
+        compute = getattr(Tensor, name) if function is None else function
         others = tuple(a for a in args if isinstance(a, Tensor))
         recording = _recording(self, *others)
         if recording:
@@ -473,7 +474,7 @@ _IN_PLACE_FORMS = (
     "remainder", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square",
     "subtract", "tan", "tanh", "tril", "triu", "true_divide", "trunc", "xlogy",
 )
-IN_PLACE_FORMS = {name + "_": _in_place_form(name) for name in _IN_PLACE_FORMS}
+IN_PLACE_FORMS = {name + "_": in_place_form(name) for name in _IN_PLACE_FORMS}
 
 METHODS = {
     "add_": add_,
