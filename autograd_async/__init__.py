@@ -53,6 +53,17 @@ from .dtypes import float64 as double
 from .dtypes import int16 as short
 from .dtypes import int32 as int
 from .dtypes import int64 as long
+from .factories import (
+    bartlett_window,
+    blackman_window,
+    empty_strided,
+    hamming_window,
+    hann_window,
+    kaiser_window,
+    randint_like,
+    range,
+    scalar_tensor,
+)
 from .grad_mode import (
     enable_grad,
     inference_mode,
@@ -67,6 +78,23 @@ from .grad_mode import (
 from .ops import *  # noqa: F403 - the op functions: add, mul, matmul, sum, ...
 from .ops.intra_op import get_num_threads, set_num_threads
 from .ops.random_draws import bernoulli, multinomial, normal, poisson
+from .runtime_settings import (
+    are_deterministic_algorithms_enabled,
+    get_deterministic_debug_mode,
+    get_device,
+    get_float32_matmul_precision,
+    get_rng_state,
+    initial_seed,
+    is_deterministic_algorithms_warn_only_enabled,
+    is_warn_always_enabled,
+    seed,
+    set_deterministic_debug_mode,
+    set_float32_matmul_precision,
+    set_rng_state,
+    set_warn_always,
+    typename,
+    use_deterministic_algorithms,
+)
 from .serialization import load, save
 from .streams import (
     Event,
@@ -217,4 +245,28 @@ __all__ = [
     "normal",
     "poisson",
     "distributions",
+    "are_deterministic_algorithms_enabled",
+    "get_deterministic_debug_mode",
+    "get_device",
+    "get_float32_matmul_precision",
+    "get_rng_state",
+    "initial_seed",
+    "is_deterministic_algorithms_warn_only_enabled",
+    "is_warn_always_enabled",
+    "seed",
+    "set_deterministic_debug_mode",
+    "set_float32_matmul_precision",
+    "set_rng_state",
+    "set_warn_always",
+    "typename",
+    "use_deterministic_algorithms",
+    "bartlett_window",
+    "blackman_window",
+    "empty_strided",
+    "hamming_window",
+    "hann_window",
+    "kaiser_window",
+    "randint_like",
+    "range",
+    "scalar_tensor",
 ]

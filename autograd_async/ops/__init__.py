@@ -67,7 +67,7 @@ from . import autocast_policy, distribution_math
 from . import exponents, predicates, products, scatter_copies, torch_nn_forms, trigonometry
 
 # isort: split
-from . import thresholds, torch_in_place
+from . import composites, thresholds, torch_in_place
 
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
@@ -79,7 +79,7 @@ _FAMILIES += (linalg_solvers, assembling, statistics, numeric, scatter_reduce)
 _FAMILIES += (random_fills, random_draws)
 _FAMILIES += (distribution_math,)
 _FAMILIES += (torch_nn_forms, trigonometry, exponents, predicates, products, scatter_copies)
-_FAMILIES += (thresholds,)
+_FAMILIES += (thresholds, composites)
 
 
 for _family in _FAMILIES:  # functions that autocast routes as a whole
