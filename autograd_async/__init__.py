@@ -130,7 +130,16 @@ from . import (
     special,  # torch.special's names
 )
 from ._version import __version__ as __version__  # the one place for the version
-from .amp import autocast, get_autocast_dtype, is_autocast_enabled
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled, set_autocast_dtype
+from .amp.device_switches import (
+    get_autocast_cpu_dtype,
+    get_autocast_gpu_dtype,
+    is_autocast_cpu_enabled,
+    set_autocast_cpu_dtype,
+    set_autocast_cpu_enabled,
+    set_autocast_enabled,
+    set_autocast_gpu_dtype,
+)
 from .dtypes import bfloat16
 from .func import vmap  # torch.vmap
 from .ops.public import torch_functions
@@ -161,6 +170,14 @@ __all__ = [
     "autocast",
     "get_autocast_dtype",
     "is_autocast_enabled",
+    "set_autocast_dtype",
+    "set_autocast_enabled",
+    "get_autocast_cpu_dtype",
+    "get_autocast_gpu_dtype",
+    "is_autocast_cpu_enabled",
+    "set_autocast_cpu_dtype",
+    "set_autocast_cpu_enabled",
+    "set_autocast_gpu_dtype",
     "nn",
     "optim",
     "profiler",

@@ -49,7 +49,7 @@ EXCLUSIONS = (
     ),
     Exclusion(
         r"sparse|^(c?col|crow|row)_indices|^indices(_copy)?$|^values(_copy)?$|_nnz$"
-        r"|coalesce|^(dense|sparse)_dim$|^(d|h|s)smm$|^saddmm$|^hspmm$|^spmm$|^sspaddmm$"
+        r"|coalesce|^(dense|sparse)_dim$|^(d|h|s)?smm$|^saddmm$|^hspmm$|^spmm$|^sspaddmm$"
         r"|^to_dense$|^is_coalesced$",
         "sparse layouts (COO/CSR/CSC/BSR): arrays here are dense only",
         ("torch functions", "Tensor attributes"),  # nn.init.sparse_ fills a dense tensor

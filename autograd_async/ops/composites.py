@@ -7,9 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor
+from .assembling import triu_indices
 from .base import require_tensor, torch_type_name
 from .elementwise import where
+from .linalg import einsum, vector_norm
 from .shape import chunk, flatten, split
+from .special_functions import gammainc, gammaincc
 
 
 def absolute(input: Tensor) -> Tensor:
@@ -93,7 +96,78 @@ def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     return chunk(input, chunks, dim)
 
 
+def detach(input: Tensor) -> Tensor:
+    """`input.detach()`: the same values, outside the graph."""
+    require_tensor("detach", input)
+    return input.detach()
+
+
+def is_inference(input: Tensor) -> bool:
+    """`input.is_inference()`: whether it was made under inference_mode."""
+    require_tensor("is_inference", input)
+    return input.is_inference()
+
+
+def unravel_index(indices: Tensor, shape: Any) -> tuple[Tensor, ...]:
+    """The coordinates in `shape` of flat `indices` (taken modulo the number of elements)."""
+    require_tensor("unravel_index", indices, "indices")
+    if indices.dtype.kind not in "iu":
+        raise TypeError(
+            f"expected 'indices' to be integer dtype, but got torch.{indices.dtype}"
+        )
+    sizes = (int(shape),) if isinstance(shape, int) else tuple(int(n) for n in shape)
+    if any(n < 0 for n in sizes):
+        raise ValueError("'shape' cannot have negative values, but got " + str(tuple(sizes)))
+    total = 1
+    for n in sizes:
+        total *= n
+    flat = indices.to(dtype="int64") % total if total else indices.to(dtype="int64")
+    coordinates = []
+    for n in reversed(sizes):
+        coordinates.append(flat % n)
+        flat = flat // n
+    return tuple(reversed(coordinates))
+
+
+def pdist(input: Tensor, p: float = 2.0) -> Tensor:
+    """The p-norm distances between each pair of rows i < j of a 2-D input, row by row."""
+    require_tensor("pdist", input)
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    rows = input.shape[0]
+    first, second = triu_indices(rows, rows, 1, device=input.device)
+    return vector_norm(input[first] - input[second], p, dim=1)
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
+             bias: Tensor | None = None) -> Tensor:
+    """y[..., o] = input1[..., i] weight[o, i, j] input2[..., j] (+ bias[o])."""
+    require_tensor("bilinear", input1, "input1")
+    require_tensor("bilinear", input2, "input2", 2)
+    require_tensor("bilinear", weight, "weight", 3)
+    if weight.ndim != 3:
+        raise RuntimeError(f"bilinear(): weight must be three-dimensional, but got "
+                           f"{weight.ndim}D")
+    if input1.shape[-1] != weight.shape[1]:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
+                           f"{input1.shape[-1]} but expected {weight.shape[1]}")
+    if input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
+                           f"{input2.shape[-1]} but expected {weight.shape[2]}")
+    out = einsum("...i,oij,...j->...o", input1, weight, input2)
+    return out if bias is None else out + bias
+
+
 FUNCTIONS: dict[str, Any] = {
+    "detach": detach,
+    "is_inference": is_inference,
+    "unravel_index": unravel_index,
+    "pdist": pdist,
+    "bilinear": bilinear,
+    "igamma": gammainc,
+    "igammac": gammaincc,
     "absolute": absolute,
     "ravel": ravel,
     "adjoint": adjoint,
@@ -104,3 +178,5 @@ FUNCTIONS: dict[str, Any] = {
     "unsafe_split_with_sizes": unsafe_split_with_sizes,
     "unsafe_chunk": unsafe_chunk,
 }
+# detach and is_inference are Tensor methods already; the functions call them.
+NOT_METHODS = ("detach", "is_inference", "unravel_index", "pdist", "bilinear")

@@ -108,6 +108,14 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     return where(mask, _fill_value("index_fill", value, input), input)
 
 
+def fill(input: Tensor, value: Any) -> Tensor:
+    """A tensor like `input` filled with `value` (a number, or a 0-d tensor that then gets the
+    summed gradient); `input` gets a zero gradient."""
+    require_tensor("fill", input)
+    everywhere = Tensor._wrap(xp_of(input._data).ones(input.shape, dtype=bool), input.device)
+    return where(everywhere, _fill_value("fill", value, input), input)
+
+
 def _long_indices(indices: Any, input: Tensor) -> list[Tensor]:
     """Index tensors as int64 tensors over leading dims (a bool mask becomes its nonzero)."""
     out: list[Tensor] = []
@@ -227,6 +235,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
 
 
 FUNCTIONS: dict[str, Any] = {
+    "fill": fill,
     "select_scatter": select_scatter,
     "slice_scatter": slice_scatter,
     "diagonal_scatter": diagonal_scatter,
@@ -237,3 +246,4 @@ FUNCTIONS: dict[str, Any] = {
     "masked_scatter": masked_scatter,
     "index_reduce": index_reduce,
 }
+NOT_METHODS = ("fill",)  # Tensor has fill_ only
