@@ -54,15 +54,18 @@ from .dtypes import int16 as short
 from .dtypes import int32 as int
 from .dtypes import int64 as long
 from .factories import (
+    asarray,
     bartlett_window,
     blackman_window,
     empty_strided,
+    get_default_device,
     hamming_window,
     hann_window,
     kaiser_window,
     randint_like,
     range,
     scalar_tensor,
+    to_dlpack,
 )
 from .grad_mode import (
     enable_grad,
@@ -277,6 +280,8 @@ __all__ = [
     "set_warn_always",
     "typename",
     "use_deterministic_algorithms",
+    "asarray",
+    "get_default_device",
     "bartlett_window",
     "blackman_window",
     "empty_strided",
@@ -286,4 +291,5 @@ __all__ = [
     "randint_like",
     "range",
     "scalar_tensor",
+    "to_dlpack",
 ]

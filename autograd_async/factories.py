@@ -15,8 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from .creation import _device, _make, empty, randint, tensor
+from .creation import _device, _make, empty, from_numpy, randint, tensor
+from .devices import CPU, Device
 from .dtypes import default_float
+from .ops.base import torch_type_name
 from .tensor import Tensor, as_dtype
 
 
@@ -94,6 +96,49 @@ def empty_strided(size: Any, stride: Any, *, dtype: Any = None, device: Any = No
     return out
 
 
+def get_default_device() -> Device:
+    """The device factories make tensors on when given none: the cpu."""
+    return CPU
+
+
+def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: bool | None = None,
+            requires_grad: bool | None = None) -> Tensor:
+    """`obj` as a tensor, sharing its memory when it is a tensor or NumPy array that already has
+    the dtype and device asked for (unless copy=True); copy=False refuses to copy."""
+    target_dtype = as_dtype(dtype)
+    if isinstance(obj, Tensor):
+        target_dtype = target_dtype or obj.dtype
+        target_device = obj.device if device is None else Device(device)
+        same = target_dtype == obj.dtype and target_device == obj.device
+        if copy is False and not same:
+            raise ValueError(
+                f"can't alias tensor with dtype '{torch_type_name(obj.dtype)}' into dtype "
+                f"'{torch_type_name(target_dtype)}'."
+            )
+        out = obj if same and not copy else obj.to(dtype=target_dtype, device=target_device)
+        if copy and out is obj:
+            out = obj.clone()
+        if requires_grad:
+            out.requires_grad_(True)
+        return out
+    if isinstance(obj, np.ndarray) and not copy and _device(device) == CPU and (
+        target_dtype is None or target_dtype == obj.dtype
+    ):
+        out = from_numpy(obj)
+        return out.requires_grad_(True) if requires_grad else out
+    return tensor(obj, dtype=target_dtype, device=device, requires_grad=bool(requires_grad))
+
+
+def to_dlpack(tensor: Tensor) -> Any:
+    """A DLPack capsule sharing the tensor's memory (`tensor.__dlpack__()`)."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(
+            f"to_dlpack(): argument 'tensor' (position 1) must be Tensor, not "
+            f"{type(tensor).__name__}"
+        )
+    return tensor.__dlpack__()
+
+
 # ------------------------------------------------------------------ windows
 def _window(name: str, window_length: int, periodic: bool, dtype: Any, device: Any,
             requires_grad: bool, symmetric: Any) -> Tensor:
@@ -159,6 +204,8 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
 
 
 __all__ = [
+    "asarray",
+    "get_default_device",
     "bartlett_window",
     "blackman_window",
     "empty_strided",
@@ -168,4 +215,5 @@ __all__ = [
     "randint_like",
     "range",
     "scalar_tensor",
+    "to_dlpack",
 ]

@@ -118,3 +118,27 @@ def test_empty_strided_like_torch(torch, device):
     assert ours.shape == tuple(theirs.shape) and ours.stride() == theirs.stride()
     assert ours.device == aa.device(device) and not ours.requires_grad
     assert aa.empty_strided((0, 3), (3, 1)).shape == (0, 3)
+
+
+def test_asarray_like_torch(torch):
+    for lib in (aa, torch):
+        t = lib.ones(2)
+        assert lib.asarray(t) is t
+        assert lib.asarray(t, dtype=lib.float64).dtype == lib.float64
+        assert lib.asarray(t, copy=True) is not t
+        with pytest.raises(ValueError, match="can't alias tensor with dtype 'Float' into dtype "
+                                             "'Double'"):
+            lib.asarray(t, dtype=lib.float64, copy=False)
+        array = np.ones(2)
+        shared, copied = lib.asarray(array), lib.asarray(array, copy=True)
+        array[0] = 5
+        assert shared.tolist() == [5.0, 1.0] and copied.tolist() == [1.0, 1.0]
+        assert shared.dtype == lib.float64
+        assert lib.asarray([1, 2.0]).dtype == lib.float32 and lib.asarray(3).dtype == lib.int64
+        assert lib.asarray([1.0], requires_grad=True).requires_grad
+
+
+def test_to_dlpack_round_trips(torch):
+    ours = aa.tensor([1.0, 2.0])
+    assert torch.from_dlpack(aa.to_dlpack(ours)).tolist() == [1.0, 2.0]
+    assert str(aa.get_default_device()) == str(torch.get_default_device()) == "cpu"
