@@ -375,6 +375,13 @@ def gcd(input: Tensor, other: Tensor) -> Tensor: ...
 def gcd_(input: Tensor, *args: Any, **kwargs: Any) -> Any: ...
 def ge(input: Tensor, other: Any) -> Tensor: ...
 def ger(input: Tensor, vec2: Tensor) -> Tensor: ...
+def gradient(
+    input: Tensor,
+    *,
+    spacing: Any = ...,
+    dim: Any = ...,
+    edge_order: int = ...,
+) -> tuple[Tensor, ...]: ...
 def greater(input: Tensor, other: Any) -> Tensor: ...
 def greater_equal(input: Tensor, other: Any) -> Tensor: ...
 def group_norm(
@@ -384,6 +391,14 @@ def group_norm(
     bias: Tensor | None = ...,
     eps: float = ...,
     cudnn_enabled: bool = ...,
+) -> Tensor: ...
+def gru_cell(
+    input: Tensor,
+    hx: Tensor,
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_ih: Tensor | None = ...,
+    b_hh: Tensor | None = ...,
 ) -> Tensor: ...
 def gt(input: Tensor, other: Any) -> Tensor: ...
 def hardshrink(input: Tensor, lambd: float = ...) -> Tensor: ...
@@ -512,6 +527,14 @@ def logical_xor(input: Tensor, other: Any) -> Tensor: ...
 def logit(input: Tensor, eps: float | None = ...) -> Tensor: ...
 def logit_(input: Tensor, *args: Any, **kwargs: Any) -> Any: ...
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = ...) -> Tensor: ...
+def lstm_cell(
+    input: Tensor,
+    hx: Any,
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_ih: Tensor | None = ...,
+    b_hh: Tensor | None = ...,
+) -> tuple[Tensor, Tensor]: ...
 def lt(input: Tensor, other: Any) -> Tensor: ...
 def lu(A: Tensor, pivot: bool = ..., get_infos: bool = ...) -> tuple: ...
 def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor: ...
@@ -697,6 +720,22 @@ def rms_norm(
     normalized_shape: Any,
     weight: Tensor | None = ...,
     eps: float | None = ...,
+) -> Tensor: ...
+def rnn_relu_cell(
+    input: Tensor,
+    hx: Tensor,
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_ih: Tensor | None = ...,
+    b_hh: Tensor | None = ...,
+) -> Tensor: ...
+def rnn_tanh_cell(
+    input: Tensor,
+    hx: Tensor,
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_ih: Tensor | None = ...,
+    b_hh: Tensor | None = ...,
 ) -> Tensor: ...
 def roll(input: Tensor, shifts: Any, dims: Any = ...) -> Tensor: ...
 def rot90(input: Tensor, k: int = ..., dims: Any = ...) -> Tensor: ...
@@ -1102,9 +1141,11 @@ __all__ = [
     "gcd_",
     "ge",
     "ger",
+    "gradient",
     "greater",
     "greater_equal",
     "group_norm",
+    "gru_cell",
     "gt",
     "hardshrink",
     "heaviside",
@@ -1177,6 +1218,7 @@ __all__ = [
     "logit",
     "logit_",
     "logsumexp",
+    "lstm_cell",
     "lt",
     "lu",
     "lu_solve",
@@ -1260,6 +1302,8 @@ __all__ = [
     "resolve_neg",
     "result_type",
     "rms_norm",
+    "rnn_relu_cell",
+    "rnn_tanh_cell",
     "roll",
     "rot90",
     "round",
