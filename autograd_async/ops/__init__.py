@@ -67,7 +67,7 @@ from . import autocast_policy, distribution_math
 from . import exponents, predicates, products, scatter_copies, torch_nn_forms, trigonometry
 
 # isort: split
-from . import composites, linalg_forms, recurrent_cells, thresholds, torch_in_place
+from . import composites, histograms, linalg_forms, recurrent_cells, thresholds, torch_in_place
 
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
@@ -79,7 +79,7 @@ _FAMILIES += (linalg_solvers, assembling, statistics, numeric, scatter_reduce)
 _FAMILIES += (random_fills, random_draws)
 _FAMILIES += (distribution_math,)
 _FAMILIES += (torch_nn_forms, trigonometry, exponents, predicates, products, scatter_copies)
-_FAMILIES += (thresholds, composites, linalg_forms, recurrent_cells)
+_FAMILIES += (thresholds, composites, linalg_forms, recurrent_cells, histograms)
 
 
 for _family in _FAMILIES:  # functions that autocast routes as a whole
@@ -105,6 +105,7 @@ _NOT_METHODS += assembling.NOT_METHODS + numeric.NOT_METHODS
 _NOT_METHODS += torch_nn_forms.NOT_METHODS + predicates.NOT_METHODS + products.NOT_METHODS
 _NOT_METHODS += thresholds.NOT_METHODS + linalg_forms.NOT_METHODS + composites.NOT_METHODS
 _NOT_METHODS += scatter_copies.NOT_METHODS + recurrent_cells.NOT_METHODS
+_NOT_METHODS += histograms.NOT_METHODS
 
 
 _NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}

@@ -410,6 +410,22 @@ def hinge_embedding_loss(
     reduction: int = ...,
 ) -> Tensor: ...
 def histc(input: Tensor, bins: int = ..., min: float = ..., max: float = ...) -> Tensor: ...
+def histogram(
+    input: Tensor,
+    bins: Any,
+    *,
+    range: Any = ...,
+    weight: Tensor | None = ...,
+    density: bool = ...,
+) -> tuple[Tensor, Tensor]: ...
+def histogramdd(
+    input: Tensor,
+    bins: Any,
+    *,
+    range: Any = ...,
+    weight: Tensor | None = ...,
+    density: bool = ...,
+) -> tuple[Tensor, tuple]: ...
 def hsplit(input: Tensor, indices_or_sections: Any) -> tuple: ...
 def hstack(tensors: Any) -> Tensor: ...
 def hypot(input: Tensor, other: Tensor) -> Tensor: ...
@@ -1151,6 +1167,8 @@ __all__ = [
     "heaviside",
     "hinge_embedding_loss",
     "histc",
+    "histogram",
+    "histogramdd",
     "hsplit",
     "hstack",
     "hypot",
