@@ -57,6 +57,20 @@ from .dtypes import float64 as double
 from .dtypes import int16 as short
 from .dtypes import int32 as int
 from .dtypes import int64 as long
+from .factories import (
+    asarray,
+    bartlett_window,
+    blackman_window,
+    empty_strided,
+    get_default_device,
+    hamming_window,
+    hann_window,
+    kaiser_window,
+    randint_like,
+    range,
+    scalar_tensor,
+    to_dlpack,
+)
 from .grad_mode import (
     enable_grad,
     inference_mode,
@@ -80,6 +94,23 @@ from .layouts import (
 from .ops import *  # noqa: F403 - the op functions: add, mul, matmul, sum, ...
 from .ops.intra_op import get_num_threads, set_num_threads
 from .ops.random_draws import bernoulli, multinomial, normal, poisson
+from .runtime_settings import (
+    are_deterministic_algorithms_enabled,
+    get_deterministic_debug_mode,
+    get_device,
+    get_float32_matmul_precision,
+    get_rng_state,
+    initial_seed,
+    is_deterministic_algorithms_warn_only_enabled,
+    is_warn_always_enabled,
+    seed,
+    set_deterministic_debug_mode,
+    set_float32_matmul_precision,
+    set_rng_state,
+    set_warn_always,
+    typename,
+    use_deterministic_algorithms,
+)
 from .serialization import load, save
 from .streams import (
     Event,
@@ -168,6 +199,14 @@ __all__ = [
     "set_autocast_gpu_dtype",
     "get_autocast_dtype",
     "is_autocast_enabled",
+    "set_autocast_dtype",
+    "set_autocast_enabled",
+    "get_autocast_cpu_dtype",
+    "get_autocast_gpu_dtype",
+    "is_autocast_cpu_enabled",
+    "set_autocast_cpu_dtype",
+    "set_autocast_cpu_enabled",
+    "set_autocast_gpu_dtype",
     "nn",
     "optim",
     "profiler",
@@ -260,4 +299,31 @@ __all__ = [
     "channels_last",
     "channels_last_3d",
     "preserve_format",
+    "are_deterministic_algorithms_enabled",
+    "get_deterministic_debug_mode",
+    "get_device",
+    "get_float32_matmul_precision",
+    "get_rng_state",
+    "initial_seed",
+    "is_deterministic_algorithms_warn_only_enabled",
+    "is_warn_always_enabled",
+    "seed",
+    "set_deterministic_debug_mode",
+    "set_float32_matmul_precision",
+    "set_rng_state",
+    "set_warn_always",
+    "typename",
+    "use_deterministic_algorithms",
+    "asarray",
+    "get_default_device",
+    "bartlett_window",
+    "blackman_window",
+    "empty_strided",
+    "hamming_window",
+    "hann_window",
+    "kaiser_window",
+    "randint_like",
+    "range",
+    "scalar_tensor",
+    "to_dlpack",
 ]

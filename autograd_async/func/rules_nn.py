@@ -7,8 +7,6 @@ from typing import Any
 from ..ops import (
     arithmetic,
     conv,
-    embedding,
-    layer_norm,
     linalg,
     losses,
     max_pool,
@@ -19,6 +17,8 @@ from ..ops import (
 )
 from ..ops.arithmetic import matmul
 from ..core.op import Op
+from ..ops.embedding import EmbeddingBackward0
+from ..ops.layer_norm import NativeLayerNormBackward0
 from ..ops.nn_ops import NativeDropoutBackward0
 from ..ops.reduction import MeanBackward1, SumBackward1
 from ..core.tensor import Tensor
@@ -193,7 +193,7 @@ def _dropout(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
     return x * mask
 
 
-@op_rule(embedding.EmbeddingBackward0)
+@op_rule(EmbeddingBackward0)
 def _embedding(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
     weight, indices = inputs[:2]
     if unwrap(weight, level)[1]:
@@ -201,7 +201,7 @@ def _embedding(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
     return wrap_out(cls.apply(weight, unwrap(indices, level)[0], *inputs[2:], **kwargs), level)
 
 
-@op_rule(layer_norm.NativeLayerNormBackward0)
+@op_rule(NativeLayerNormBackward0)
 def _layer_norm(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
     if any(unwrap(x, level)[1] for x in inputs[1:] if isinstance(x, Tensor)):
         return _loop(cls, level, inputs, kwargs)

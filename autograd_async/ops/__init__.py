@@ -78,6 +78,10 @@ from . import autocast_policy, distribution_math
 
 # isort: split
 from . import diagonal_fill, python_maps, restride, tensor_facts
+from . import exponents, predicates, products, scatter_copies, torch_nn_forms, trigonometry
+
+# isort: split
+from . import aten_thresholds, composites, histograms, linalg_forms, recurrent_cells, torch_in_place
 
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
@@ -89,6 +93,8 @@ _FAMILIES += (linalg_solvers, assembling, statistics, numeric, scatter_reduce)
 _FAMILIES += (random_fills, random_draws)
 _FAMILIES += (distribution_math,)
 _FAMILIES += (restride, tensor_facts, python_maps, diagonal_fill)
+_FAMILIES += (torch_nn_forms, trigonometry, exponents, predicates, products, scatter_copies)
+_FAMILIES += (aten_thresholds, composites, linalg_forms, recurrent_cells, histograms)
 
 
 for _family in _FAMILIES:  # functions that autocast routes as a whole
@@ -111,6 +117,10 @@ _NOT_METHODS = ("cat", "concat", "concatenate", "stack")
 _NOT_METHODS += ("normal", "poisson")
 _NOT_METHODS += ("binomial",)
 _NOT_METHODS += assembling.NOT_METHODS + numeric.NOT_METHODS
+_NOT_METHODS += torch_nn_forms.NOT_METHODS + predicates.NOT_METHODS + products.NOT_METHODS
+_NOT_METHODS += aten_thresholds.NOT_METHODS + linalg_forms.NOT_METHODS + composites.NOT_METHODS
+_NOT_METHODS += scatter_copies.NOT_METHODS + recurrent_cells.NOT_METHODS
+_NOT_METHODS += histograms.NOT_METHODS
 
 
 _NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
@@ -193,6 +203,7 @@ def _install() -> None:
 
 
 _install()
+FUNCTIONS.update(torch_in_place.install())  # after _install: they call the Tensor methods
 globals().update(FUNCTIONS)
 
 __all__ = sorted(n for n in FUNCTIONS if n not in ("allclose", "equal")) + ["allclose", "equal"]

@@ -476,11 +476,12 @@ _UNRECORDED = frozenset({"logical_and", "logical_or", "logical_xor", "logical_no
 _EXACT_DTYPE = frozenset({"float_power"})
 
 
-def _in_place_form(name: str) -> Any:
-    """`Tensor.<name>_`: the out-of-place method's result written back, with its history."""
+def in_place_form(name: str, function: Any = None) -> Any:
+    """`Tensor.<name>_`: the out-of-place method's (or `function`'s) result written back, with
+    its history."""
 
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        compute = getattr(Tensor, name)
+        compute = getattr(Tensor, name) if function is None else function
         recording = _recording(self, *_tensors_in((*args, *kwargs.values())))
         if recording:
             result = compute(_snapshot(self, copy=True), *args, **kwargs)
@@ -536,7 +537,7 @@ _IN_PLACE_FORMS = (
     "scatter_reduce", "sgn", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "subtract", "tan",
     "tanh", "tril", "triu", "true_divide", "trunc", "xlogy",
 )
-IN_PLACE_FORMS = {name + "_": _in_place_form(name) for name in _IN_PLACE_FORMS}
+IN_PLACE_FORMS = {name + "_": in_place_form(name) for name in _IN_PLACE_FORMS}
 
 METHODS = {
     "add_": add_,

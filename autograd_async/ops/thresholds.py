@@ -1,6 +1,8 @@
-"""Piecewise activations that cut at a threshold: threshold, hardshrink, softshrink and the
-randomised leaky ReLU (rrelu), composed of masks and products so that gradients of every order
-come from the nodes they are built of.
+"""nn.functional's piecewise activations that cut at a threshold: threshold, hardshrink,
+softshrink and the randomised leaky ReLU (rrelu), with their `inplace` forms. threshold and
+hardshrink run the ops of `aten_thresholds` (PyTorch's `ThresholdBackward0`,
+`HardshrinkBackward0`); softshrink and training-mode rrelu are composed of masks and products so
+that gradients of every order come from the nodes they are built of.
 
 At the cut points they follow PyTorch's kernels: threshold keeps x only where x > threshold,
 hardshrink zeroes [-lambd, lambd] inclusive, rrelu draws a slope for every x <= 0.
@@ -14,6 +16,7 @@ import numpy as np
 
 from .. import creation
 from ..core.tensor import Tensor
+from . import aten_thresholds
 from .activations import leaky_relu
 from ..core.op import require_kernel_dtype, require_tensor, torch_type_name
 from .elementwise import where
@@ -29,7 +32,7 @@ def _cut(input: Tensor, limit: float, value: float, inplace: bool) -> Tensor:
     require_tensor("threshold_" if inplace else "threshold", input)
 
     def cut(x: Tensor) -> Tensor:
-        return x.masked_fill(x <= limit, value)
+        return aten_thresholds.threshold(x, limit, value)
 
     return _in_place(input, cut) if inplace else cut(input)
 
@@ -48,7 +51,7 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x outside [-lambd, lambd], 0 inside."""
     require_tensor("hardshrink", input)
     require_kernel_dtype("hardshrink_cpu", input)
-    return input.masked_fill((input >= -lambd) & (input <= lambd), 0)
+    return aten_thresholds.hardshrink(input, lambd)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
