@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from ..devices import data_ptr
-from ..core.tensor import Tensor
-from ..type_names import type_name
 from ..core.op import Op, torch_type_name
-from .dual import getitem, xp_of
+from ..core.tensor import Tensor
+from ..devices import data_ptr
+from ..type_names import type_name
+from .dual import concat, getitem, xp_of
 from .promotion import result_type
 from .reduction import normalize_dim
 
@@ -188,8 +188,6 @@ class SplitBackward0(Op):
         return tuple(a[(*lead, slice(lo, hi))] for lo, hi in bounds)
 
     def backward(self, *grads: Any) -> Any:
-        from .dual import concat  # noqa: PLC0415
-
         return concat(list(grads), self._dim)
 
 
