@@ -1,16 +1,16 @@
-"""The import structure of the library: its module-level import cycles and its function-local imports.
+"""The library's module-level import cycles and its function-local imports.
 
     python tools/import_cycles.py [--verbose]
 
-Every module of `autograd_async` and `workers` is parsed with `ast` (nothing is imported). An import
-statement at a module's top level - wherever it stands in the file, the bottom included, and inside a
-top-level `if`/`try` - is an edge of the module-level import graph; `if TYPE_CHECKING:` blocks are left
-out, since they never run. An import inside a function or method is counted apart: "optional" when it
-reaches a dependency the library runs without (CuPy, torch, Ray, MPI, ...), "library" when it reaches
-another module of the library, "other" otherwise.
+Every module of `autograd_async` and `workers` is parsed with `ast` (nothing is imported). An
+import statement at a module's top level - wherever it stands in the file, the bottom included,
+and inside a top-level `if`/`try` - is an edge of the module-level import graph; `if
+TYPE_CHECKING:` blocks are left out, since they never run. An import inside a function or method
+is counted apart: "optional" when it reaches a dependency the library runs without (CuPy, torch,
+Ray, MPI, ...), "library" when it reaches another module of the library, "other" otherwise.
 
-The strongly connected components of the module-level graph with more than one module are the import
-cycles; they are found by Tarjan's algorithm, run with an explicit stack.
+The strongly connected components of the module-level graph with more than one module are the
+import cycles; they are found by Tarjan's algorithm, run with an explicit stack.
 """
 
 from __future__ import annotations
@@ -73,8 +73,9 @@ class ImportStructure:
         return counts
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def module_name(path: Path, root: Path = ROOT) -> str:
+    """The dotted name of the module at `path` under `root`."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -86,7 +87,7 @@ def find_modules(root: Path = ROOT) -> dict[str, Path]:
     for package in LIBRARY_PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
             if "__pycache__" not in path.parts:
-                modules[module_name(path)] = path
+                modules[module_name(path, root)] = path
     return modules
 
 
