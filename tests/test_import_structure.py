@@ -81,6 +81,13 @@ def test_each_layer_imports_only_those_below(structure):
     assert not upward, "imports from a higher layer:\n" + "\n".join(upward)
 
 
+def test_the_library_imports_moved_modules_by_their_new_paths(structure):
+    assert not structure.old_paths, (
+        "import these from their new place (see autograd_async/_moved_modules.py):\n"
+        + "\n".join(structure.old_paths)
+    )
+
+
 def test_function_local_imports_of_the_library_stay_under_the_ceiling(structure):
     local = [i for i in structure.local_imports if i.kind == "library"]
     listing = "\n".join(f"{i.module}:{i.line} imports {i.target}" for i in local)
