@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from .backend_mpi import import_mpi
 from .process_group import DEFAULT_TIMEOUT, ProcessGroup, ReduceOp
 from .work import DistBackendError, Work
 
@@ -140,6 +139,8 @@ class NcclProcessGroup(ProcessGroup):
     def across_processes(cls, timeout: timedelta = DEFAULT_TIMEOUT,
                          device_id: Any = None) -> NcclProcessGroup:
         """One rank per MPI process; rank 0's unique id is broadcast as bytes over MPI."""
+        from .backend_mpi import import_mpi  # noqa: PLC0415 - MPI only shares the id
+
         cupy, nccl = import_nccl()
         comm = import_mpi().COMM_WORLD
         rank, size = comm.Get_rank(), comm.Get_size()

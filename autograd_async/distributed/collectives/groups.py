@@ -8,9 +8,6 @@ from datetime import timedelta
 from typing import Any
 
 from .api import NOT_INITIALIZED, resolve_group
-from .backend_mpi import MpiProcessGroup
-from .backend_nccl import NcclProcessGroup
-from .backend_threads import ThreadProcessGroup
 from .process_group import DEFAULT_TIMEOUT, GroupMember, ProcessGroup, default_groups
 from .supervision import launched_rank
 
@@ -91,10 +88,14 @@ def init_process_group(
             f"Expected timeout argument to be of type datetime.timedelta, got {timeout!r}"
         )
     if name == Backend.MPI:
+        from .backend_mpi import MpiProcessGroup  # noqa: PLC0415 - imports mpi4py
+
         group: ProcessGroup = MpiProcessGroup(name="WORLD", timeout=timeout)
         _check_given(group, world_size, rank)
         default_groups.process = group
     elif name == Backend.NCCL:
+        from .backend_nccl import NcclProcessGroup  # noqa: PLC0415 - imports CuPy
+
         if store is not None:  # thread ranks of one process, one GPU each
             group = NcclProcessGroup.in_process(store, rank, world_size, device_id, timeout)
             default_groups.in_context.set(group)
@@ -103,6 +104,8 @@ def init_process_group(
             _check_given(group, world_size, rank)
             default_groups.process = group
     elif name == Backend.THREADS:
+        from .backend_threads import ThreadProcessGroup  # noqa: PLC0415 - only this backend
+
         if store is None or world_size < 1 or rank < 0:
             raise ValueError("the threads backend needs store=HashStore(), world_size and rank")
         group = ThreadProcessGroup(store, rank, world_size, name="WORLD", timeout=timeout)
