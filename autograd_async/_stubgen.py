@@ -212,8 +212,11 @@ def render_ops_stub() -> str:
     uses_tensor = "Tensor" in {n.id for n in ast.walk(ast.parse(body)) if isinstance(n, ast.Name)}
     if uses_tensor:  # in the block of relative imports when there is one, as isort puts it
         tensor_import = "from ..core.tensor import Tensor\n"
-        relative_block = header.rsplit("\n\n", 1)[-1].startswith("from ..")
-        header += tensor_import if relative_block else "\n" + tensor_import
+        rest, _, last = header.rpartition("\n\n")
+        if last.startswith("from .."):  # one sorted block, as isort keeps it
+            header = rest + "\n\n" + "".join(sorted([*last.splitlines(True), tensor_import]))
+        else:
+            header += "\n" + tensor_import
     return _HEADER + header + "\n" + body
 
 

@@ -24,8 +24,9 @@ _spec.loader.exec_module(import_cycles)
 # that a layer's design has on purpose (a backend asks `devices` for the Device class, `ops.dual`
 # calls ops that themselves use it, the device worker reaches its engine) or keep a higher layer
 # unloaded until used (`nn.DataParallel` and `DistributedSampler` load the collectives, the
-# profiler's plot loads matplotlib, a process group loads the backend it asks for: MPI, NCCL). Lower it when you remove one; never raise it to add one:
-# import at module level from the layer below instead.
+# profiler's plot loads matplotlib, a process group loads the backend it asks for: MPI, NCCL).
+# Lower it when you remove one; never raise it to add one: import at module level from the
+# layer below instead.
 LIBRARY_LOCAL_IMPORTS_CEILING = 31
 
 # The layers, lowest first: a module may import its own layer and those below, never above.

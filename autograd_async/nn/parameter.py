@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..creation import empty
 from ..core.tensor import Tensor
+from ..creation import empty
 
 
 class Parameter(Tensor):

@@ -11,8 +11,8 @@ import functools
 import inspect
 from typing import Any
 
-from ..dtypes import bfloat16
 from ..core.tensor import Tensor, bool_, float16, float32, float64, int32, int64
+from ..dtypes import bfloat16
 from . import (
     arithmetic,
     attention,

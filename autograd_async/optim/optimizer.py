@@ -11,9 +11,9 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..core.tensor import Tensor
 from ..devices import array_module, launching, move_array
 from ..grad_mode import enable_grad
-from ..core.tensor import Tensor
 
 
 class _RequiredParameter:

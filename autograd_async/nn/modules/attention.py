@@ -15,11 +15,11 @@ import math
 from typing import Any
 
 from ... import creation
+from ...core.tensor import Tensor
 from ...devices import array_module, launching
 from ...dtypes import default_float
 from ...ops import cat
 from ...ops.attention import self_attention_heads
-from ...core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
 from ..parameter import Parameter
