@@ -1,9 +1,8 @@
 """autograd-async: reverse-mode autograd on NumPy and CuPy, with a backward pass that runs on one
 worker thread and asyncio event loop per device and that callers can `await`."""
 
-from ._moved_modules import alias_moved_modules
-
-alias_moved_modules()  # first: `autograd_async.tensor` & co. name the core's modules from here on
+# First: from here on `autograd_async.tensor` & co. name the core's modules (see _moved_modules).
+from . import _moved_modules  # noqa: F401, I001
 
 from . import autograd, cpu, cuda, engine, nn, optim, profiler, utils
 from . import ops as _ops  # noqa: F401 - installs the op methods on Tensor

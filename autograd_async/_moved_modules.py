@@ -28,3 +28,6 @@ def alias_moved_modules() -> None:
     """Register each moved module under its old name too (the import system looks there first)."""
     for old, new in MOVED.items():
         sys.modules.setdefault(old, importlib.import_module(new))
+
+
+alias_moved_modules()  # on import: the package imports this module before anything else

@@ -4,8 +4,8 @@ Op methods and functions are installed at import time (`ops/__init__.py` puts ea
 FUNCTIONS and METHODS on `Tensor` and into the `ops` namespace), which static tools cannot see.
 This script imports the package and writes, from what is actually installed:
 
-- `autograd_async/core/tensor.pyi`: the `core.tensor` module with every public Tensor method, property and
-  operator, each with the signature of the function behind it;
+- `autograd_async/core/tensor.pyi`: the `core.tensor` module with every public Tensor method,
+  property and operator, each with the signature of the function behind it;
 - `autograd_async/ops/__init__.pyi`: the op functions, each re-exported from its family module.
 
 Run `python -m autograd_async._stubgen` after adding an op; `--check` exits 1 when the checked-in
@@ -22,6 +22,8 @@ import sys
 import types
 from pathlib import Path
 from typing import Any
+
+import autograd_async  # noqa: F401 - importing the package installs the ops on Tensor
 
 PACKAGE = Path(__file__).resolve().parent
 TENSOR_STUB = PACKAGE / "core" / "tensor.pyi"
@@ -179,8 +181,6 @@ def _public(name: str) -> bool:
 
 def render_tensor_stub() -> str:
     """The text of `core/tensor.pyi` for the Tensor class as the ops have installed it."""
-    import autograd_async  # noqa: F401, PLC0415 - installs the ops on Tensor
-
     module = sys.modules["autograd_async.core.tensor"]
 
     lines = []
@@ -204,8 +204,6 @@ def render_tensor_stub() -> str:
 
 def render_ops_stub() -> str:
     """The text of `ops/__init__.pyi`: every op function with its signature, and `__all__`."""
-    import autograd_async  # noqa: F401, PLC0415
-
     ops = sys.modules["autograd_async.ops"]
     defs = "".join(_def(name, ops.FUNCTIONS[name], "", False) for name in sorted(ops.FUNCTIONS))
     names = "".join(f'    "{name}",\n' for name in ops.__all__)
@@ -214,8 +212,11 @@ def render_ops_stub() -> str:
     uses_tensor = "Tensor" in {n.id for n in ast.walk(ast.parse(body)) if isinstance(n, ast.Name)}
     if uses_tensor:  # in the block of relative imports when there is one, as isort puts it
         tensor_import = "from ..core.tensor import Tensor\n"
-        relative_block = header.rsplit("\n\n", 1)[-1].startswith("from ..")
-        header += tensor_import if relative_block else "\n" + tensor_import
+        rest, _, last = header.rpartition("\n\n")
+        if last.startswith("from .."):  # one sorted block, as isort keeps it
+            header = rest + "\n\n" + "".join(sorted([*last.splitlines(True), tensor_import]))
+        else:
+            header += "\n" + tensor_import
     return _HEADER + header + "\n" + body
 
 

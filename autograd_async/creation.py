@@ -10,9 +10,9 @@ import numpy as np
 
 from . import devices as _devices
 from .batching import random_draw
+from .core.tensor import Tensor, as_dtype, infer_array, made
 from .devices import CPU, Device
 from .dtypes import default_float
-from .core.tensor import Tensor, as_dtype, infer_array, made
 
 
 class Generator:

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from .core.op import require_tensor, torch_type_name
+from .core.tensor import Tensor
 from .creation import tensor as _tensor
 from .dtypes import get_default_dtype
-from .core.op import require_tensor, torch_type_name
 from .ops.complex_parts import conj_of
 from .ops.fft import DUAL_NORM, c2c, c2r, r2c
 from .ops.rearrange import roll
 from .ops.reduction import normalize_dim
-from .core.tensor import Tensor
 
 _NORMS = ("backward", "forward", "ortho")
 

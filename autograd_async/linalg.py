@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .ops.arithmetic import matmul
 from .core.op import require_tensor
+from .core.tensor import Tensor
+from .creation import eye
+from .ops.arithmetic import matmul
 from .ops.cholesky import cholesky  # differentiable twice, as the distributions need
 from .ops.linalg import linalg_norm as norm
 from .ops.linalg import matrix_norm, svdvals, vector_norm
@@ -39,8 +41,8 @@ from .ops.linalg_solvers import (
 from .ops.linalg_solvers import (
     linalg_cross as cross,
 )
+from .ops.shape import stack
 from .ops.views import diagonal as _diagonal
-from .core.tensor import Tensor
 
 
 def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
@@ -75,7 +77,6 @@ def vander(x: Tensor, *, N: int | None = None) -> Tensor:  # noqa: N803 - PyTorc
     columns = [x * 0 + 1]
     for _ in range(count - 1):
         columns.append(columns[-1] * x)
-    from .ops.shape import stack  # noqa: PLC0415
 
     return stack(columns, -1)
 
@@ -102,7 +103,6 @@ def tensorsolve(A: Tensor, B: Tensor, dims: Any = None) -> Tensor:
 def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     """The first n columns of the product of Householder reflectors I - tau_i v_i v_i^H."""
     m, n = A.shape[-2:]
-    from .creation import eye  # noqa: PLC0415
 
     identity = eye(m, dtype=A.dtype, device=A.device)
     Q = identity.expand(*A.shape[:-2], m, m)

@@ -34,8 +34,8 @@ from typing import IO, Any
 import numpy as np
 
 from . import dtypes
-from .devices import CPU, Device, DeviceError, asarray_on, check_available, to_host
 from .core.tensor import Tensor
+from .devices import CPU, Device, DeviceError, asarray_on, check_available, to_host
 from .type_names import type_name
 
 FORMAT_VERSION = 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .core.tensor import Tensor
 from .ops.elementwise import sigmoid as expit
 from .ops.nn_ops import erf
 from .ops.nn_ops import log_softmax as _log_softmax
@@ -18,7 +19,6 @@ from .ops.special import erfinv, expm1, log1p, round  # noqa: A004 - PyTorch's n
 from .ops.special_functions import SPECIAL, digamma, erfc, exp2, i0, logit, polygamma, sinc
 from .ops.special_functions import lgamma as gammaln
 from .ops.special_functions import mvlgamma as multigammaln
-from .core.tensor import Tensor
 
 psi = digamma
 

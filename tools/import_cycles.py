@@ -1,16 +1,16 @@
-"""The import structure of the library: its module-level import cycles and its function-local imports.
+"""The library's module-level import cycles and its function-local imports.
 
     python tools/import_cycles.py [--verbose]
 
-Every module of `autograd_async` and `workers` is parsed with `ast` (nothing is imported). An import
-statement at a module's top level - wherever it stands in the file, the bottom included, and inside a
-top-level `if`/`try` - is an edge of the module-level import graph; `if TYPE_CHECKING:` blocks are left
-out, since they never run. An import inside a function or method is counted apart: "optional" when it
-reaches a dependency the library runs without (CuPy, torch, Ray, MPI, ...), "library" when it reaches
-another module of the library, "other" otherwise.
+Every module of `autograd_async` and `workers` is parsed with `ast` (nothing is imported). An
+import statement at a module's top level - wherever it stands in the file, the bottom included,
+and inside a top-level `if`/`try` - is an edge of the module-level import graph; `if
+TYPE_CHECKING:` blocks are left out, since they never run. An import inside a function or method
+is counted apart: "optional" when it reaches a dependency the library runs without (CuPy, torch,
+Ray, MPI, ...), "library" when it reaches another module of the library, "other" otherwise.
 
-The strongly connected components of the module-level graph with more than one module are the import
-cycles; they are found by Tarjan's algorithm, run with an explicit stack.
+The strongly connected components of the module-level graph with more than one module are the
+import cycles; they are found by Tarjan's algorithm, run with an explicit stack.
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ class ImportStructure:
     modules: dict[str, Path]
     edges: dict[str, set[str]] = field(default_factory=dict)
     local_imports: list[LocalImport] = field(default_factory=list)
+    # Imports that name a moved module by its old path (`_moved_modules.MOVED`): "module:line old".
+    old_paths: list[str] = field(default_factory=list)
 
     def cycles(self) -> list[list[str]]:
         """The strongly connected components with more than one module, largest first."""
@@ -73,8 +75,9 @@ class ImportStructure:
         return counts
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def module_name(path: Path, root: Path = ROOT) -> str:
+    """The dotted name of the module at `path` under `root`."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -86,7 +89,7 @@ def find_modules(root: Path = ROOT) -> dict[str, Path]:
     for package in LIBRARY_PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
             if "__pycache__" not in path.parts:
-                modules[module_name(path)] = path
+                modules[module_name(path, root)] = path
     return modules
 
 
@@ -165,27 +168,58 @@ def _nearest_module(name: str, modules: dict[str, Path]) -> str | None:
     return None
 
 
+def moved_modules(root: Path = ROOT) -> dict[str, str]:
+    """The old name -> new name table of `autograd_async/_moved_modules.py` (read, not run)."""
+    path = root / "autograd_async" / "_moved_modules.py"
+    if not path.exists():
+        return {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        target = node.target if isinstance(node, ast.AnnAssign) else (
+            node.targets[0] if isinstance(node, ast.Assign) else None)
+        if isinstance(target, ast.Name) and target.id == "MOVED":
+            return ast.literal_eval(node.value)
+    return {}
+
+
 def analyse(root: Path = ROOT) -> ImportStructure:
-    """Parse every module of the library and collect its imports."""
+    """Parse every module of the library and collect its imports.
+
+    An import of a moved module by its old path counts as an import of the module itself (that
+    is what it loads), and is listed in `old_paths`.
+    """
     modules = find_modules(root)
+    moved = moved_modules(root)
+    known = {**modules, **dict.fromkeys(moved)}
     structure = ImportStructure(modules, {name: set() for name in modules})
+
+    def targets_of(node: ast.Import | ast.ImportFrom, name: str, is_package: bool) -> list[str]:
+        targets = []
+        for target in _imported_modules(node, name, is_package, known):
+            old = _nearest_module(target, dict.fromkeys(moved))
+            if old is not None:
+                structure.old_paths.append(f"{name}:{node.lineno} {old}")
+                target = moved[old] + target[len(old):]
+            targets.append(target)
+        return targets
+
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         is_package = path.name == "__init__.py"
         for node in _module_level_statements(tree.body):
             if isinstance(node, ast.Import | ast.ImportFrom):
-                for target in _imported_modules(node, name, is_package, modules):
+                for target in targets_of(node, name, is_package):
                     found = _nearest_module(target, modules)
                     if found is not None and found != name:
                         structure.edges[name].add(found)
         for function in _function_bodies(tree):
             for node in ast.walk(function):
                 if isinstance(node, ast.Import | ast.ImportFrom):
-                    for target in _imported_modules(node, name, is_package, modules):
+                    for target in targets_of(node, name, is_package):
                         structure.local_imports.append(LocalImport(name, target, node.lineno))
     # An import inside a function nested in another is seen once per enclosing function: keep one.
     unique = {(item.module, item.target, item.line): item for item in structure.local_imports}
     structure.local_imports = sorted(unique.values(), key=lambda i: (i.module, i.line, i.target))
+    structure.old_paths.sort()
     return structure
 
 
@@ -256,6 +290,9 @@ def report(structure: ImportStructure, verbose: bool = False) -> str:
         f"{sum(counts.values())} (library {counts['library']}, optional dependency "
         f"{counts['optional']}, other {counts['other']})"
     )
+    if structure.old_paths:
+        lines.append(f"imports of moved modules by their old paths: {len(structure.old_paths)}")
+        lines.extend(f"  {entry}" for entry in structure.old_paths)
     if verbose:
         for item in structure.local_imports:
             if item.kind == "library":

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from ..core.tensor import Tensor
 from ..creation import full
 from ..devices import cuda_is_available
 from ..ops.dual import xp_of
-from ..core.tensor import Tensor
 
 
 class OptState(Enum):

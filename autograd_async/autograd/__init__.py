@@ -1,6 +1,7 @@
 """PyTorch's `torch.autograd` surface: backward, grad (and their awaitable forms), Function, modes.
 """
 
+from ..core.graph import Node
 from ..grad_mode import (
     detect_anomaly,
     enable_grad,
@@ -12,7 +13,6 @@ from ..grad_mode import (
     set_detect_anomaly,
     set_grad_enabled,
 )
-from ..core.graph import Node
 from . import functional, graph, tensor_methods  # noqa: F401 - installs Tensor.backward
 from .api import backward, backward_async, grad, grad_async
 from .function import Function, FunctionCtx

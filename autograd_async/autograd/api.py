@@ -7,15 +7,14 @@ import functools
 import warnings
 from typing import Any
 
+from ..core.graph import GraphRoot, Node, claim
+from ..core.history import gradient_edge, refresh_if_stale
+from ..core.tensor import Tensor
 from ..devices import CPU, array_module, launching
 from ..engine import get_engine
 from ..grad_mode import anomaly_check_nan, anomaly_enabled
-from ..core.graph import Node, claim
-from ..core.graph import GraphRoot
 from ..graph_task import GraphTask, RunnableTask, TaskStart, caller_context
-from ..core.history import gradient_edge, refresh_if_stale
 from ..ops.shape import stack
-from ..core.tensor import Tensor
 
 
 def _as_tuple(value: Any) -> tuple:

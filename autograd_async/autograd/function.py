@@ -12,8 +12,6 @@ import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..devices import CPU
-from ..grad_mode import anomaly_enabled, grad_enabled, no_grad
 from ..core.graph import Node
 from ..core.history import (
     device_mismatch,
@@ -24,10 +22,12 @@ from ..core.history import (
     set_history,
 )
 from ..core.op import DETACHED_MESSAGE, RELEASED_MESSAGE, version_error
-from ..ops.inplace import VIEW_OF_LEAF_MESSAGE, rebase_view
 from ..core.saved_hooks import active as active_saved_hooks
 from ..core.saved_hooks import pack, unpack
 from ..core.tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor
+from ..devices import CPU
+from ..grad_mode import anomaly_enabled, grad_enabled, no_grad
+from ..ops.inplace import VIEW_OF_LEAF_MESSAGE, rebase_view
 
 
 class BackwardCFunction(Node):

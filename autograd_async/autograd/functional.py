@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..core.tensor import Tensor
 from ..creation import zeros_like
 from ..grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from ..ops import stack
-from ..core.tensor import Tensor
 from .api import grad
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]

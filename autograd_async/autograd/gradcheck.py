@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from ..core.tensor import Tensor
 from ..grad_mode import no_grad
 from ..node_evaluation import materialize
-from ..core.tensor import Tensor
 from .api import grad
 from .function import BackwardCFunction, Function
 from .functional import jvp

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..devices import CPU, Device
 from ..core.graph import Node
 from ..core.saved_hooks import disable_saved_tensors_hooks, saved_tensors_hooks
 from ..core.tensor import Tensor
+from ..devices import CPU, Device
 
 __all__ = ["Node", "disable_saved_tensors_hooks", "save_on_cpu", "saved_tensors_hooks"]
 

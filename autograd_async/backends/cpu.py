@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .base import Backend
+from .cpu_streams import CpuStreams
 from .registry import backends
 
 if TYPE_CHECKING:
@@ -110,7 +111,6 @@ class CpuBackend(Backend):
     @property
     def streams(self) -> StreamBackend:
         if self._streams is None:
-            from .cpu_streams import CpuStreams  # noqa: PLC0415 - made on first use only
             self._streams = CpuStreams()
         return self._streams
 

@@ -14,7 +14,9 @@ import numpy as np
 
 from .base import Backend
 from .cpu import host_values, out_of_range
+from .cuda_streams import CudaStreams
 from .registry import backends
+from .sim import wrong_device_message
 
 if TYPE_CHECKING:
     from ..devices import Device
@@ -178,7 +180,6 @@ class CudaBackend(Backend):
         current = int(self.xp.cuda.runtime.getDevice())
         if current != device.index:
             from ..devices import DeviceError  # noqa: PLC0415
-            from .sim import wrong_device_message  # noqa: PLC0415
 
             error = DeviceError(wrong_device_message(device.index, current))
             error.add_note(f"while running {op} on {device}")
@@ -188,7 +189,6 @@ class CudaBackend(Backend):
     @property
     def streams(self) -> StreamBackend:
         if self._streams is None:
-            from .cuda_streams import CudaStreams  # noqa: PLC0415 - made on first use only
             self._streams = CudaStreams()
         return self._streams
 

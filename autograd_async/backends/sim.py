@@ -26,7 +26,7 @@ from .cpu import CpuBackend
 from .registry import backends
 from .sanitizer import sanitizer
 from .sim_mode import cuda_rules, sim_mode_state
-from .sim_streams import sim_world
+from .sim_streams import SimStreams, sim_world
 
 if TYPE_CHECKING:
     from ..devices import Device
@@ -160,6 +160,5 @@ class SimBackend(CpuBackend):
     @property
     def streams(self) -> StreamBackend:
         if self._streams is None:
-            from .sim_streams import SimStreams  # noqa: PLC0415 - made on first use only
             self._streams = SimStreams()
         return self._streams

@@ -30,7 +30,9 @@ from .history import (
     refresh_if_stale,
 )
 from .recording import ForwardOp, forward_sink
+from .saved import PACKED, pack_output, pack_slots, save_packed, unpack_slots, unpacked
 from .saved_hooks import hooks_stack
+from .stream_checks import check_op_streams
 from .tensor import (
     INFERENCE_SAVED_MESSAGE,
     InferenceTensor,
@@ -38,8 +40,6 @@ from .tensor import (
     mark_inference,
     mark_no_grad_view,
 )
-from .saved import PACKED, pack_output, pack_slots, save_packed, unpack_slots, unpacked
-from .stream_checks import check_op_streams
 
 #: What `Op.route_autocast` returns for a call that runs as it is.
 NOT_ROUTED = object()

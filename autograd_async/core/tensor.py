@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import devices as _devices
 from .. import grad_mode
+from .._tensor_str import format_tensor
 from ..backends.sanitizer import sanitizer
 from ..backends.sanitizer import watches as sanitizer_watches
 from ..backends.sim_mode import sim_mode_state
@@ -501,8 +502,6 @@ class Tensor:
     __hash__ = object.__hash__
 
     def __repr__(self) -> str:
-        from .._tensor_str import format_tensor  # noqa: PLC0415 - printing is off the hot path
-
         return format_tensor(np.asarray(self.__array__()), str(self.device), self._rg, self.grad_fn)
 
 

@@ -30,9 +30,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ..core.tensor import Tensor
 from ..devices import DeviceError
 from ..grad_mode import is_grad_enabled
-from ..core.tensor import Tensor
 from . import methods
 from .auth import check_token
 from .channel import Channel, TcpTransport, Transport, parse_tcp_address

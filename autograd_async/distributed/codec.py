@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from ..core.tensor import Tensor
 from ..creation import as_tensor
 from ..devices import CPU, Device
-from ..core.tensor import Tensor
 
 __all__ = ["SIMPLE_TYPES", "check_simple", "host_array", "output_device", "pack_args", "to_device"]
 

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..autograd.api import backward_async
+from ..core.tensor import Tensor
 from ..creation import as_tensor, zeros
 from ..devices import Device
-from ..core.tensor import Tensor
 from . import methods
 from .errors import DistributedError
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..autograd.function import Function
-from ..devices import Device
 from ..core.tensor import Tensor
+from ..devices import Device
 from . import methods
 from .codec import host_array, to_device
 

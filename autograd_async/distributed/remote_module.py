@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..creation import as_tensor
 from ..core.tensor import Tensor
+from ..creation import as_tensor
 from . import methods
 from .client import Client
 from .codec import check_simple, host_array

@@ -7,12 +7,12 @@ import math
 from numbers import Number
 from typing import Any
 
+from ..core.tensor import Tensor, float64
 from ..creation import empty, ones_like, rand, zeros_like
 from ..grad_mode import no_grad
 from ..nn.functional import binary_cross_entropy_with_logits
 from ..ops.distribution_math import log_bessel_i
 from ..ops.elementwise import where
-from ..core.tensor import Tensor, float64
 from . import constraints
 from .distribution import (
     BOTH_MESSAGE,

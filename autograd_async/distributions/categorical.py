@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 
+from ..core.tensor import Tensor
 from ..creation import arange, ones_like, tensor
 from ..nn.functional import one_hot
 from ..ops.distribution_math import lgamma
 from ..ops.random_draws import multinomial
 from ..ops.shape import broadcast_to
-from ..core.tensor import Tensor
 from . import constraints
 from .count_distributions import Binomial
 from .distribution import Distribution, as_shape, enumerated, finish_expand, require_one_of

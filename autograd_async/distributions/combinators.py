@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..grad_mode import no_grad
 from ..core.tensor import Tensor
+from ..grad_mode import no_grad
 from . import constraints
 from .categorical import Categorical
 from .distribution import Distribution, as_shape

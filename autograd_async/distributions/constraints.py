@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from ..core.tensor import Tensor
 from ..creation import as_tensor
 from ..ops.shape import cat as cat_tensors
 from ..ops.shape import stack as stack_tensors
-from ..core.tensor import Tensor
 
 __all__ = [
     "Constraint",

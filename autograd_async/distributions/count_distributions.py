@@ -7,13 +7,13 @@ from __future__ import annotations
 from numbers import Number
 from typing import Any
 
+from ..core.tensor import Tensor
 from ..creation import arange
 from ..grad_mode import no_grad
 from ..nn.functional import binary_cross_entropy_with_logits, logsigmoid
 from ..ops.distribution_math import binomial, lgamma
 from ..ops.pointwise import xlogy
 from ..ops.random_draws import poisson
-from ..core.tensor import Tensor
 from . import constraints
 from .distribution import (
     Distribution,

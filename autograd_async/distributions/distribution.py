@@ -7,8 +7,8 @@ import warnings
 from typing import Any
 
 from ..autograd import grad
-from ..grad_mode import no_grad
 from ..core.tensor import Tensor
+from ..grad_mode import no_grad
 from . import constraints
 from .utils import lazy_property
 

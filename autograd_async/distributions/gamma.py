@@ -9,13 +9,13 @@ from __future__ import annotations
 from numbers import Number
 from typing import Any
 
+from ..core.tensor import Tensor
 from ..creation import tensor
 from ..devices import backend_of
 from ..nn.functional import one_hot
 from ..ops.distribution_math import _standard_gamma, digamma, lgamma
 from ..ops.pointwise import xlogy
 from ..ops.shape import stack
-from ..core.tensor import Tensor
 from . import constraints
 from .distribution import Distribution, ExponentialFamily, as_shape
 from .normal import _expanded

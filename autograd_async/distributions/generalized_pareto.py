@@ -7,10 +7,10 @@ import math
 from numbers import Number
 from typing import Any
 
+from ..core.tensor import Tensor
 from ..creation import ones_like, rand, zeros_like
 from ..ops.comparison import isclose
 from ..ops.elementwise import where
-from ..core.tensor import Tensor
 from . import constraints
 from .distribution import Distribution
 from .normal import _expanded

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from functools import total_ordering
 from typing import Any
 
+from ..core.tensor import Tensor
 from ..creation import full_like
 from ..ops.pointwise import xlogy
-from ..core.tensor import Tensor
 from .distribution import Distribution
 
 __all__ = ["kl_divergence", "register_kl"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
+from ..core.tensor import Tensor
 from ..ops.distribution_math import digamma, lgamma
 from ..ops.elementwise import where
-from ..core.tensor import Tensor
 from .bounded import ContinuousBernoulli
 from .count_distributions import Bernoulli, Binomial, Poisson
 from .gamma import Beta, Exponential, Gamma

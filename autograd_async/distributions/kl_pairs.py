@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 
 from ..autograd import grad
+from ..core.tensor import Tensor
 from ..nn.functional import softplus
 from ..ops.cholesky import solve_triangular
 from ..ops.distribution_math import digamma, lgamma
-from ..core.tensor import Tensor
 from .bounded import ContinuousBernoulli
 from .categorical import Categorical, OneHotCategorical
 from .combinators import Independent, TransformedDistribution

@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
+from ..core.tensor import Tensor
 from ..creation import arange, randn, tensor
 from ..ops.cholesky import cholesky, solve_triangular
 from ..ops.distribution_math import digamma, lgamma, mvlgamma
 from ..ops.elementwise import where
 from ..ops.shape import cat
-from ..core.tensor import Tensor
 from . import constraints
 from .distribution import Distribution, as_shape
 from .gamma import Beta, Chi2

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from ..core.tensor import Tensor
 from ..creation import eye, randn
 from ..ops.cholesky import cholesky, solve_triangular
-from ..core.tensor import Tensor
 from . import constraints
 from .distribution import Distribution, as_shape
 from .utils import diag_embed, lazy_property

@@ -7,11 +7,11 @@ import math
 from numbers import Number
 from typing import Any
 
+from ..core.tensor import Tensor
 from ..creation import rand, randn
 from ..grad_mode import no_grad
 from ..ops.distribution_math import _standard_gamma, digamma, lgamma
 from ..ops.special import erfinv
-from ..core.tensor import Tensor
 from . import constraints
 from .distribution import Distribution, ExponentialFamily, as_shape
 from .utils import broadcast_all, finfo

@@ -8,9 +8,9 @@ import math
 from numbers import Number
 from typing import Any
 
+from ..core.tensor import Tensor
 from ..creation import full_like, rand
 from ..ops.distribution_math import lgamma
-from ..core.tensor import Tensor
 from . import constraints
 from .categorical import Categorical
 from .combinators import TransformedDistribution

@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..core.tensor import Tensor
 from ..nn.functional import pad, softplus
 from ..ops.cholesky import cholesky
 from ..ops.shape import cat as cat_tensors
 from ..ops.shape import stack as stack_tensors
-from ..core.tensor import Tensor
 from . import constraints
 from .transform_base import Transform, sum_rightmost
 from .utils import diag_embed, finfo, tril_matrix_to_vec, vec_to_tril_matrix

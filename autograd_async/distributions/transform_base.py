@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ..creation import zeros_like
 from ..core.tensor import Tensor
+from ..creation import zeros_like
 from . import constraints
 
 __all__ = [

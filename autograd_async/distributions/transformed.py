@@ -7,10 +7,10 @@ import math
 from numbers import Number
 from typing import Any
 
+from ..core.tensor import Tensor
 from ..creation import full_like, ones_like, zeros_like
 from ..ops.distribution_math import digamma, lgamma
 from ..ops.elementwise import where
-from ..core.tensor import Tensor
 from . import constraints
 from .combinators import TransformedDistribution
 from .gamma import Exponential, Gamma

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from ..nn.functional import logsigmoid, pad, softplus
 from ..core.tensor import Tensor
+from ..nn.functional import logsigmoid, pad, softplus
 from . import constraints
 from .structured_transforms import (
     CatTransform,

@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
+from ..core.tensor import Tensor
 from ..creation import as_tensor, tensor
 from ..dtypes import get_default_dtype
 from ..grad_mode import enable_grad
 from ..nn import functional as F
-from ..core.tensor import Tensor
 
 __all__ = [
     "broadcast_all",

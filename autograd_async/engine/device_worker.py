@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..backends.sanitizer import enabled as sanitizer_enabled
 from ..backends.stream_context import stream_overrides
-from ..devices import Device, forget_sim_user, note_sim_user
-from ..grad_mode import grad_enabled
 from ..core.graph import Node
+from ..devices import Device, backend_for, forget_sim_user, note_sim_user
+from ..grad_mode import grad_enabled
 from ..graph_task import GraphTask, in_task_context
 from ..streams import streams_for
 from .gpu_timing import timed_on_stream
@@ -110,8 +110,6 @@ class DeviceWorker:
         thread_state.worker = self
         self.note_driver_thread()
         try:
-            from ..devices import backend_for  # noqa: PLC0415 - one hunk, kept local
-
             # Work launched from this thread runs on its device (CUDA's per-thread rule).
             backend_for(self.device).use_device(self.device)
             loop = self._loop_factory()

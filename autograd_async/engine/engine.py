@@ -15,8 +15,8 @@ import warnings
 from typing import Any, NamedTuple
 
 from ..backends.stream_context import stream_overrides
-from ..devices import Device, DeviceError, backend_for, check_available
 from ..core.graph import Node
+from ..devices import Device, DeviceError, backend_for, check_available
 from ..graph_task import GraphTask, RunnableTask, TaskStart
 from ..node_evaluation import describe_node
 from .device_worker import ABANDON, START, DeviceWorker, task_of, thread_state

@@ -20,8 +20,8 @@ from ..backends.stream_context import override_for
 from ..streams import streams_for
 
 if TYPE_CHECKING:
-    from ..devices import Device
     from ..core.graph import Node
+    from ..devices import Device
     from ..graph_task import GraphTask
 
 #: The places a backward pass makes one stream wait for another.

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..batching import vmap_levels
+from ..core.tensor import Tensor
 from ..ops.shape import stack
 from ..ops.views import select
-from ..core.tensor import Tensor
 from .batched import BatchedTensor, batched, level_size, top_level, unwrap
 
 # Op class -> rule(cls, level, inputs, kwargs); function name -> rule(fn, level, args, kwargs).

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..core.tensor import Tensor
 from ..creation import arange, zeros
 from ..ops.elementwise import where
 from ..ops.reduction import normalize_dim
-from ..core.tensor import Tensor
 from .batched import top_level, unwrap
 from .dispatch import (
     RANDOM_ERROR,

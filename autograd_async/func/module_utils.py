@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.tensor import Tensor
 from ..nn.modules.module import Module
 from ..ops.shape import stack
-from ..core.tensor import Tensor
 
 
 def _owner(module: Module, name: str) -> tuple[Module, str]:

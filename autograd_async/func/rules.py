@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.op import Op
+from ..core.tensor import Tensor
 from ..ops import (
     activations,
     arithmetic,
@@ -26,8 +28,6 @@ from ..ops import (
     triangular,
     views,
 )
-from ..core.op import Op
-from ..core.tensor import Tensor
 from .batched import unwrap
 from .dispatch import materialize, op_rule, per_example, wrap_out
 

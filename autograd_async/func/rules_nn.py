@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.op import Op
+from ..core.tensor import Tensor
+from ..creation import ones
 from ..ops import (
     arithmetic,
     conv,
@@ -16,12 +19,10 @@ from ..ops import (
     sampling,
 )
 from ..ops.arithmetic import matmul
-from ..core.op import Op
 from ..ops.embedding import EmbeddingBackward0
 from ..ops.layer_norm import NativeLayerNormBackward0
 from ..ops.nn_ops import NativeDropoutBackward0
 from ..ops.reduction import MeanBackward1, SumBackward1
-from ..core.tensor import Tensor
 from .batched import unwrap
 from .dispatch import RANDOM_ERROR, current_randomness, op_rule, per_example, wrap_out
 from .rules import aligned, padded
@@ -187,7 +188,6 @@ def _dropout(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
     v = unwrap(x, level)[0]
     if mode == "different":
         return wrap_out(cls.apply(v, **kwargs), level)
-    from ..creation import ones  # noqa: PLC0415 - creation sits beside ops
 
     mask = cls.apply(ones(*x.shape, dtype=x.dtype, device=x.device), **kwargs)
     return x * mask

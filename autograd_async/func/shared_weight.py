@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ops import dual
 from ..core.op import Op
 from ..core.tensor import Tensor
+from ..ops import dual
 
 
 def is_shared(value: Any) -> bool:

@@ -15,10 +15,10 @@ from typing import Any
 
 from ..autograd.api import grad as autograd_grad
 from ..batching import vmap_levels
+from ..core.tensor import Tensor
 from ..creation import ones_like, zeros_like
 from ..grad_mode import enable_grad
 from ..ops.shape import stack
-from ..core.tensor import Tensor
 from .batched import BatchedTensor, batched, level_size, physical
 from .dispatch import per_example
 from .pytree import tree_flatten, tree_map, tree_unflatten

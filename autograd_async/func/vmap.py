@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..batching import VmapLevel, vmap_levels
-from ..ops.shape import cat
 from ..core.tensor import Tensor
+from ..ops.shape import cat
 from .batched import BatchedTensor, batched, unwrap
 from .pytree import broadcast_prefix, tree_flatten, tree_unflatten
 

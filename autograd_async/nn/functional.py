@@ -8,10 +8,11 @@ import sys
 import warnings
 from typing import Any
 
+from ..core.op import torch_type_name
+from ..core.tensor import Tensor
 from ..creation import default_generator
 from ..ops import autocast_policy
 from ..ops.attention import scaled_dot_product_attention
-from ..core.op import torch_type_name
 from ..ops.conv import (
     conv1d,
     conv2d,
@@ -46,7 +47,6 @@ from ..ops.pooling import (
 )
 from ..ops.promotion import result_type
 from ..ops.sampling import interpolate, pad
-from ..core.tensor import Tensor
 from ..type_names import type_name
 
 # isort: split

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import creation
+from ..core.tensor import Tensor
 from ..grad_mode import no_grad
 from ..ops.dual import xp_of
-from ..core.tensor import Tensor
 
 _LINEAR_FNS = (
     "linear",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..creation import empty
 from ..core.tensor import Tensor
+from ..creation import empty
 
 
 class Parameter(Tensor):

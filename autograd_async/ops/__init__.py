@@ -11,7 +11,6 @@ import functools
 import inspect
 from typing import Any
 
-from ..dtypes import bfloat16
 from ..core.tensor import (
     Tensor,
     bool_,
@@ -26,6 +25,7 @@ from ..core.tensor import (
     int64,
     uint8,
 )
+from ..dtypes import bfloat16
 from . import (
     arithmetic,
     attention,
@@ -77,8 +77,18 @@ from . import random_draws, random_fills
 from . import autocast_policy, distribution_math
 
 # isort: split
-from . import diagonal_fill, python_maps, restride, tensor_facts
-from . import exponents, predicates, products, scatter_copies, torch_nn_forms, trigonometry
+from . import (
+    diagonal_fill,
+    exponents,
+    predicates,
+    products,
+    python_maps,
+    restride,
+    scatter_copies,
+    tensor_facts,
+    torch_nn_forms,
+    trigonometry,
+)
 
 # isort: split
 from . import aten_thresholds, composites, histograms, linalg_forms, recurrent_cells, torch_in_place

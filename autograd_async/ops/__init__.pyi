@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..creation import Generator
 from ..core.tensor import Tensor
+from ..creation import Generator
 
 def abs(input: Tensor) -> Tensor: ...
 def abs_(input: Tensor, *args: Any, **kwargs: Any) -> Any: ...

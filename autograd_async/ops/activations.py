@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.tensor import Tensor
 from ..core.op import Op, require_tensor, torch_type_name
+from ..core.tensor import Tensor
 from .dual import as_array, data_of, exp, mul_const, quiet, tanh, where, xp_of
 from .elementwise import SigmoidBackward0, sigmoid_array
+from .inplace import _through_copy
 from .promotion import FLOAT32
 from .reduction import normalize_dim
 
@@ -245,8 +246,6 @@ def _run(op: type[_Activation], name: str, input: Tensor, inplace: bool, *,
          integers: str = "refuse", kernel: str | None = None, **args: Any) -> Tensor:
     input = _checked_input(input, name, integers, kernel)
     if inplace:
-        from .inplace import _through_copy  # noqa: PLC0415 - inplace imports the elementwise ops
-
         return _through_copy(input, lambda t: op.apply(t, **args))
     return op.apply(input, **args)
 

@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..dtypes import default_float
-from ..core.tensor import Tensor
 from ..core.op import Op, torch_type_name
+from ..core.tensor import Tensor
+from ..dtypes import default_float
 from .dual import (
     as_array,
     data_of,

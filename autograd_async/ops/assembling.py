@@ -14,10 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from ..devices import device as as_device
-from ..core.tensor import Tensor
 from ..core.op import require_tensor
+from ..core.tensor import Tensor
+from ..creation import empty, eye
+from ..devices import device as as_device
 from .reduction import normalize_dim
+from .sampling import pad
 from .shape import cat, stack
 
 
@@ -213,11 +215,8 @@ def block_diag(*tensors: Tensor) -> Tensor:
     """The tensors (0-, 1- or 2-D) on the diagonal of a block matrix, zeros elsewhere."""
     blocks = [t.reshape(1, -1) if t.ndim < 2 else t for t in tensors]
     if not blocks:
-        from ..creation import empty  # noqa: PLC0415
-
         return empty(1, 0)
     cols = sum(b.shape[1] for b in blocks)
-    from .sampling import pad  # noqa: PLC0415 - constant padding of each row block
 
     rows, left = [], 0
     dtype = np.result_type(*[b.dtype for b in blocks])
@@ -273,7 +272,6 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     n = input.shape[-1] + abs(offset)
     ndim = input.ndim + 1
     d1, d2 = normalize_dim(dim1, ndim), normalize_dim(dim2, ndim)
-    from ..creation import eye  # noqa: PLC0415
 
     rows = eye(n, n, dtype=input.dtype, device=input.device)
     # element i of the last dim goes to (i, i + offset) (or (i - offset, i) for offset < 0)

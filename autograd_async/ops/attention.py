@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from ..core.op import Op, broadcast_error
+from ..core.tensor import Tensor
 from ..creation import default_generator
 from ..devices import launching
-from ..core.tensor import Tensor
 from . import dual
-from ..core.op import Op, broadcast_error
 from .dual import as_array, sum_dims, sum_to, swap_last, xp_of
 from .elementwise import where
 from .nn_ops import NativeDropoutBackward0, softmax

@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from ..autocast_state import AutocastState, autocast_state
+from ..core.op import NOT_ROUTED, Op
+from ..core.tensor import Tensor
 from ..devices import backend_for
 from ..grad_mode import grad_enabled
-from ..core.tensor import Tensor
-from ..core.op import NOT_ROUTED, Op
 from .transfer import ToCopyBackward0
 
 LOWER, FLOAT32, PROMOTE, KEEP = "lower", "float32", "promote", "keep"

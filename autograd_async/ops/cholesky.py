@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from ..devices import backend_of
-from ..core.tensor import Tensor
 from ..core.op import Op, require_tensor
+from ..core.tensor import Tensor
+from ..devices import backend_of
 from .dual import as_array, quiet, swap_last, xp_of
 from .linalg_decompositions import LinAlgError
 

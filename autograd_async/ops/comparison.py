@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from ..batching import batchable
-from ..devices import DeviceError, launching
-from ..core.tensor import Tensor
 from ..core.op import broadcast_error, require_tensor, torch_type_name
+from ..core.tensor import Tensor
+from ..devices import DeviceError, launching
 from .dual import as_array, xp_of
 from .promotion import promote, result_type, scalar
 from .reduction import normalize_dims

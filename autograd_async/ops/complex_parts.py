@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.tensor import Tensor
 from ..core.op import Op, require_tensor
+from ..core.tensor import Tensor
 from .dual import as_array, mul_const, xp_of
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..core.op import Op
 from ..core.tensor import Tensor
 from . import conv_items, dual
-from ..core.op import Op
 from .conv_arrays import conv_backward, conv_forward, weight_matrix
 from .dual import as_array, swap_last
 from .windows import (

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..devices import CPU, Device, backend_for
 from ..core.tensor import Tensor, as_dtype
+from ..devices import CPU, Device, backend_for
 from .transfer import to
 
 # PyTorch's legacy type names: x.type() == 'aa.FloatTensor'.

@@ -13,8 +13,8 @@ from typing import Any
 
 from ..core.graph import Node
 from ..core.history import NO_EDGE, gradient_edge, init_node
-from ..core.tensor import Tensor
 from ..core.op import RELEASED_MESSAGE
+from ..core.tensor import Tensor
 from .dual import getitem, mul_const, xp_of
 from .indexing import IndexAccumulateBackward0
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.tensor import Tensor
 from ..core.op import require_tensor, torch_type_name
+from ..core.tensor import Tensor
 from .linalg import vector_norm
 from .promotion import result_type
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from ..core.op import Op, require_tensor
+from ..core.tensor import Tensor
 from ..creation import Generator
 from ..devices import backend_of, launching
-from ..core.tensor import Tensor
-from ..core.op import Op, require_tensor
 from .dual import as_array, data_of, quiet, xp_of
 from .random_fills import device_state, require_floating
 from .special import _Unary, special_array

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.op import Op, require_tensor
 from ..core.tensor import Tensor
 from . import dual
-from ..core.op import Op, require_tensor
 from .dual import as_array, data_of, mul_const, quiet, sign, xp_of
 from .promotion import as_float, promote, result_type, scalar
 

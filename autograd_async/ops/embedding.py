@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.tensor import Tensor
 from ..core.op import Op, require_tensor
+from ..core.tensor import Tensor
 from .dual import mul_const, xp_of
 from .plane_gather import ScatterAddBackward0, scatter_planes
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.tensor import Tensor
 from ..core.op import Op
+from ..core.tensor import Tensor
 from .complex_parts import real_of
 from .dual import as_array, mul_const, xp_of
 from .promotion import as_float

@@ -16,11 +16,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..batching import batchable
-from ..devices import DeviceError, backend_of
-from ..core.tensor import Tensor
 from ..core.op import Op, describe, require_tensor
+from ..core.tensor import Tensor
+from ..devices import DeviceError, backend_of
 from .dual import getitem, mul_const, sum_dims, where, xp_of
 from .indexing import IndexAccumulateBackward0, IndexBackward0
+from .inplace import _check_shape, _through_copy
 from .reduction import normalize_dim
 
 
@@ -403,8 +404,6 @@ def argwhere(input: Tensor) -> Tensor:
 # --------------------------------------------------------------- in place
 def _in_place(name: str, out_of_place: Any) -> Any:
     def method(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        from .inplace import _check_shape, _through_copy  # noqa: PLC0415 - inplace imports ops
-
         def compute(x: Tensor, *_: Any) -> Tensor:
             out = out_of_place(x, *args, **kwargs)
             _check_shape(input, out, name)  # in place, the input cannot grow by broadcasting

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from ..batching import batchable
-from ..devices import Device, backend_for, backend_of
-from ..core.tensor import Tensor
 from ..core.op import Op
+from ..core.tensor import Tensor
+from ..devices import Device, backend_for, backend_of
 from .dual import as_array, getitem, xp_of
 
 _BASIC = (int, slice, type(None), EllipsisType)

@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 
 from ..batching import batchable
-from ..devices import DeviceError, enters_device
-from ..grad_mode import grad_enabled
 from ..core.history import forward_name, rebase_history, refresh_if_stale
-from ..core.tensor import Tensor, infer_array
-from .arithmetic import AddBackward0, SubBackward0, div, mul
 from ..core.op import Op, broadcast_error, torch_type_name
+from ..core.tensor import Tensor, infer_array
+from ..devices import DeviceError, enters_device
+from ..grad_mode import grad_enabled, no_grad
+from .arithmetic import AddBackward0, SubBackward0, div, mul
 from .copy_slices import CopySlices
 from .dual import data_of, getitem, mul_const, xp_of, zeros_like
 from .elementwise import clamp, relu
@@ -328,8 +328,6 @@ def _through_copy(t: Tensor, fn: Any, *others: Any) -> Tensor:
 
 
 def _no_grad() -> Any:
-    from ..grad_mode import no_grad  # noqa: PLC0415
-
     return no_grad()
 
 

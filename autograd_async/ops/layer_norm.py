@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..core.tensor import Tensor
 from ..core.op import Op
+from ..core.tensor import Tensor
 from .dual import as_array, sum_dims, xp_of
 
 

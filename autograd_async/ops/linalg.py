@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from ..core.op import Op, torch_type_name
 from ..core.tensor import Tensor
 from .arithmetic import BmmBackward0, MvBackward0, matmul
-from ..core.op import Op, torch_type_name
 from .dual import as_array, data_of, expand, mul_const, quiet, unsqueeze_dims, where, xp_of
 from .reduction import amax, amin, normalize_dims
 from .reduction import sum as sum_  # noqa: A004

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ..devices import backend_of
-from ..core.tensor import Tensor
 from ..core.op import Op, torch_type_name
+from ..core.tensor import Tensor
+from ..devices import backend_of
 from .dual import as_array, quiet, xp_of
 
 

@@ -12,9 +12,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core.tensor import Tensor
-from .arithmetic import matmul
 from ..core.op import require_tensor
+from ..core.tensor import Tensor
+from ..devices import backend_of
+from .arithmetic import matmul
 from .cholesky import solve_triangular as triangular_solve
 from .dual import xp_of
 from .linalg import matrix_norm, svdvals
@@ -34,6 +35,7 @@ from .linalg_decompositions import (
     not_positive_definite,
     zero_pivot,
 )
+from .sampling import pad
 from .shape import stack
 
 
@@ -130,8 +132,6 @@ def inv_ex(A: Tensor, *, check_errors: bool = False) -> InvExResult:
 
 
 def _lu_arrays(a: Any) -> tuple:
-    from ..devices import backend_of  # noqa: PLC0415 - the backend of an array
-
     return backend_of(a).scipy_linalg("lu")(a)
 
 
@@ -381,14 +381,10 @@ def lu_factor(A: Tensor, *, pivot: bool = True) -> LuFactorResult:
 
 
 def _pad_rows(t: Tensor, rows: int) -> Tensor:
-    from .sampling import pad  # noqa: PLC0415 - a sibling family
-
     return pad(t, (0, 0, 0, rows - t.shape[-2])) if rows > t.shape[-2] else t
 
 
 def _pad_cols(t: Tensor, cols: int) -> Tensor:
-    from .sampling import pad  # noqa: PLC0415
-
     return pad(t, (0, cols - t.shape[-1])) if cols > t.shape[-1] else t
 
 

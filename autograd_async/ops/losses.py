@@ -15,10 +15,12 @@ from typing import Any
 import numpy as np
 
 from ..batching import batchable
-from ..core.tensor import Tensor
 from ..core.op import Op, torch_type_name
+from ..core.tensor import Tensor
+from .activations import logsigmoid
 from .dual import as_array, data_of, log, mul_const, quiet, unsqueeze, where, xp_of
 from .nn_ops import log_softmax
+from .pointwise import xlogy
 
 REDUCTIONS = ("none", "mean", "sum")
 
@@ -364,8 +366,6 @@ def binary_cross_entropy_with_logits(
     reduce: Any = None, reduction: str = "mean", pos_weight: Tensor | None = None,
 ) -> Tensor:
     """Binary cross entropy on logits: (1 - t) x - (1 + (pos_weight - 1) t) logsigmoid(x)."""
-    from .activations import logsigmoid  # noqa: PLC0415 - activations imports the losses' peers
-
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
     _tensor_args("binary_cross_entropy_with_logits", input=input, target=target)
@@ -446,8 +446,6 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
 def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """KL(target || exp(input)) per element: target (log target - input), reduced."""
-    from .pointwise import xlogy  # noqa: PLC0415
-
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction, REDUCTIONS + ("batchmean",))
     _tensor_args("kl_div", input=input, target=target)

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..grad_mode import no_grad
 from ..core.tensor import Tensor
+from ..grad_mode import no_grad
 from .activations import logsigmoid
 from .distance import pairwise_distance
 from .dual import data_of, where, xp_of

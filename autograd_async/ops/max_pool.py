@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.tensor import Tensor
 from ..core.op import Op
+from ..core.tensor import Tensor
 from .dual import xp_of
 from .plane_gather import ScatterAddBackward0
 from .windows import Windows, _add_blocks, window_view

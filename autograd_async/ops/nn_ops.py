@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from ..core.op import Op, require_kernel_dtype, require_tensor
 from ..core.tensor import Tensor
 from . import dual
-from ..core.op import Op, require_kernel_dtype, require_tensor
 from .dual import as_array, exp, mul_const, sum_dims, xp_of
 from .promotion import as_float
-from .reduction import logsumexp_array
+from .reduction import logsumexp_array, normalize_dim
 from .special import special_array
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -307,8 +307,6 @@ class NativeDropoutBackward0(Op):
 
 def _softmax_input(name: str, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor, int]:
     """The input cast to `dtype`, and `dim` normalised; PyTorch's error for integer inputs."""
-    from .reduction import normalize_dim  # noqa: PLC0415
-
     if dtype is not None:
         input = input.to(dtype=dtype)
     dim = normalize_dim(dim, input.ndim)

@@ -15,13 +15,14 @@ from typing import Any
 
 import numpy as np
 
+from ..core.op import Op, require_tensor, torch_type_name
+from ..core.tensor import Tensor
 from ..dtypes import default_float
 from ..dtypes import of as dtype_of
-from ..core.tensor import Tensor
 from .arithmetic import matmul
-from ..core.op import Op, require_tensor, torch_type_name
 from .dual import as_array, xp_of
 from .elementwise import where
+from .linalg import vector_norm
 from .promotion import result_type as array_result_type
 from .reduction import normalize_dim
 from .shape import cat
@@ -377,7 +378,6 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
         )
     if p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
-    from .linalg import vector_norm  # noqa: PLC0415 - a sibling family, above this one
 
     differences = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     return vector_norm(differences, p, -1)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..core.tensor import Tensor
 from ..core.op import Op
+from ..core.tensor import Tensor
 from .dual import xp_of
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.tensor import Tensor
 from ..core.op import Op, require_tensor, torch_type_name
+from ..core.tensor import Tensor
 from .comparison import _binary_method
 from .dual import as_array, data_of, log, mul_const, quiet, where, xp_of
 from .promotion import as_float, promote, result_type, scalar

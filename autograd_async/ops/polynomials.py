@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ..core.tensor import Tensor
 from ..core.op import Op, require_tensor
+from ..core.tensor import Tensor
 from .dual import as_array, quiet, xp_of
 from .pointwise import _float_pair
 from .promotion import scalar

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.tensor import Tensor
 from ..core.op import require_kernel_dtype, require_tensor
+from ..core.tensor import Tensor
 from .conv import Im2ColBackward0, expand_param
 from .dual import xp_of
 from .max_pool import max_pool

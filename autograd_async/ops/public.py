@@ -20,9 +20,9 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..grad_mode import grad_enabled, no_grad
-from ..core.tensor import Tensor
 from ..core.op import torch_type_name
+from ..core.tensor import Tensor
+from ..grad_mode import grad_enabled, no_grad
 from .inplace import copy_
 
 # Parameters that hold several tensors: PyTorch words their errors "tuple of Tensors".

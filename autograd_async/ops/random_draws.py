@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from ..core.op import Op, broadcast_error
+from ..core.tensor import Tensor, as_dtype, made
 from ..creation import Generator, _device, _shape
 from ..devices import enters_device, launching
 from ..dtypes import default_float
-from ..core.tensor import Tensor, as_dtype, made
-from ..core.op import Op, broadcast_error
 from .dual import xp_of, zeros_like
 from .inplace import _operand
 from .random_fills import (

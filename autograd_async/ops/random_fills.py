@@ -18,12 +18,13 @@ from typing import Any
 import numpy as np
 
 from ..batching import batchable
+from ..core.op import Op, torch_type_name
+from ..core.tensor import Tensor
 from ..creation import Generator, default_generator
 from ..devices import Device, enters_device
-from ..core.tensor import Tensor
-from ..core.op import Op, torch_type_name
 from .dual import xp_of, zeros_like
 from .inplace import _commit, _operand, _recording, _snapshot
+from .shape import expand
 
 # (device, shape, dtype, *arrays of the other inputs) -> the new values, on the device.
 Draw = Callable[..., Any]
@@ -427,7 +428,6 @@ def bernoulli_(
     if isinstance(p, Tensor):
         p = _operand(input, p)
         require_floating(p, "bernoulli_tensor_cpu_p_")
-        from .shape import expand  # noqa: PLC0415 - for its error on shapes that do not fit
 
         expand(p.detach(), *input.shape)
         check_probabilities(p)

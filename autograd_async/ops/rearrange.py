@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..core.tensor import Tensor
 from ..core.op import Op
+from ..core.tensor import Tensor
 from .dual import reshape as reshape_any
 from .dual import sum_dims, xp_of
+from .gather import index_select
 from .reduction import normalize_dim
 from .shape import _sizes, infer_shape, permute, reshape, transpose, unsqueeze
 
@@ -120,7 +121,6 @@ def repeat_interleave(
         raise RuntimeError("repeat_interleave: Repeats must be non-negative")
     xp = xp_of(input._data)
     index = xp.repeat(xp.arange(counts.shape[0]), counts.tolist())
-    from .gather import index_select  # noqa: PLC0415 - gather imports this family's peers
 
     return index_select(input, axis, Tensor._wrap(index, input.device))
 

@@ -11,9 +11,9 @@ from collections import namedtuple
 from typing import Any
 
 from ..batching import batchable
-from ..devices import enters_device
-from ..core.tensor import Tensor
 from ..core.op import Op, torch_type_name
+from ..core.tensor import Tensor
+from ..devices import enters_device
 from .dual import (
     as_array,
     data_of,
@@ -26,6 +26,8 @@ from .dual import (
     where,
     xp_of,
 )
+from .elementwise import maximum, minimum
+from .promotion import as_float
 
 # What max/min return with a dim: a pair with names, like torch.return_types.max.
 max_result = namedtuple("max", ["values", "indices"])
@@ -344,8 +346,6 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
 def _extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
     name = "max" if largest else "min"
     if isinstance(dim, Tensor):
-        from .elementwise import maximum, minimum  # noqa: PLC0415
-
         return (maximum if largest else minimum)(input, dim)
     if dim is None:
         _nonempty(input, name)
@@ -453,8 +453,6 @@ def _full_mean(input: Tensor, keepdim: bool) -> Tensor:
 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """log(sum(exp(input))) over `dim`, computed without overflow."""
-    from .promotion import as_float  # noqa: PLC0415
-
     if input.dtype.kind not in "fc":
         input = Tensor._wrap(as_float(input._data), input.device)
     dims = normalize_dims(dim, input.ndim)

@@ -21,9 +21,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..core.op import Op
 from ..core.tensor import Tensor
 from . import dual
-from ..core.op import Op
 from .dual import xp_of
 from .elementwise import SigmoidBackward0, sigmoid_array
 from .rnn_arrays import backward_arrays, forward_arrays

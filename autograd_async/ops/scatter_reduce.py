@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from ..core.tensor import Tensor
 from ..core.op import Op, require_tensor
+from ..core.tensor import Tensor
 from .dual import as_array, quiet, xp_of
-from .gather import grid_key
+from .gather import grid_key, scatter
 from .reduction import normalize_dim
 
 _UFUNCS = {"sum": "add", "prod": "multiply", "mean": "add", "amax": "maximum", "amin": "minimum"}
@@ -111,8 +111,6 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 def scatter_with_reduce(input: Tensor, dim: int, index: Tensor, src: Any = None, *,
                         value: Any = None, reduce: str | None = None) -> Tensor:
     """torch.scatter, with the older `reduce='add'|'multiply'` as scatter_reduce's sum, prod."""
-    from .gather import scatter  # noqa: PLC0415 - the plain form lives with the gathers
-
     if reduce is None:
         return scatter(input, dim, index, src, value=value)
     if reduce not in ("add", "multiply"):

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core.op import Op, torch_type_name
+from ..core.tensor import Tensor
 from ..devices import data_ptr
 from ..layouts import (
     contiguous_format,
@@ -21,10 +23,8 @@ from ..layouts import (
     preserve_format,
     require_memory_format,
 )
-from ..core.tensor import Tensor
 from ..type_names import type_name
-from ..core.op import Op, torch_type_name
-from .dual import getitem, xp_of
+from .dual import concat, getitem, xp_of
 from .promotion import result_type
 from .reduction import normalize_dim
 
@@ -195,8 +195,6 @@ class SplitBackward0(Op):
         return tuple(a[(*lead, slice(lo, hi))] for lo, hi in bounds)
 
     def backward(self, *grads: Any) -> Any:
-        from .dual import concat  # noqa: PLC0415
-
         return concat(list(grads), self._dim)
 
 

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from ..batching import batchable
-from ..core.tensor import Tensor
 from ..core.op import Op, require_tensor
+from ..core.tensor import Tensor
 from .dual import as_array, unsqueeze, xp_of
 from .gather import grid_key
 from .indexing import IndexAccumulateBackward0, scatter_into_zeros

@@ -13,10 +13,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..devices import backend_of
-from ..core.tensor import Tensor
 from ..core.op import Op
-from .dual import as_array, quiet, xp_of, zeros_like
+from ..core.tensor import Tensor
+from ..devices import backend_of
+from .dual import as_array, exp, quiet, xp_of, zeros_like
 from .promotion import as_float
 
 _SQRT_PI_HALF = math.sqrt(math.pi) / 2
@@ -227,8 +227,6 @@ class ErfinvBackward0(_UnaryOfOutput):
         return special_array("erfinv", a)
 
     def slope(self, y: Any) -> Any:
-        from .dual import exp  # noqa: PLC0415 - exp of an array or a Tensor
-
         return exp(y * y) * _SQRT_PI_HALF
 
 

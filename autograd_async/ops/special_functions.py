@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from ..devices import backend_of, enters_device
-from ..core.tensor import Tensor
 from ..core.op import Op, require_tensor, torch_type_name
-from .dual import as_array, data_of, exp, log, quiet, where, xp_of
+from ..core.tensor import Tensor
+from ..devices import backend_of, enters_device
+from .dual import as_array, cos, data_of, exp, log, quiet, where, xp_of
 from .inplace import _through_copy
 from .nn_ops import erf
 from .pointwise import _float_pair, xlogy
@@ -184,8 +184,6 @@ SpecialEntrBackward0 = _unary_op("SpecialEntrBackward0", "entr", lambda x, y: -(
 
 
 def _sinc_slope(x: Any, y: Any) -> Any:
-    from .dual import cos  # noqa: PLC0415 - cos of an array or a Tensor
-
     px = x * math.pi
     return _safe_div(cos(px) - y, x, 0.0)
 

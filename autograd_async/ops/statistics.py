@@ -12,12 +12,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core.tensor import Tensor
 from ..core.op import Op, require_tensor
+from ..core.tensor import Tensor
 from .dual import data_of, mul_const, xp_of
 from .elementwise import where
 from .gather import gather
 from .reduction import normalize_dim
+from .shape import stack
 from .sorting import sort
 
 
@@ -215,7 +216,6 @@ def _quantile(name: str, input: Tensor, q: Any, dim: Any, keepdim: bool, interpo
         outs = [o.reshape(()) for o in outs]
     if scalar_q or (isinstance(q, Tensor) and q.ndim == 0):
         return outs[0]
-    from .shape import stack  # noqa: PLC0415 - a sibling family
 
     return stack(outs, 0)
 

@@ -11,11 +11,11 @@ from contextvars import ContextVar
 from typing import Any
 
 from ..backends.stream_context import override_for
+from ..core.op import Op
+from ..core.tensor import Tensor, as_dtype
 from ..devices import Device, check_available
 from ..layouts import is_laid_out_as, preserve_format, require_memory_format
 from ..streams import copy_between
-from ..core.tensor import Tensor, as_dtype
-from ..core.op import Op
 
 #: True while the graph task reads a node's output gradients on the host as soon as its backward
 #: returns (post-hooks, anomaly mode's NaN check): a copy to the host must then be complete.

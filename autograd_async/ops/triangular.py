@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.tensor import Tensor
 from ..core.op import Op
+from ..core.tensor import Tensor
 from .dual import xp_of
 
 

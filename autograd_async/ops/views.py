@@ -10,14 +10,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..devices import data_ptr
 from ..core.history import rebase_history, refresh_if_stale  # noqa: F401 - re-exported
-from ..core.tensor import Tensor
 from ..core.op import Op
+from ..core.tensor import Tensor
+from ..devices import data_ptr
 from .dual import xp_of
-from .indexing import SelectBackward0, SliceBackward0, scatter_into_zeros
+from .indexing import IndexAccumulateBackward0, SelectBackward0, SliceBackward0, scatter_into_zeros
 from .reduction import normalize_dim
-from .shape import view
+from .shape import stack, view
 
 
 # ------------------------------------------------------------------- geometry
@@ -71,8 +71,6 @@ class AsStridedBackward0(Op):
             numel *= n
         key = (self._region.reshape(-1),)
         if isinstance(g, Tensor):
-            from .indexing import IndexAccumulateBackward0  # noqa: PLC0415
-
             flat = IndexAccumulateBackward0.apply(g.reshape(-1), key=key, shape=(numel,))
             return flat.reshape(self._shape)
         flat = scatter_into_zeros(g.reshape(-1), key, (numel,), accumulate=True)
@@ -94,8 +92,6 @@ class DiagonalBackward0(Op):
     def backward(self, g: Any) -> Any:
         shape = self._shape
         if isinstance(g, Tensor):
-            from .indexing import IndexAccumulateBackward0  # noqa: PLC0415
-
             # The diagonal's places in a C-contiguous array of the input's shape.
             numbered = xp_of(g._data).arange(math.prod(shape)).reshape(shape)
             key = (diagonal_view(numbered, *self._args).reshape(-1),)
@@ -140,8 +136,6 @@ class UnbindBackward0(Op):
 
     def backward(self, *grads: Any) -> Any:
         if isinstance(grads[0], Tensor):
-            from .shape import stack  # noqa: PLC0415
-
             return stack(list(grads), self._dim)
         return xp_of(grads[0]).stack(grads, axis=self._dim)
 

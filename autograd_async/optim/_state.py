@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ..devices import CPU, array_module, each_on_its_device
 from ..core.tensor import Tensor
+from ..devices import CPU, array_module, each_on_its_device
 from .optimizer import grad_array
 
 

@@ -15,10 +15,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..devices import array_module, launching, move_array
-from ..grad_mode import enable_grad
 from ..core.graph import RemovableHandle
 from ..core.tensor import Tensor
+from ..devices import array_module, launching, move_array
+from ..grad_mode import enable_grad
 
 
 class _RequiredParameter:

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from ..core.tensor import Tensor
 from ..devices import array_module, each_on_its_device
 from ..grad_mode import no_grad
-from ..core.tensor import Tensor
 from ._state import check_fused
 from .optimizer import Optimizer, grad_array
 

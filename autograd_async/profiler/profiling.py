@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
+from autograd_async.core.recording import forward_sink
+from autograd_async.engine import get_engine
 from autograd_async.engine.trace_events import (
     CallerAwait,
     ForwardOp,
@@ -24,7 +26,6 @@ from autograd_async.profiler.chrome_trace import caller_slice_name, to_chrome_tr
 from autograd_async.profiler.key_averages import KeyAverages
 from autograd_async.profiler.record_function import UserRange, range_sink
 from autograd_async.profiler.summary import Summary, summarize
-from autograd_async.core.recording import forward_sink
 
 
 class ProfilerError(RuntimeError):
@@ -141,8 +142,6 @@ class profile:  # noqa: N801 - lower case like torch.profiler.profile, which use
         if self._state != "unopened":
             raise ProfilerError(f"this profile is {self._state}; create a new profile() per block")
         if self._engine is None:
-            from autograd_async.engine import get_engine  # the engine, unlike its records, is heavy
-
             self._engine = get_engine()
         self._sink = _make_sink(self._events, self._engine.trace_sink, self.gpu_timing)
         self._engine.set_trace_sink(self._sink)

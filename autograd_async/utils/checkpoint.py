@@ -24,11 +24,11 @@ from typing import Any
 
 from ..autograd.api import backward
 from ..autograd.function import Function
+from ..core.saved_hooks import saved_tensors_hooks
+from ..core.tensor import Tensor
 from ..creation import default_generator
 from ..engine.device_worker import thread_state
 from ..grad_mode import enable_grad, no_grad
-from ..core.saved_hooks import saved_tensors_hooks
-from ..core.tensor import Tensor
 
 __all__ = ["checkpoint"]
 

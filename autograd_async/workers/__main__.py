@@ -36,6 +36,7 @@ from autograd_async.distributed.quota import (
     format_bytes,
 )
 from autograd_async.distributed.tls import client_context, server_context
+from autograd_async.engine import shutdown
 
 from .contexts import DEFAULT_MAX_CONTEXTS_PER_PEER
 from .heap import retain_freed_blocks
@@ -257,8 +258,6 @@ def main(argv: Sequence[str] | None = None) -> int:
               flush=True)
         return 1
     finally:
-        from autograd_async.engine import shutdown  # noqa: PLC0415
-
         shutdown(2.0)
     return code
 

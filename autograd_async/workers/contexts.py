@@ -16,9 +16,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from autograd_async.core.tensor import Tensor
 from autograd_async.distributed.context import ContextBase
 from autograd_async.distributed.errors import ResourceExhausted
-from autograd_async.core.tensor import Tensor
 
 __all__ = [
     "DEFAULT_MAX_CONTEXTS_PER_PEER",

@@ -31,6 +31,7 @@ import numpy as np
 
 from autograd_async import nn
 from autograd_async.autograd import grad_async
+from autograd_async.core.tensor import Tensor
 from autograd_async.devices import Device, check_available
 from autograd_async.distributed import Client, methods
 from autograd_async.distributed.channel import Transport
@@ -57,7 +58,6 @@ from autograd_async.distributed.quota import (
 from autograd_async.distributed.server import Server, serve
 from autograd_async.grad_mode import enable_grad, no_grad
 from autograd_async.graph_task import nodes_run_in_caller_context
-from autograd_async.core.tensor import Tensor
 
 from . import allocator
 from .contexts import (

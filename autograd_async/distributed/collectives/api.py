@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...backends.registry import backends
+from ...core.tensor import Tensor
 from ...engine.engine import get_engine
 from ...engine.trace_events import CollectiveSpan
-from ...core.tensor import Tensor
 from .process_group import GroupMember, ProcessGroup, ReduceOp, check_op_dtype, default_groups
 from .work import Work, completed_work
 

@@ -9,6 +9,7 @@ from typing import Any
 from ... import creation
 from ...core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
+from ..init import constant_
 from ..parameter import Parameter
 from .module import Module
 
@@ -204,8 +205,6 @@ class PReLU(Module):
 
     def reset_parameters(self) -> None:
         """Every slope set to `init`."""
-        from ..init import constant_  # noqa: PLC0415
-
         constant_(self.weight, self.init)
 
     def forward(self, input: Tensor) -> Tensor:

@@ -15,10 +15,10 @@ import math
 from typing import Any
 
 from ... import creation
+from ...core.tensor import Tensor
 from ...dtypes import default_float
 from ...ops import cat
 from ...ops.attention import self_attention_heads
-from ...core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
 from ..functional_attention import as_additive_mask

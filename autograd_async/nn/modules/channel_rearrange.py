@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ... import creation
+from ...core.tensor import Tensor
 from ...ops.channel_rearrange import (
     channel_shuffle,
     pixel_shuffle,
@@ -13,7 +14,6 @@ from ...ops.channel_rearrange import (
     rms_norm,
     softmin,
 )
-from ...core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
 from ..parameter import Parameter

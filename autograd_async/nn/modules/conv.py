@@ -7,8 +7,8 @@ import math
 from typing import Any
 
 from ... import creation
-from ...ops.conv import expand_param
 from ...core.tensor import Tensor
+from ...ops.conv import expand_param
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
 from ..parameter import Parameter

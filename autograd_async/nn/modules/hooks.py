@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...autograd.function import Function
-from ...creation import zeros_like
-from ...grad_mode import is_grad_enabled
 from ...core.graph import RemovableHandle
 from ...core.tensor import Tensor
+from ...creation import zeros_like
+from ...grad_mode import is_grad_enabled
 
 
 @dataclass(eq=False, slots=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ...ops.losses import legacy_reduction
 from ...core.tensor import Tensor
+from ...ops.losses import legacy_reduction
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .module import Module
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...ops.losses import check_reduction
 from ...core.tensor import Tensor
+from ...ops.losses import check_reduction
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .losses_more import _LegacyLoss, _WeightedLoss
 

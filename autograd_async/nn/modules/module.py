@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
+from ...core.graph import RemovableHandle
+from ...core.tensor import Tensor, as_dtype
 from ...devices import Device, DeviceError, check_available, move_array
 from ...grad_mode import no_grad
-from ...core.graph import RemovableHandle
 from ...optim.optimizer import reset_grad
-from ...core.tensor import Tensor, as_dtype
 from ..parameter import Parameter, is_lazy
 from .hooks import HookEntry, ModuleHooks, call_with_hooks
 

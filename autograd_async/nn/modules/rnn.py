@@ -13,9 +13,9 @@ import warnings
 from typing import Any
 
 from ... import creation
+from ...core.tensor import Tensor
 from ...ops.rnn import GATES, recurrent_layer
 from ...ops.shape import cat, stack
-from ...core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init
 from ..parameter import Parameter

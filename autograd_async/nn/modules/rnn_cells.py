@@ -11,8 +11,8 @@ from typing import Any
 
 from ... import creation
 from ...core.op import torch_type_name
-from ...ops.rnn import recurrent_layer
 from ...core.tensor import Tensor
+from ...ops.rnn import recurrent_layer
 from .. import init
 from ..parameter import Parameter
 from .input_checks import expect_tensor

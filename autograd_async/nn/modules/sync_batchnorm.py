@@ -12,11 +12,11 @@ from typing import Any
 
 from ... import creation
 from ...autograd.function import Function
+from ...core.tensor import Tensor
 from ...distributed.collectives.api import all_reduce, resolve_group
 from ...distributed.collectives.process_group import ReduceOp
 from ...grad_mode import no_grad
 from ...ops.shape import cat
-from ...core.tensor import Tensor
 from .batchnorm import _BatchNorm
 from .input_checks import expect_tensor
 from .module import Module

@@ -14,9 +14,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from ...core.tensor import Tensor
 from ...devices import Device, backend_for
 from ...ops.shape import cat
-from ...core.tensor import Tensor
 from ..modules.module import Module
 
 __all__ = ["DataParallel"]

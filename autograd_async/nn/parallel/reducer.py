@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 
 from ...backends.registry import backends
+from ...core.tensor import Tensor
 from ...distributed.collectives.process_group import ReduceOp
 from ...engine.engine import get_engine
 from ...engine.trace_events import CollectiveSpan
-from ...core.tensor import Tensor
 from ..parameter import Parameter
 
 __all__ = ["Bucket", "BucketTimeline", "Reducer", "assign_buckets"]

@@ -14,9 +14,9 @@ import numpy as np
 
 from ...backends.sanitizer import sanitizer
 from ...backends.sim_mode import sim_mode_state
-from ...devices import CPU, array_module, each_on_its_device, launching, move_array
 from ...core.stream_checks import check_op_streams
 from ...core.tensor import Tensor
+from ...devices import CPU, array_module, each_on_its_device, launching, move_array
 
 
 def _grads(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ...core.tensor import Tensor
 from ...grad_mode import no_grad
 from ...ops import cat
-from ...core.tensor import Tensor
 
 
 def _same_device(params: list[Tensor]) -> None:

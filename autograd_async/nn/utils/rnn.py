@@ -14,9 +14,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ... import creation
+from ...core.tensor import Tensor
 from ...ops.gather import index_select
 from ...ops.shape import cat
-from ...core.tensor import Tensor
 
 
 class _PackedFields(NamedTuple):

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from ...core.tensor import Tensor, float64
 from ...creation import as_tensor, tensor
 from ...ops import stack
-from ...core.tensor import Tensor, float64
 
 
 def default_collate(batch: list[Any]) -> Any:

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from ...creation import Generator, default_generator
 from ...core.tensor import Tensor
+from ...creation import Generator, default_generator
 
 
 class Dataset:
