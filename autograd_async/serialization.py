@@ -36,6 +36,7 @@ import numpy as np
 from . import dtypes
 from .core.tensor import Tensor
 from .devices import CPU, Device, DeviceError, asarray_on, check_available, to_host
+from .nn.parameter import Parameter
 from .type_names import type_name
 
 FORMAT_VERSION = 1
@@ -76,8 +77,6 @@ class _Writer:
     def encode(self, obj: Any, path: str) -> list:
         """The JSON node of `obj` (found at `path`, named in errors)."""
         if isinstance(obj, Tensor):
-            from .nn.parameter import Parameter  # noqa: PLC0415 - nn sits above this module
-
             name = self._store(obj._data, path)
             return ["tensor", name, str(obj.device), obj.requires_grad, isinstance(obj, Parameter)]
         if isinstance(obj, np.ndarray):
@@ -208,8 +207,6 @@ class _Reader:
             dev = self._device_for(saved)
             tensor = Tensor._wrap(array if dev is CPU else asarray_on(array, dev), dev)
         if is_param:
-            from .nn.parameter import Parameter  # noqa: PLC0415 - nn sits above this module
-
             return Parameter(tensor, requires_grad=requires_grad)
         if requires_grad:
             tensor.requires_grad_(True)

@@ -33,7 +33,7 @@ LIBRARY_LOCAL_IMPORTS_CEILING = 31
 # Modules in no layer here (dtypes, devices, backends, grad mode, ...) form the base.
 LAYERS = (
     ("core",),
-    ("ops", "creation"),
+    ("ops", "creation", "factories"),
     ("graph_task", "node_evaluation"),
     ("engine",),
     ("autograd",),
@@ -55,7 +55,8 @@ def layer_of(module: str) -> int:
             return level
     if parts[1] in {"nn", "optim", "profiler", "utils", "func", "distributed", "distributions",
                     "workers", "amp", "fft", "linalg", "special", "cuda", "serialization",
-                    "doctor", "compiled_core", "__main__", "_stubgen", "_moved_modules"}:
+                    "doctor", "compiled_core", "__main__", "_stubgen", "_moved_modules", "cpu",
+                    "runtime_settings"}:
         return len(LAYERS) + 1
     return 0
 

@@ -383,7 +383,7 @@ __all__ += ["channel_shuffle", "pixel_shuffle", "pixel_unshuffle", "rms_norm", "
 
 # isort: split
 from ..ops.ctc import ctc_loss  # noqa: E402
-from ..ops.feature_dropout import (  # noqa: E402
+from ..ops.dropout_family import (  # noqa: E402
     alpha_dropout,
     dropout1d,
     dropout2d,

@@ -12,6 +12,7 @@ from ..devices import array_module, launching
 from ..ops.sampling import pad
 from ..ops.shape import cat
 from ..core.tensor import Tensor
+from .functional import dropout, softmax
 
 
 def as_additive_mask(mask: Tensor | None, name: str, dtype: Any) -> Tensor | None:
@@ -49,8 +50,6 @@ def multi_head_attention_forward(
 ) -> tuple[Tensor, Tensor | None]:
     """Multi-head attention of (L, N, E) queries over (S, N, E) keys and values (or unbatched
     (L, E), (S, E)): the output and, with need_weights, the attention weights."""
-    from .functional import dropout, softmax  # noqa: PLC0415 - functional imports this module
-
     if query.dim() not in (2, 3):
         raise AssertionError(
             f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D "

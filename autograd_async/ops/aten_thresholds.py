@@ -9,16 +9,15 @@ variance by sending the dropped values to SELU's negative saturation and rescali
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..core.tensor import Tensor
 from .activations import _checked_input, _MaskedSlope, _run
 from ..core.op import Op, require_tensor
+from .dropout_family import _dropout_impl
 from .dual import mul_const, xp_of
-from .random_fills import bernoulli_values, uniform_
+from .random_fills import uniform_
 
-_SELU_ALPHA = 1.7580993408473766  # -SELU's scale * alpha: its negative saturation
 
 
 class ThresholdBackward0(_MaskedSlope):
@@ -88,23 +87,11 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
 
 def _dropout(name: str, input: Tensor, p: float, train: bool, feature: bool,
              alpha: bool) -> Tensor:
+    """ATen's dropout forms: nn.functional's implementation, with ATen's error for a bad p."""
     require_tensor(name, input)
     if not 0 <= p <= 1:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if p == 0 or not train or input.numel() == 0:
-        return input
-    if p == 1:
-        return input * Tensor._wrap(xp_of(input._data).zeros((), input.dtype), input.device)
-    if feature and input.ndim < 2:
-        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2) if feature else tuple(input.shape)
-    noise = bernoulli_values(None, input.device, shape, input.dtype, 1 - p)
-    if not alpha:
-        return input * Tensor._wrap(noise / (1 - p), input.device)
-    a = 1.0 / math.sqrt((_SELU_ALPHA * _SELU_ALPHA * p + 1) * (1 - p))
-    shift = (noise - 1) * (_SELU_ALPHA * a) + _SELU_ALPHA * a * p
-    wrap = input.device
-    return input * Tensor._wrap(noise * a, wrap) + Tensor._wrap(shift.astype(input.dtype), wrap)
+    return _dropout_impl(input, p, train, False, feature=feature, alpha=alpha)
 
 
 def dropout(input: Tensor, p: float, train: bool) -> Tensor:

@@ -1,6 +1,5 @@
 """Functions PyTorch defines in terms of other ops, written the same way here: absolute, ravel,
-adjoint, sgn, renorm, split_with_sizes and the unsafe_ splits (whose pieces, in PyTorch, skip the
-multi-output view checks; here they are the ordinary split's pieces)."""
+adjoint, sgn, renorm, unravel_index, pdist, bilinear and the incomplete gamma functions."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from .assembling import triu_indices
 from ..core.op import require_tensor, torch_type_name
 from .elementwise import where
 from .linalg import einsum, vector_norm
-from .shape import chunk, flatten, split
+from .shape import flatten
 from .special_functions import gammainc, gammaincc
 
 
@@ -72,40 +71,16 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     return input * factor
 
 
-def split_with_sizes(input: Tensor, split_sizes: Any, dim: int = 0) -> tuple:
-    """Pieces of the given sizes (which must add up to the dim's size) along `dim`."""
-    require_tensor("split_with_sizes", input)
-    return split(input, list(split_sizes), dim)
 
 
-def unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> tuple:
-    """split(input, split_size, dim)."""
-    require_tensor("unsafe_split", input)
-    return split(input, int(split_size), dim)
 
 
-def unsafe_split_with_sizes(input: Tensor, split_sizes: Any, dim: int = 0) -> tuple:
-    """split_with_sizes(input, split_sizes, dim)."""
-    require_tensor("unsafe_split_with_sizes", input)
-    return split(input, list(split_sizes), dim)
 
 
-def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
-    """chunk(input, chunks, dim)."""
-    require_tensor("unsafe_chunk", input)
-    return chunk(input, chunks, dim)
 
 
-def detach(input: Tensor) -> Tensor:
-    """`input.detach()`: the same values, outside the graph."""
-    require_tensor("detach", input)
-    return input.detach()
 
 
-def is_inference(input: Tensor) -> bool:
-    """`input.is_inference()`: whether it was made under inference_mode."""
-    require_tensor("is_inference", input)
-    return input.is_inference()
 
 
 def unravel_index(indices: Tensor, shape: Any) -> tuple[Tensor, ...]:
@@ -161,8 +136,6 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
 
 
 FUNCTIONS: dict[str, Any] = {
-    "detach": detach,
-    "is_inference": is_inference,
     "unravel_index": unravel_index,
     "pdist": pdist,
     "bilinear": bilinear,
@@ -173,10 +146,5 @@ FUNCTIONS: dict[str, Any] = {
     "adjoint": adjoint,
     "sgn": sgn,
     "renorm": renorm,
-    "split_with_sizes": split_with_sizes,
-    "unsafe_split": unsafe_split,
-    "unsafe_split_with_sizes": unsafe_split_with_sizes,
-    "unsafe_chunk": unsafe_chunk,
 }
-# detach and is_inference are Tensor methods already; the functions call them.
-NOT_METHODS = ("detach", "is_inference", "unravel_index", "pdist", "bilinear")
+NOT_METHODS = ("unravel_index", "pdist", "bilinear")

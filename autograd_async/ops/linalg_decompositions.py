@@ -16,6 +16,7 @@ import numpy as np
 from ..core.op import Op, torch_type_name
 from ..core.tensor import Tensor
 from ..devices import backend_of
+from .complex_parts import conj_of
 from .dual import as_array, quiet, xp_of
 
 
@@ -148,7 +149,6 @@ class LinalgSlogdetBackward0(Op):
     def backward(self, g_sign: Any, g: Any) -> Any:
         (a,) = self.saved(g)
         if isinstance(g, Tensor):  # differentiable: A^-H through the recorded inverse
-            from .complex_parts import conj_of  # noqa: PLC0415 - built on this module
             from .linalg_solvers import inv  # noqa: PLC0415
 
             return g[..., None, None] * conj_of(inv(a).transpose(-2, -1))

@@ -258,29 +258,6 @@ def detach(input: Tensor) -> Tensor:
     return input.detach()
 
 
-def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
-    """A copy of `input` whose elements at `index` of its flattened form are `source`'s (added to
-    them with `accumulate`); negative indices count from the end."""
-    require_tensor("put", input)
-    require_tensor("put", index, "index", 2)
-    require_tensor("put", source, "source", 3)
-    n = input.numel()
-    flat_index = index.reshape(-1)
-    flat_index = where(flat_index < 0, flat_index + n, flat_index)
-    values = source.reshape(-1)
-    if accumulate:
-        out = input.reshape(-1).index_add(0, flat_index, values)
-    else:
-        out = input.reshape(-1).clone()
-        out[flat_index] = values  # the gradient of the replaced elements goes to source
-    return out.reshape(input.shape)
-
-
-def put_(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
-    """`put` written into `input`."""
-    return input.copy_(put(input, index, source, accumulate))
-
-
 def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         aweights: Tensor | None = None) -> Tensor:
     """The covariance matrix of the rows of `input` (variables) over its columns."""
@@ -437,13 +414,13 @@ FUNCTIONS: dict[str, Any] = {
     "copysign": copysign, "heaviside": heaviside, "fmax": fmax, "fmin": fmin, "gcd": gcd,
     "lcm": lcm, "signbit": signbit, "float_power": float_power, "nan_to_num": nan_to_num,
     "addcmul": addcmul, "addcdiv": addcdiv, "trace": trace, "diff": diff,
-    "tensordot": tensordot, "take": take, "put": put, "cov": cov, "corrcoef": corrcoef,
+    "tensordot": tensordot, "take": take, "cov": cov, "corrcoef": corrcoef,
     "trapezoid": trapezoid, "trapz": trapezoid, "cumulative_trapezoid": cumulative_trapezoid,
     "cdist": cdist, "result_type": result_type, "promote_types": promote_types,
     "can_cast": can_cast, "is_floating_point": is_floating_point, "is_complex": is_complex,
     "conj": conj, "is_inference": is_inference, "detach": detach,
 }
-METHODS: dict[str, Any] = {"unfold": unfold, "put_": put_}
+METHODS: dict[str, Any] = {"unfold": unfold}
 # Not Tensor methods in PyTorch.
 NOT_METHODS = ("tensordot", "cdist", "result_type", "promote_types", "can_cast", "trapezoid",
                "trapz", "cumulative_trapezoid", "is_inference", "detach")

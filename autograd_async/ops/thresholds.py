@@ -20,11 +20,10 @@ from . import aten_thresholds
 from .activations import leaky_relu
 from ..core.op import require_kernel_dtype, require_tensor, torch_type_name
 from .elementwise import where
+from .inplace import _through_copy
 
 
 def _in_place(input: Tensor, fn: Any) -> Tensor:
-    from .inplace import _through_copy  # noqa: PLC0415 - inplace imports the elementwise ops
-
     return _through_copy(input, fn)
 
 
