@@ -76,7 +76,8 @@ class LdexpBackward0(Op):
 
 
 class NextafterBackward0(Op):
-    """The next float after input towards other; PyTorch defines no derivative for it."""
+    """The next float after input towards other: PyTorch's derivative is the identity for input
+    (the step is below any rounding of the gradient) and zero for other."""
 
     __slots__ = ()
 
@@ -84,7 +85,8 @@ class NextafterBackward0(Op):
         return as_array(xp_of(a).nextafter(a, b))
 
     def backward(self, g: Any) -> tuple:
-        raise RuntimeError("the derivative for 'nextafter' is not implemented.")
+        need = self.needs_input_grad
+        return (g if need[0] else None), (g * 0 if need[1] else None)
 
 
 def _floating_kernel(name: str, input: Tensor, other: Tensor) -> None:

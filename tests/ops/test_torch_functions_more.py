@@ -141,10 +141,16 @@ def test_errors_like_torch(torch, call, error, message):
             call(lib)
 
 
-def test_nextafter_has_no_derivative():
-    x = aa.tensor([1.0], requires_grad=True)
-    with pytest.raises(RuntimeError, match="the derivative for 'nextafter' is not implemented"):
-        aa.nextafter(x, aa.tensor([2.0])).sum().backward()
+def test_nextafter_gradients_are_pytorchs(torch):
+    # PyTorch: the identity for input, zeros for other.
+    x = aa.tensor([1.0, -3.0], dtype=aa.float64, requires_grad=True)
+    y = aa.tensor([2.0, -4.0], dtype=aa.float64, requires_grad=True)
+    (aa.nextafter(x, y) * aa.tensor([2.0, 5.0], dtype=aa.float64)).sum().backward()
+    tx = torch.tensor([1.0, -3.0], dtype=torch.float64, requires_grad=True)
+    ty = torch.tensor([2.0, -4.0], dtype=torch.float64, requires_grad=True)
+    (torch.nextafter(tx, ty) * torch.tensor([2.0, 5.0], dtype=torch.float64)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+    np.testing.assert_array_equal(y.grad.numpy(), ty.grad.numpy())
 
 
 def test_chain_matmul_warns_of_its_deprecation():
