@@ -96,8 +96,11 @@ def on_page_markdown(markdown: str, **kwargs: Any) -> str:
 
 def on_config(config: Any) -> Any:
     """Rename the factory-made functions and installed methods before the reference is read."""
-    tensor_module = importlib.import_module("autograd_async.tensor")
+    tensor_module = importlib.import_module("autograd_async.core.tensor")
     tensor = tensor_module.Tensor
+    # The classes name `autograd_async.tensor` (their module's former path, kept as an alias for
+    # errors and pickles); griffe reads files, so in the build they name the file they live in.
+    tensor.__module__ = tensor_module.InferenceTensor.__module__ = tensor_module.__name__
     for name, value in list(vars(tensor).items()):
         if inspect.isfunction(value) and _placed_elsewhere(value, tensor_module.__name__,
                                                           f"Tensor.{name}"):
