@@ -1,8 +1,9 @@
 """`python benchmarks/distributed.py --ray`: workers as Ray actors against workers started by hand.
 
 Two pairs of workers on this machine, all on loopback: h0, h1 started by hand
-(`python -m autograd_async.workers`), and r0, r1 started as Ray actors by `autograd_async.workers.ray.RayWorkers` (on the Ray
-this process is connected to, else a local one). For each pair, a distributed backward through
+(`python -m autograd_async.workers`), and r0, r1 started as Ray actors by
+`autograd_async.workers.ray.RayWorkers` (on the Ray this process is connected to, else a local
+one). For each pair, a distributed backward through
 `relay` on the first worker, which clones the payload on the second: the gradient (the payload
 size) goes client -> first -> second and back the same way. The two pairs are interleaved
 repetition by repetition; the table gives medians and their ratio (target: the same within noise,

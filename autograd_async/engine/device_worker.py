@@ -2,8 +2,9 @@
 
 Every node of every graph task that lives on the device runs here, and only here. Other threads hand
 work in through `submit` (a thread-safe inbox plus one wake-up of the loop), so a worker never
-blocks on another; a gradient from another device arrives as a settled `GradientFuture` there. The ready queue orders nodes as PyTorch's engine does: deeper reentrant tasks
-first, then higher sequence number (AccumulateGrad has the highest).
+blocks on another; a gradient from another device arrives there as a settled `GradientFuture`.
+The ready queue orders nodes as PyTorch's engine does: deeper reentrant tasks first, then higher
+sequence number (AccumulateGrad has the highest).
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ import traceback
 
 
 def main(path: str) -> int:
-    blocks = json.loads(open(path).read())
+    with open(path) as f:
+        blocks = json.loads(f.read())
     namespace: dict = {"__name__": "__main__"}
     with asyncio.Runner() as runner:
         for block in blocks:

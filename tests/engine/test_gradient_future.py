@@ -41,7 +41,7 @@ def test_racing_settlers_set_a_future_exactly_once():
         wins: list = []
         start = threading.Barrier(4)
 
-        def settle(value: int) -> None:
+        def settle(value: int, start=start, future=future, wins=wins) -> None:
             start.wait(5)
             try:
                 future.set_result(value)
