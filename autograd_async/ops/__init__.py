@@ -83,6 +83,9 @@ from . import exponents, predicates, products, scatter_copies, torch_nn_forms, t
 # isort: split
 from . import aten_thresholds, composites, histograms, linalg_forms, recurrent_cells, torch_in_place
 
+# isort: split
+from . import complex_views
+
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
 _FAMILIES += (conv, pooling, sampling, normalization, embedding, distance, attention)
@@ -95,6 +98,7 @@ _FAMILIES += (distribution_math,)
 _FAMILIES += (restride, tensor_facts, python_maps, diagonal_fill)
 _FAMILIES += (torch_nn_forms, trigonometry, exponents, predicates, products, scatter_copies)
 _FAMILIES += (aten_thresholds, composites, linalg_forms, recurrent_cells, histograms)
+_FAMILIES += (complex_views,)
 
 
 for _family in _FAMILIES:  # functions that autocast routes as a whole
@@ -120,7 +124,7 @@ _NOT_METHODS += assembling.NOT_METHODS + numeric.NOT_METHODS
 _NOT_METHODS += torch_nn_forms.NOT_METHODS + predicates.NOT_METHODS + products.NOT_METHODS
 _NOT_METHODS += aten_thresholds.NOT_METHODS + linalg_forms.NOT_METHODS + composites.NOT_METHODS
 _NOT_METHODS += scatter_copies.NOT_METHODS + recurrent_cells.NOT_METHODS
-_NOT_METHODS += histograms.NOT_METHODS
+_NOT_METHODS += histograms.NOT_METHODS + complex_views.NOT_METHODS
 
 
 _NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
