@@ -162,6 +162,7 @@ from .amp import (
 )
 from .dtypes import bfloat16
 from .func import vmap  # torch.vmap
+from ._tensor_str import set_printoptions
 from .ops.public import torch_functions
 
 # PyTorch's out= and argument errors naming the function called, on every public function.
@@ -326,4 +327,5 @@ __all__ = [
     "range",
     "scalar_tensor",
     "to_dlpack",
+    "set_printoptions",
 ]
