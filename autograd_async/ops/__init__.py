@@ -84,7 +84,7 @@ from . import exponents, predicates, products, scatter_copies, torch_nn_forms, t
 from . import aten_thresholds, composites, histograms, linalg_forms, recurrent_cells, torch_in_place
 
 # isort: split
-from . import complex_views
+from . import complex_views, short_time_fourier
 
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
@@ -98,7 +98,7 @@ _FAMILIES += (distribution_math,)
 _FAMILIES += (restride, tensor_facts, python_maps, diagonal_fill)
 _FAMILIES += (torch_nn_forms, trigonometry, exponents, predicates, products, scatter_copies)
 _FAMILIES += (aten_thresholds, composites, linalg_forms, recurrent_cells, histograms)
-_FAMILIES += (complex_views,)
+_FAMILIES += (complex_views, short_time_fourier)
 
 
 for _family in _FAMILIES:  # functions that autocast routes as a whole
