@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from .core.op import require_tensor, torch_type_name
+from .core.tensor import Tensor
 from .creation import tensor as _tensor
 from .dtypes import get_default_dtype
-from .core.op import require_tensor, torch_type_name
 from .ops.complex_parts import conj_of
 from .ops.fft import DUAL_NORM, c2c, c2r, r2c
 from .ops.rearrange import roll
 from .ops.reduction import normalize_dim
-from .core.tensor import Tensor
 
 _NORMS = ("backward", "forward", "ortho")
 
@@ -263,5 +263,6 @@ def _ihfft_n(name: str, input: Tensor, s: Any, dim: Any, norm: str | None) -> Te
 
 __all__ = [
     "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn",
-    "irfftn", "hfft", "ihfft", "hfft2", "hfftn", "ihfft2", "ihfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift",
+    "irfftn", "hfft", "ihfft", "hfft2", "hfftn", "ihfft2", "ihfftn", "fftfreq", "rfftfreq",
+    "fftshift", "ifftshift",
 ]  # fmt: skip

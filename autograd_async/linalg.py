@@ -40,6 +40,7 @@ from .ops.linalg_solvers import (
     linalg_cross as cross,
 )
 from .ops.symmetric_factorizations import ldl_factor, ldl_factor_ex, ldl_solve, lu_factor_ex
+from .ops.symmetric_factorizations import ldl_factor, ldl_factor_ex, ldl_solve, lu_factor_ex
 from .ops.views import diagonal as _diagonal
 from .core.tensor import Tensor
 
