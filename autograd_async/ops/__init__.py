@@ -84,7 +84,7 @@ from . import exponents, predicates, products, scatter_copies, torch_nn_forms, t
 from . import aten_thresholds, composites, histograms, linalg_forms, recurrent_cells, torch_in_place
 
 # isort: split
-from . import complex_views, recurrent_layers, short_time_fourier
+from . import aten_sequence_forms, complex_views, recurrent_layers, short_time_fourier
 
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
@@ -98,7 +98,7 @@ _FAMILIES += (distribution_math,)
 _FAMILIES += (restride, tensor_facts, python_maps, diagonal_fill)
 _FAMILIES += (torch_nn_forms, trigonometry, exponents, predicates, products, scatter_copies)
 _FAMILIES += (aten_thresholds, composites, linalg_forms, recurrent_cells, histograms)
-_FAMILIES += (complex_views, short_time_fourier, recurrent_layers)
+_FAMILIES += (complex_views, short_time_fourier, recurrent_layers, aten_sequence_forms)
 
 
 for _family in _FAMILIES:  # functions that autocast routes as a whole
@@ -125,7 +125,7 @@ _NOT_METHODS += torch_nn_forms.NOT_METHODS + predicates.NOT_METHODS + products.N
 _NOT_METHODS += aten_thresholds.NOT_METHODS + linalg_forms.NOT_METHODS + composites.NOT_METHODS
 _NOT_METHODS += scatter_copies.NOT_METHODS + recurrent_cells.NOT_METHODS
 _NOT_METHODS += histograms.NOT_METHODS + complex_views.NOT_METHODS
-_NOT_METHODS += recurrent_layers.NOT_METHODS
+_NOT_METHODS += recurrent_layers.NOT_METHODS + aten_sequence_forms.NOT_METHODS
 
 
 _NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
