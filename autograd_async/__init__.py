@@ -61,7 +61,9 @@ from .factories import (
     asarray,
     bartlett_window,
     blackman_window,
+    empty_permuted,
     empty_strided,
+    frombuffer,
     get_default_device,
     hamming_window,
     hann_window,
@@ -69,6 +71,7 @@ from .factories import (
     randint_like,
     range,
     scalar_tensor,
+    set_default_device,
     to_dlpack,
 )
 from .grad_mode import (
@@ -328,4 +331,7 @@ __all__ = [
     "scalar_tensor",
     "to_dlpack",
     "set_printoptions",
+    "set_default_device",
+    "empty_permuted",
+    "frombuffer",
 ]
