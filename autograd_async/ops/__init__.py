@@ -85,7 +85,7 @@ from . import aten_thresholds, composites, histograms, linalg_forms, recurrent_c
 
 # isort: split
 from . import aten_sequence_forms, complex_views, recurrent_layers, short_time_fourier
-from . import tensor_odds
+from . import householder_forms, tensor_odds
 
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
@@ -100,7 +100,7 @@ _FAMILIES += (restride, tensor_facts, python_maps, diagonal_fill)
 _FAMILIES += (torch_nn_forms, trigonometry, exponents, predicates, products, scatter_copies)
 _FAMILIES += (aten_thresholds, composites, linalg_forms, recurrent_cells, histograms)
 _FAMILIES += (complex_views, short_time_fourier, recurrent_layers, aten_sequence_forms)
-_FAMILIES += (tensor_odds,)
+_FAMILIES += (tensor_odds, householder_forms)
 
 
 for _family in _FAMILIES:  # functions that autocast routes as a whole
