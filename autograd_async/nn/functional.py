@@ -383,6 +383,8 @@ __all__ += ["channel_shuffle", "pixel_shuffle", "pixel_unshuffle", "rms_norm", "
 
 # isort: split
 from ..ops.ctc import ctc_loss  # noqa: E402
+from ..ops.composites import bilinear, pdist  # noqa: E402
+from ..ops.time_batch_forms import conv_tbc, native_channel_shuffle  # noqa: E402
 from ..ops.feature_dropout import (  # noqa: E402
     alpha_dropout,
     dropout1d,
@@ -457,6 +459,10 @@ __all__ += [
     "rrelu",
     "softshrink",
     "threshold",
+    "bilinear",
+    "pdist",
+    "conv_tbc",
+    "native_channel_shuffle",
     *_aliases,
 ]
 
