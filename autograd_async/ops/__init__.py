@@ -85,7 +85,7 @@ from . import aten_thresholds, composites, histograms, linalg_forms, recurrent_c
 
 # isort: split
 from . import aten_sequence_forms, complex_views, recurrent_layers, short_time_fourier
-from . import householder_forms, tensor_odds, time_batch_forms
+from . import householder_forms, lowrank, tensor_odds, time_batch_forms
 
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
@@ -100,7 +100,7 @@ _FAMILIES += (restride, tensor_facts, python_maps, diagonal_fill)
 _FAMILIES += (torch_nn_forms, trigonometry, exponents, predicates, products, scatter_copies)
 _FAMILIES += (aten_thresholds, composites, linalg_forms, recurrent_cells, histograms)
 _FAMILIES += (complex_views, short_time_fourier, recurrent_layers, aten_sequence_forms)
-_FAMILIES += (tensor_odds, householder_forms, time_batch_forms)
+_FAMILIES += (tensor_odds, householder_forms, time_batch_forms, lowrank)
 
 
 for _family in _FAMILIES:  # functions that autocast routes as a whole
@@ -128,7 +128,7 @@ _NOT_METHODS += aten_thresholds.NOT_METHODS + linalg_forms.NOT_METHODS + composi
 _NOT_METHODS += scatter_copies.NOT_METHODS + recurrent_cells.NOT_METHODS
 _NOT_METHODS += histograms.NOT_METHODS + complex_views.NOT_METHODS
 _NOT_METHODS += recurrent_layers.NOT_METHODS + aten_sequence_forms.NOT_METHODS
-_NOT_METHODS += tensor_odds.NOT_METHODS + time_batch_forms.NOT_METHODS
+_NOT_METHODS += tensor_odds.NOT_METHODS + time_batch_forms.NOT_METHODS + lowrank.NOT_METHODS
 
 
 _NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
