@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..core.op import require_tensor
 from ..core.tensor import Tensor
 from .assembling import cat, stack
 from .aten_thresholds import dropout as _dropout
@@ -83,6 +84,7 @@ def _packed(mode: str, data: Tensor, batch_sizes: Tensor, h0: Tensor, c0: Tensor
 def lstm(input: Tensor, *args: Any) -> tuple[Tensor, Tensor, Tensor]:
     """(output, h_n, c_n): `lstm(input, (h0, c0), params, has_biases, num_layers, dropout,
     train, bidirectional, batch_first)` or `lstm(data, batch_sizes, (h0, c0), params, ...)`."""
+    _require_arguments("lstm", input, args)
     if isinstance(args[0], Tensor):  # the packed form
         batch_sizes, (h0, c0), params, *rest = args
         out, h_n, c_n = _packed("LSTM", input, batch_sizes, h0, c0, params, *rest)
@@ -92,7 +94,19 @@ def lstm(input: Tensor, *args: Any) -> tuple[Tensor, Tensor, Tensor]:
     return out, h_n, c_n
 
 
+def _require_arguments(name: str, input: Tensor, args: tuple) -> None:
+    require_tensor(name, input)
+    if len(args) not in (8, 9):  # packed: 8 after the data, padded: 8 after the input
+        raise TypeError(
+            f"{name}() received an invalid combination of arguments: expected "
+            f"({name}(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, "
+            f"batch_first) or {name}(data, batch_sizes, hx, params, has_biases, num_layers, "
+            f"dropout, train, bidirectional)), got {1 + len(args)} arguments"
+        )
+
+
 def _single_state(mode: str, input: Tensor, args: tuple) -> tuple[Tensor, Tensor]:
+    _require_arguments(mode.lower(), input, args)
     if isinstance(args[1], Tensor):  # (data, batch_sizes, hx, params, ...): the packed form
         batch_sizes, h0, params, *rest = args
         out, h_n, _ = _packed(mode, input, batch_sizes, h0, None, params, *rest)
