@@ -3,9 +3,9 @@
 ctc_loss takes an integer reduction (0 none, 1 mean, 2 sum; called without one it does not
 reduce, as the schema's default reaches Python as 0). embedding_bag takes `weight` first, an
 integer mode (0 sum, 1 mean, 2 max) and returns ATen's four tensors: the bags, the bag of each
-index (`offset2bag`, empty for a float32/float16 sum without padding), each bag's size (zeros for sum) and, for
-max, the row each maximum came from (for mean, the sizes again; for sum, zeros), as PyTorch's
-CPU kernel gives them. Both call the one implementation nn.functional uses.
+index (`offset2bag`, empty for a float32/float16 sum without padding), each bag's size (zeros
+for sum) and, for max, the row each maximum came from (for mean, the sizes again; for sum,
+zeros), as PyTorch's CPU kernel gives them. Both call the one implementation nn.functional uses.
 """
 
 from __future__ import annotations
