@@ -101,9 +101,8 @@ class LinalgInvExBackward0(Op):
             raise singular_error("linalg.inv", a) from None
 
     def backward(self, g: Any) -> Any:
-        _no_double_backward("linalg_inv", g)
-        (inverse,) = self.saved(g)
-        h = mh(inverse)
+        (inverse,) = self.saved(g)  # a Tensor on the graph when g is one (create_graph)
+        h = tensor_mh(inverse) if isinstance(g, Tensor) else mh(inverse)
         return -(h @ g @ h)
 
 
@@ -119,8 +118,12 @@ class LinalgDetBackward0(Op):
         return as_array(xp_of(a).asarray(xp_of(a).linalg.det(a)))
 
     def backward(self, g: Any) -> Any:
-        _no_double_backward("linalg_det", g)
         (a,) = self.saved(g)
+        if isinstance(g, Tensor):  # differentiable: det(A) A^-H, through recorded ops
+            from .linalg_solvers import det, inv  # noqa: PLC0415 - built on this module
+
+            cofactors = det(a)[..., None, None] * inv(a)
+            return g[..., None, None] * tensor_mh(cofactors)
         xp = xp_of(a)
         u, s, vh = xp.linalg.svd(a)
         n = s.shape[-1]
@@ -287,21 +290,51 @@ def eig_backward(values: Any, vectors: Any, g_values: Any, g_vectors: Any,
     return xp.linalg.solve(mh(vectors), inner @ mh(vectors))
 
 
+def tensor_mh(t: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dims of a Tensor, recorded."""
+    t = t.transpose(-2, -1)
+    return t.conj() if t.is_complex() else t
+
+
+def eigh_backward_recorded(a: Tensor, uplo: str, g_values: Any, g_vectors: Any) -> Tensor:
+    """`eig_backward` for Hermitian A in recorded ops (create_graph=True): A is decomposed
+    again on the graph, so the gradient's own derivative follows."""
+    from ..creation import eye  # noqa: PLC0415 - creation imports the ops
+    from .linalg_solvers import eigh  # noqa: PLC0415 - built on this module
+
+    values, vectors = eigh(a, UPLO=uplo)
+    n = values.shape[-1]
+    identity = eye(n, dtype=values.dtype, device=a.device)
+    if g_vectors is None:
+        inner = values.new_zeros(tuple(values.shape) + (n,)).to(dtype=vectors.dtype)
+    else:
+        vhgv = tensor_mh(vectors) @ g_vectors
+        vhgv = 0.5 * (vhgv - tensor_mh(vhgv))
+        gaps = values[..., None, :] - values[..., :, None] + identity
+        inner = vhgv / gaps * (1 - identity)
+    if g_values is not None:
+        inner = inner + g_values[..., None, :].to(dtype=inner.dtype) * identity
+    return vectors @ inner @ tensor_mh(vectors)
+
+
 class LinalgEighBackward0(Op):
     """Eigenvalues (ascending) and orthonormal eigenvectors of Hermitian matrices."""
 
-    __slots__ = ("_values", "_vectors")
+    __slots__ = ("_values", "_vectors", "_uplo")
     complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_eigh"
     saved_slots = ("_values", "_vectors")
+    saved_inputs = (0,)  # for a differentiable backward, which decomposes A again on the graph
 
     def forward(self, a: Any, uplo: str) -> Any:
         values, vectors = xp_of(a).linalg.eigh(a, UPLO=uplo)
-        self._values, self._vectors = values, vectors
+        self._values, self._vectors, self._uplo = values, vectors, uplo
         return as_array(values), as_array(vectors)
 
     def backward(self, g_values: Any, g_vectors: Any) -> Any:
-        _no_double_backward("linalg_eigh", g_values)
+        if isinstance(g_values, Tensor) or isinstance(g_vectors, Tensor):
+            (a,) = self.saved(g_values if isinstance(g_values, Tensor) else g_vectors)
+            return eigh_backward_recorded(a, self._uplo, g_values, g_vectors)
         self.check_released()
         return eig_backward(self._values, self._vectors, g_values, g_vectors, True)
 
