@@ -367,20 +367,25 @@ class LinalgEigBackward0(Op):
 class LinalgSvdBackward0(Op):
     """U, S, Vh of each matrix; backward as PyTorch's (distinct singular values)."""
 
-    __slots__ = ("_u", "_s", "_vh", "_k")
+    __slots__ = ("_u", "_s", "_vh", "_k", "_full")
     complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_svd"
     saved_slots = ("_u", "_s", "_vh")
+    saved_inputs = (0,)  # for a differentiable backward, which decomposes A again on the graph
 
     def forward(self, a: Any, full_matrices: bool) -> Any:
         u, s, vh = xp_of(a).linalg.svd(a, full_matrices=full_matrices)
         s = s.astype(np.empty(0, a.dtype).real.dtype, copy=False)
         self._k = s.shape[-1]
+        self._full = full_matrices
         self._u, self._s, self._vh = u, s, vh
         return as_array(u), as_array(s), as_array(vh)
 
     def backward(self, gu: Any, gs: Any, gvh: Any) -> Any:
-        _no_double_backward("linalg_svd", gs)
+        recorded = next((g for g in (gu, gs, gvh) if isinstance(g, Tensor)), None)
+        if recorded is not None:
+            (a,) = self.saved(recorded)
+            return svd_backward_recorded(a, self._k, gu, gs, gvh)
         self.check_released()
         k = self._k
         u, s, vh = self._u[..., :, :k], self._s, self._vh[..., :k, :]
@@ -410,6 +415,39 @@ class LinalgSvdBackward0(Op):
         return grad
 
 
+def svd_backward_recorded(a: Tensor, k: int, gu: Any, gs: Any, gvh: Any) -> Tensor:
+    """The SVD's gradient (real matrices) in recorded ops, for create_graph=True: A is
+    decomposed again on the graph so that the gradient's own derivative follows."""
+    from ..creation import eye  # noqa: PLC0415 - creation imports the ops
+    from .linalg_solvers import svd  # noqa: PLC0415 - built on this module
+
+    if a.is_complex():
+        raise NotImplementedError(
+            "linalg_svd: a differentiable backward (create_graph=True) of complex matrices is "
+            "not supported"
+        )
+    u, s, vh = svd(a, full_matrices=False)
+    m, n = a.shape[-2], a.shape[-1]
+    gu = u.new_zeros(tuple(u.shape)) if gu is None else gu[..., :, :k]
+    gvh = vh.new_zeros(tuple(vh.shape)) if gvh is None else gvh[..., :k, :]
+    v, gv = tensor_mh(vh), tensor_mh(gvh)
+    uhgu = tensor_mh(u) @ gu
+    vhgv = vh @ gv
+    uhgu, vhgv = uhgu - tensor_mh(uhgu), vhgv - tensor_mh(vhgv)
+    identity = eye(k, dtype=s.dtype, device=a.device)
+    squares = s * s
+    gaps = squares[..., None, :] - squares[..., :, None] + identity
+    inner = (uhgu * s[..., None, :] + s[..., :, None] * vhgv) / gaps * (1 - identity)
+    if gs is not None:
+        inner = inner + gs[..., None, :] * identity
+    grad = u @ inner @ vh
+    if m > k:
+        grad = grad + ((gu - u @ (tensor_mh(u) @ gu)) / s[..., None, :]) @ vh
+    if n > k:
+        grad = grad + u @ tensor_mh((gv - v @ (vh @ gv)) / s[..., None, :])
+    return grad
+
+
 # -------------------------------------------------------------- matrix_exp
 class LinalgMatrixExpBackward0(Op):
     """exp(A) of each matrix; backward the upper right block of exp([[A^H, g], [0, A^H]])."""
@@ -424,8 +462,16 @@ class LinalgMatrixExpBackward0(Op):
         return as_array(expm(a).astype(a.dtype, copy=False))
 
     def backward(self, g: Any) -> Any:
-        _no_double_backward("linalg_matrix_exp", g)
         (a,) = self.saved(g)
+        if isinstance(g, Tensor):  # differentiable: the same block, exponentiated on the graph
+            from .assembling import cat  # noqa: PLC0415
+            from .linalg_solvers import matrix_exp  # noqa: PLC0415 - built on this module
+
+            ah = tensor_mh(a)
+            block = cat([cat([ah, g.to(dtype=a.dtype)], -1),
+                         cat([ah.new_zeros(tuple(ah.shape)), ah], -1)], -2)
+            n = a.shape[-1]
+            return matrix_exp(block)[..., :n, n:]
         xp = xp_of(a)
         n = a.shape[-1]
         block = xp.zeros(a.shape[:-2] + (2 * n, 2 * n), dtype=np.result_type(a, g))

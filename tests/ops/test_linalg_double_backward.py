@@ -1,4 +1,5 @@
-"""Second derivatives (create_graph=True) through inv, det, solve and eigh: gradgradcheck by
+"""Second derivatives (create_graph=True) through inv, det, solve, eigh, svd, svdvals, pinv and
+matrix_exp: gradgradcheck by
 finite differences in float64 on each device, and the Hessian-vector products of PyTorch."""
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ CASES = {
     "eigh_vectors": lambda m, x: m.linalg.eigh(x + x.T)[1].abs(),
     "eigh_both": lambda m, x: (lambda w, v: (v * w) @ v.T)(*m.linalg.eigh(x @ x.T)),
     "batched_inv": lambda m, x: m.linalg.inv(m.stack([x, x.T + 1.0])),
+    "svdvals": lambda m, x: m.linalg.svdvals(x),
+    "svd_rebuilt": lambda m, x: (lambda u, s, vh: (u * s) @ vh)(
+        *m.linalg.svd(x, full_matrices=False)),
+    "svd_vectors": lambda m, x: m.linalg.svd(x[:2])[2][:2].abs(),
+    "pinv_wide": lambda m, x: m.linalg.pinv(x[:2]),
+    "matrix_exp": lambda m, x: m.linalg.matrix_exp(x * 0.3),
 }
 
 
