@@ -233,6 +233,24 @@ def qr_backward(q: Any, r: Any, gq: Any, gr: Any) -> Any:
     return xp.concatenate([left, q @ gv], axis=-1)
 
 
+def qr_backward_recorded(q: Tensor, r: Tensor, gq: Tensor, gr: Tensor) -> Tensor:
+    """`qr_backward` for real matrices in recorded ops (create_graph=True), from Q and R
+    computed again on the graph."""
+    from .assembling import cat  # noqa: PLC0415
+    from .linalg_solvers import solve_triangular  # noqa: PLC0415 - built on this module
+
+    m, n = q.shape[-2], r.shape[-1]
+    if m >= n:
+        product = r @ tensor_mh(gr) - tensor_mh(gq) @ q
+        copied = product.tril() + tensor_mh(product.tril(-1))
+        b = gq + q @ copied
+        return tensor_mh(solve_triangular(r, tensor_mh(b), upper=True))
+    u, v = r[..., :, :m], r[..., :, m:]
+    gu, gv = gr[..., :, :m], gr[..., :, m:]
+    left = qr_backward_recorded(q, u, gq + (q @ v) @ tensor_mh(gv), gu)
+    return cat([left, q @ gv], -1)
+
+
 class LinalgQrBackward0(Op):
     """Q, R of each matrix, mode 'reduced' or 'complete' (complete only where Q is square)."""
 
@@ -240,6 +258,7 @@ class LinalgQrBackward0(Op):
     complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_qr"
     saved_slots = ("_q", "_r")
+    saved_inputs = (0,)  # for a differentiable backward, which factors A again on the graph
 
     def forward(self, a: Any, mode: str) -> Any:
         self._mode = mode
@@ -251,7 +270,6 @@ class LinalgQrBackward0(Op):
         return as_array(q), as_array(r)
 
     def backward(self, gq: Any, gr: Any) -> Any:
-        _no_double_backward("linalg_qr", gr)
         if self._mode == "r":
             raise RuntimeError(
                 "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
@@ -265,6 +283,17 @@ class LinalgQrBackward0(Op):
             raise RuntimeError(
                 "The QR decomposition is not differentiable when mode='complete' and nrows > ncols."
             )
+        recorded = next((g for g in (gq, gr) if isinstance(g, Tensor)), None)
+        if recorded is not None:
+            (a,) = self.saved(recorded)
+            if a.is_complex():
+                _no_double_backward("linalg_qr", recorded)
+            from .linalg_solvers import qr  # noqa: PLC0415 - built on this module
+
+            q_t, r_t = qr(a, mode=self._mode)
+            gq = q_t.new_zeros(tuple(q_t.shape)) if gq is None else gq
+            gr = r_t.new_zeros(tuple(r_t.shape)) if gr is None else gr
+            return qr_backward_recorded(q_t, r_t, gq, gr)
         return qr_backward(q, r, gq, gr)
 
 

@@ -28,6 +28,10 @@ CASES = {
     "svd_vectors": lambda m, x: m.linalg.svd(x[:2])[2][:2].abs(),
     "pinv_wide": lambda m, x: m.linalg.pinv(x[:2]),
     "matrix_exp": lambda m, x: m.linalg.matrix_exp(x * 0.3),
+    "qr_q": lambda m, x: m.linalg.qr(x)[0],
+    "qr_r": lambda m, x: m.linalg.qr(x)[1],
+    "qr_tall": lambda m, x: (lambda q, r: q.sum() * r)(*m.linalg.qr(m.cat([x, x * 0.5]))),
+    "qr_wide": lambda m, x: m.linalg.qr(x[:2])[1],
 }
 
 
