@@ -60,7 +60,9 @@ from .factories import (
     asarray,
     bartlett_window,
     blackman_window,
+    empty_permuted,
     empty_strided,
+    frombuffer,
     get_default_device,
     hamming_window,
     hann_window,
@@ -68,6 +70,7 @@ from .factories import (
     randint_like,
     range,
     scalar_tensor,
+    set_default_device,
     to_dlpack,
 )
 from .grad_mode import (
@@ -161,6 +164,7 @@ from .amp import (
 )
 from .dtypes import bfloat16
 from .func import vmap  # torch.vmap
+from ._tensor_str import set_printoptions
 from .ops.public import torch_functions
 
 # PyTorch's out= and argument errors naming the function called, on every public function.
@@ -325,4 +329,8 @@ __all__ = [
     "range",
     "scalar_tensor",
     "to_dlpack",
+    "set_printoptions",
+    "set_default_device",
+    "empty_permuted",
+    "frombuffer",
 ]

@@ -77,8 +77,21 @@ def manual_seed(seed: int) -> Generator:
     return default_generator.manual_seed(seed)
 
 
+class DefaultDevice:
+    """The device factories make tensors on when given none (`set_default_device`): one
+    setting for the process, as PyTorch's, like the default dtype."""
+
+    __slots__ = ("device",)
+
+    def __init__(self) -> None:
+        self.device: Device = CPU
+
+
+default_device = DefaultDevice()
+
+
 def _device(device: Any) -> Device:
-    dev = CPU if device is None else Device(device)
+    dev = default_device.device if device is None else Device(device)
     _devices.check_available(dev)
     return dev
 

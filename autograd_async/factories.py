@@ -9,14 +9,15 @@ point.
 
 from __future__ import annotations
 
+import builtins
 import math
 import warnings
 from typing import Any
 
 import numpy as np
 
-from .creation import _device, _make, empty, from_numpy, randint, tensor
-from .devices import CPU, Device
+from .creation import _device, _make, default_device, empty, from_numpy, randint, tensor
+from .devices import CPU, Device, check_available
 from .dtypes import default_float
 from .core.op import torch_type_name
 from .core.tensor import Tensor, as_dtype
@@ -97,8 +98,17 @@ def empty_strided(size: Any, stride: Any, *, dtype: Any = None, device: Any = No
 
 
 def get_default_device() -> Device:
-    """The device factories make tensors on when given none: the cpu."""
-    return CPU
+    """The device factories make tensors on when given none (the cpu unless
+    `set_default_device` changed it)."""
+    return default_device.device
+
+
+def set_default_device(device: Any) -> None:
+    """Make factories (tensor, zeros, arange, rand, ...) put tensors on `device` when given
+    none; None restores the cpu. Tensors made from others (from_numpy, *_like) are unchanged."""
+    dev = CPU if device is None else Device(device)
+    check_available(dev)
+    default_device.device = dev
 
 
 def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: bool | None = None,
@@ -203,8 +213,78 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
                    lambda n: np.kaiser(n, beta))
 
 
+def empty_permuted(size: Any, physical_layout: Any, *, dtype: Any = None, layout: Any = None,
+                   device: Any = None, requires_grad: bool = False,
+                   pin_memory: bool = False) -> Tensor:
+    """An uninitialised tensor of shape `size` whose dimensions lie in memory in the order
+    `physical_layout` (outermost first): `empty_permuted((2, 3, 5), (0, 2, 1))` has strides
+    (15, 1, 3)."""
+    size = tuple(int(n) for n in size)
+    order = tuple(int(d) for d in physical_layout)
+    if len(size) != len(order):
+        raise RuntimeError(
+            "Number of dimensions in size does not match the length of the physical_layout; "
+            f"i.e. len(size) = {len(size)} is not equal to len(physical_layout) = {len(order)}"
+        )
+    order = tuple(d + len(size) if d < 0 else d for d in order)
+    if len(set(order)) != len(order) or not all(0 <= d < len(size) for d in order):
+        raise RuntimeError("Duplicate dim not allowed")
+    stored = empty(*[size[d] for d in order], dtype=dtype, device=device)
+    inverse = sorted(builtins.range(len(order)), key=order.__getitem__)  # argsort of the layout
+    out = stored.permute(*inverse)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
+               requires_grad: bool = False) -> Tensor:
+    """A 1-d cpu tensor over the memory of an object with the buffer protocol (no copy):
+    `count` elements of `dtype` from byte `offset` (-1: to the end)."""
+    view = memoryview(buffer).cast("B")
+    length = view.nbytes
+    np_dtype = as_dtype(dtype)
+    size = np.dtype(np_dtype).itemsize
+    if length <= 0 or count == 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if offset < 0 or offset >= length:
+        raise ValueError(
+            f"offset ({offset} bytes) must be non-negative and no greater than buffer length "
+            f"({length} bytes) minus 1"
+        )
+    if count < 0:
+        if (length - offset) % size:
+            raise ValueError(
+                f"buffer length ({length - offset} bytes) after offset ({offset} bytes) must be "
+                f"a multiple of element size ({size})"
+            )
+        count = (length - offset) // size
+    elif offset + count * size > length:
+        raise ValueError(
+            f"requested buffer length ({count} * {size} bytes) after offset ({offset} bytes) "
+            f"must not be greater than actual buffer length ({length} bytes)"
+        )
+    if view.readonly:
+        warnings.warn(
+            "The given buffer is not writable, and PyTorch does not support non-writable "
+            "tensors. This means you can write to the underlying (supposedly non-writable) "
+            "buffer using the tensor. You may want to copy the buffer to protect its data or "
+            "make it writable before converting it to a tensor.", UserWarning, stacklevel=2,
+        )
+    array = np.frombuffer(view, dtype=np_dtype, count=count, offset=offset)
+    if not array.flags.writeable:  # the tensor writes through, as PyTorch's does
+        array = np.lib.stride_tricks.as_strided(array, writeable=True)
+    out = from_numpy(array)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
 __all__ = [
     "asarray",
+    "empty_permuted",
+    "frombuffer",
+    "set_default_device",
     "get_default_device",
     "bartlett_window",
     "blackman_window",

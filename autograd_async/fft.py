@@ -229,8 +229,40 @@ def ifftshift(input: Tensor, dim: Any = None) -> Tensor:
     """The inverse of `fftshift`."""
     return _shift("ifftshift", input, dim, -1)
 
+def hfft2(input: Tensor, s: Any = None, dim: Any = (-2, -1), norm: str | None = None) -> Tensor:
+    """The two-dimensional `hfftn`."""
+    _checked("hfft2", input)
+    return _c2r_n("hfft2", conj_of(input), s, dim, DUAL_NORM[_norm(norm)])
+
+
+def hfftn(input: Tensor, s: Any = None, dim: Any = None, norm: str | None = None) -> Tensor:
+    """The real n-dimensional spectrum of a signal with Hermitian symmetry in the last dim,
+    from its first half there (2 * (size - 1) points by default)."""
+    _checked("hfftn", input)
+    return _c2r_n("hfftn", conj_of(input), s, dim, DUAL_NORM[_norm(norm)])
+
+
+def ihfft2(input: Tensor, s: Any = None, dim: Any = (-2, -1), norm: str | None = None) -> Tensor:
+    """The two-dimensional `ihfftn`."""
+    return _ihfft_n("ihfft2", input, s, dim, norm)
+
+
+def ihfftn(input: Tensor, s: Any = None, dim: Any = None, norm: str | None = None) -> Tensor:
+    """The inverse of `hfftn`: the one-sided (last dim) Hermitian spectrum of a real signal."""
+    return _ihfft_n("ihfftn", input, s, dim, norm)
+
+
+def _ihfft_n(name: str, input: Tensor, s: Any, dim: Any, norm: str | None) -> Tensor:
+    _checked(name, input)
+    if input.dtype.kind == "c":
+        raise RuntimeError(
+            f"{name} expects a real input tensor, but got {torch_type_name(input.dtype)}"
+        )
+    return conj_of(_r2c_n(name, input, s, dim, DUAL_NORM[_norm(norm)]))
+
 
 __all__ = [
     "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn",
-    "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift",
+    "irfftn", "hfft", "ihfft", "hfft2", "hfftn", "ihfft2", "ihfftn", "fftfreq", "rfftfreq",
+    "fftshift", "ifftshift",
 ]  # fmt: skip

@@ -42,6 +42,7 @@ from .ops.linalg_solvers import (
     linalg_cross as cross,
 )
 from .ops.shape import stack
+from .ops.symmetric_factorizations import ldl_factor, ldl_factor_ex, ldl_solve, lu_factor_ex
 from .ops.views import diagonal as _diagonal
 
 
@@ -117,7 +118,8 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
 
 __all__ = [
     "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh",
-    "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "lstsq", "lu", "lu_factor",
+    "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex",
+    "ldl_solve", "lstsq", "lu", "lu_factor", "lu_factor_ex",
     "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot",
     "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals",
     "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm",

@@ -15,6 +15,7 @@ import inspect
 import re
 import sys
 import types
+import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,17 @@ class Exclusion:
 PRIVATE = Exclusion(r"^_", "private by Python's convention, not public API")
 EXCLUSIONS = (
     PRIVATE,
+    Exclusion(
+        "^(" + "|".join(sorted(typing.__all__)) + ")$",
+        "typing's names (Optional, Literal, Callable, ...) that torch's modules import for "
+        "their annotations, not functions of theirs",
+        ("torch functions", "torch.linalg", "torch.special", "torch.fft", "nn.functional",
+         "nn.init"),  # nn.Container is a (legacy) module, not typing's
+    ),
+    Exclusion(
+        r"^(boolean_dispatch|handle_torch_function|has_torch_function(_unary|_variadic)?)$",
+        "the __torch_function__ dispatch helpers nn.functional uses to build its functions",
+    ),
     Exclusion(
         r"quantiz|^q_|^qscheme$|^int_repr$|^dequantize$|^choose_qparams|fake_quant",
         "quantized tensors: a storage format of PyTorch's CPU/CUDA kernels, not NumPy's",

@@ -2,10 +2,11 @@
 
 from . import functional, init, modules, utils
 from .modules import *  # noqa: F403 - the layers, listed once in modules.__all__
-from .parameter import Parameter, UninitializedBuffer, UninitializedParameter
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
 __all__ = [
     *modules.__all__,
+    "Buffer",
     "Parameter",
     "UninitializedBuffer",
     "UninitializedParameter",

@@ -382,6 +382,7 @@ from ..ops.channel_rearrange import (  # noqa: E402
 __all__ += ["channel_shuffle", "pixel_shuffle", "pixel_unshuffle", "rms_norm", "softmin"]
 
 # isort: split
+from ..ops.composites import bilinear, pdist  # noqa: E402
 from ..ops.ctc import ctc_loss  # noqa: E402
 from ..ops.dropout_family import (  # noqa: E402
     alpha_dropout,
@@ -414,6 +415,7 @@ from ..ops.pooling import (  # noqa: E402
 )
 from ..ops.power_pooling import lp_pool1d, lp_pool2d, lp_pool3d  # noqa: E402
 from ..ops.thresholds import hardshrink, rrelu, softshrink, threshold  # noqa: E402
+from ..ops.time_batch_forms import conv_tbc, native_channel_shuffle  # noqa: E402
 from ..ops.unpooling import max_unpool1d, max_unpool2d, max_unpool3d  # noqa: E402
 from .functional_aliases import *  # noqa: E402, F403 - the deprecated and in-place names
 from .functional_aliases import __all__ as _aliases  # noqa: E402
@@ -457,6 +459,10 @@ __all__ += [
     "rrelu",
     "softshrink",
     "threshold",
+    "bilinear",
+    "pdist",
+    "conv_tbc",
+    "native_channel_shuffle",
     *_aliases,
 ]
 

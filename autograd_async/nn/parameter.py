@@ -105,9 +105,26 @@ class UninitializedBuffer(_Uninitialized, Tensor):
             self.requires_grad_(True)
 
 
+class Buffer(Tensor):
+    """A tensor that a `Module` registers as a buffer when assigned to it (in its state_dict
+    unless `persistent=False`). Shares `data`'s storage and keeps its requires_grad."""
+
+    __slots__ = ("persistent",)
+
+    def __init__(self, data: Tensor | None = None, *, persistent: bool = True) -> None:
+        if data is None:
+            data = empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Buffer expects a Tensor (or None), got {type(data).__name__}")
+        self._init(data._data, data.device, None, 0, None)
+        if data.requires_grad:
+            self.requires_grad_(True)
+        self.persistent = persistent
+
+
 def is_lazy(value: Any) -> bool:
     """Whether `value` is an uninitialised parameter or buffer."""
     return isinstance(value, _Uninitialized)
 
 
-__all__ = ["Parameter", "UninitializedBuffer", "UninitializedParameter", "is_lazy"]
+__all__ = ["Buffer", "Parameter", "UninitializedBuffer", "UninitializedParameter", "is_lazy"]

@@ -93,6 +93,10 @@ from . import (
 # isort: split
 from . import aten_thresholds, composites, histograms, linalg_forms, recurrent_cells, torch_in_place
 
+# isort: split
+from . import aten_sequence_forms, complex_views, recurrent_layers, short_time_fourier
+from . import householder_forms, lowrank, tensor_odds, time_batch_forms
+
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)
 _FAMILIES += (conv, pooling, sampling, normalization, embedding, distance, attention)
@@ -105,6 +109,8 @@ _FAMILIES += (distribution_math,)
 _FAMILIES += (restride, tensor_facts, python_maps, diagonal_fill)
 _FAMILIES += (torch_nn_forms, trigonometry, exponents, predicates, products, scatter_copies)
 _FAMILIES += (aten_thresholds, composites, linalg_forms, recurrent_cells, histograms)
+_FAMILIES += (complex_views, short_time_fourier, recurrent_layers, aten_sequence_forms)
+_FAMILIES += (tensor_odds, householder_forms, time_batch_forms, lowrank)
 
 
 for _family in _FAMILIES:  # functions that autocast routes as a whole
@@ -130,7 +136,9 @@ _NOT_METHODS += assembling.NOT_METHODS + numeric.NOT_METHODS
 _NOT_METHODS += torch_nn_forms.NOT_METHODS + predicates.NOT_METHODS + products.NOT_METHODS
 _NOT_METHODS += aten_thresholds.NOT_METHODS + linalg_forms.NOT_METHODS + composites.NOT_METHODS
 _NOT_METHODS += scatter_copies.NOT_METHODS + recurrent_cells.NOT_METHODS
-_NOT_METHODS += histograms.NOT_METHODS
+_NOT_METHODS += histograms.NOT_METHODS + complex_views.NOT_METHODS
+_NOT_METHODS += recurrent_layers.NOT_METHODS + aten_sequence_forms.NOT_METHODS
+_NOT_METHODS += tensor_odds.NOT_METHODS + time_batch_forms.NOT_METHODS + lowrank.NOT_METHODS
 
 
 _NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}

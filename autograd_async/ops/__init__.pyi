@@ -65,6 +65,7 @@ def alpha_dropout_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor: ...
 def amax(input: Tensor, dim: Any = ..., keepdim: bool = ...) -> Tensor: ...
 def amin(input: Tensor, dim: Any = ..., keepdim: bool = ...) -> Tensor: ...
 def aminmax(input: Tensor, *, dim: Any = ..., keepdim: bool = ...) -> Any: ...
+def angle(input: Tensor) -> Tensor: ...
 def any(input: Tensor, dim: Any = ..., keepdim: bool = ...) -> Tensor: ...
 def arccos(input: Tensor) -> Tensor: ...
 def arccos_(input: Tensor, *args: Any, **kwargs: Any) -> Any: ...
@@ -90,6 +91,12 @@ def argsort(
 ) -> Tensor: ...
 def argwhere(input: Tensor) -> Tensor: ...
 def as_strided(
+    input: Tensor,
+    size: Any,
+    stride: Any,
+    storage_offset: int | None = ...,
+) -> Tensor: ...
+def as_strided_(
     input: Tensor,
     size: Any,
     stride: Any,
@@ -205,6 +212,7 @@ def clip_(input: Tensor, *args: Any, **kwargs: Any) -> Any: ...
 def clone(input: Tensor, *, memory_format: Any = ...) -> Tensor: ...
 def column_stack(tensors: Any) -> Tensor: ...
 def combinations(input: Tensor, r: int = ..., with_replacement: bool = ...) -> Tensor: ...
+def complex(real: Tensor, imag: Tensor) -> Tensor: ...
 def concat(tensors: Any, dim: int = ...) -> Tensor: ...
 def concatenate(tensors: Any, dim: int = ...) -> Tensor: ...
 def conj(input: Tensor) -> Tensor: ...
@@ -237,6 +245,7 @@ def conv3d(
     dilation: Any = ...,
     groups: int = ...,
 ) -> Tensor: ...
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = ...) -> Tensor: ...
 def conv_transpose1d(
     input: Tensor,
     weight: Tensor,
@@ -290,6 +299,15 @@ def cov(
     aweights: Tensor | None = ...,
 ) -> Tensor: ...
 def cross(input: Tensor, other: Tensor, dim: int | None = ...) -> Tensor: ...
+def ctc_loss(
+    log_probs: Tensor,
+    targets: Tensor,
+    input_lengths: Any,
+    target_lengths: Any,
+    blank: int = ...,
+    reduction: int = ...,
+    zero_infinity: bool = ...,
+) -> Tensor: ...
 def cummax(input: Tensor, dim: int) -> Any: ...
 def cummin(input: Tensor, dim: int) -> Any: ...
 def cumprod(input: Tensor, dim: Any = ..., *, dtype: Any = ...) -> Tensor: ...
@@ -335,6 +353,17 @@ def embedding(
     scale_grad_by_freq: bool = ...,
     sparse: bool = ...,
 ) -> Tensor: ...
+def embedding_bag(
+    weight: Tensor,
+    indices: Tensor,
+    offsets: Tensor,
+    scale_grad_by_freq: bool = ...,
+    mode: int = ...,
+    sparse: bool = ...,
+    per_sample_weights: Tensor | None = ...,
+    include_last_offset: bool = ...,
+    padding_idx: int | None = ...,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]: ...
 def eq(input: Tensor, other: Any) -> Tensor: ...
 def equal(input: Tensor, other: Tensor) -> bool: ...
 def erf(input: Tensor) -> Tensor: ...
@@ -374,6 +403,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = ...) -
 def gcd(input: Tensor, other: Tensor) -> Tensor: ...
 def gcd_(input: Tensor, *args: Any, **kwargs: Any) -> Any: ...
 def ge(input: Tensor, other: Any) -> Tensor: ...
+def geqrf(input: Tensor) -> tuple[Tensor, Tensor]: ...
 def ger(input: Tensor, vec2: Tensor) -> Tensor: ...
 def gradient(
     input: Tensor,
@@ -392,6 +422,7 @@ def group_norm(
     eps: float = ...,
     cudnn_enabled: bool = ...,
 ) -> Tensor: ...
+def gru(input: Tensor, *args: Any) -> tuple[Tensor, Tensor]: ...
 def gru_cell(
     input: Tensor,
     hx: Tensor,
@@ -477,6 +508,7 @@ def is_neg(input: Tensor) -> bool: ...
 def is_nonzero(input: Tensor) -> bool: ...
 def is_same_size(input: Tensor, other: Tensor) -> bool: ...
 def is_signed(input: Tensor) -> bool: ...
+def is_storage(obj: Any) -> bool: ...
 def isclose(
     input: Tensor,
     other: Any,
@@ -497,6 +529,18 @@ def isnan(input: Tensor) -> Tensor: ...
 def isneginf(input: Tensor) -> Tensor: ...
 def isposinf(input: Tensor) -> Tensor: ...
 def isreal(input: Tensor) -> Tensor: ...
+def istft(
+    input: Tensor,
+    n_fft: int,
+    hop_length: int | None = ...,
+    win_length: int | None = ...,
+    window: Tensor | None = ...,
+    center: bool = ...,
+    normalized: bool = ...,
+    onesided: bool | None = ...,
+    length: int | None = ...,
+    return_complex: bool = ...,
+) -> Tensor: ...
 def kl_div(
     input: Tensor,
     target: Tensor,
@@ -523,6 +567,22 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor: ...
 def less(input: Tensor, other: Any) -> Tensor: ...
 def less_equal(input: Tensor, other: Any) -> Tensor: ...
 def lgamma(input: Tensor) -> Tensor: ...
+def lobpcg(
+    A: Tensor,
+    k: int | None = ...,
+    B: Tensor | None = ...,
+    X: Tensor | None = ...,
+    n: int | None = ...,
+    iK: Tensor | None = ...,
+    niter: int | None = ...,
+    tol: float | None = ...,
+    largest: bool | None = ...,
+    method: str | None = ...,
+    tracker: Any = ...,
+    ortho_iparams: Any = ...,
+    ortho_fparams: Any = ...,
+    ortho_bparams: Any = ...,
+) -> tuple[Tensor, Tensor]: ...
 def log(input: Tensor) -> Tensor: ...
 def log10(input: Tensor) -> Tensor: ...
 def log10_(input: Tensor, *args: Any, **kwargs: Any) -> Any: ...
@@ -543,6 +603,7 @@ def logical_xor(input: Tensor, other: Any) -> Tensor: ...
 def logit(input: Tensor, eps: float | None = ...) -> Tensor: ...
 def logit_(input: Tensor, *args: Any, **kwargs: Any) -> Any: ...
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = ...) -> Tensor: ...
+def lstm(input: Tensor, *args: Any) -> tuple[Tensor, Tensor, Tensor]: ...
 def lstm_cell(
     input: Tensor,
     hx: Any,
@@ -647,6 +708,8 @@ def nanquantile(
 ) -> Tensor: ...
 def nansum(input: Tensor, dim: Any = ..., keepdim: bool = ..., *, dtype: Any = ...) -> Tensor: ...
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor: ...
+def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor: ...
+def native_channel_shuffle(input: Tensor, groups: int) -> Tensor: ...
 def ne(input: Tensor, other: Any) -> Tensor: ...
 def neg(input: Tensor) -> Tensor: ...
 def neg_(input: Tensor, *args: Any, **kwargs: Any) -> Any: ...
@@ -654,6 +717,7 @@ def negative(input: Tensor) -> Tensor: ...
 def negative_(input: Tensor, *args: Any, **kwargs: Any) -> Any: ...
 def nextafter(input: Tensor, other: Tensor) -> Tensor: ...
 def nonzero(input: Tensor, *, as_tuple: bool = ...) -> Any: ...
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = ...) -> Tensor: ...
 def norm(
     input: Tensor,
     p: Any = ...,
@@ -672,6 +736,14 @@ def normal(
     requires_grad: bool = ...,
 ) -> Tensor: ...
 def not_equal(input: Tensor, other: Any) -> Tensor: ...
+def orgqr(input: Tensor, tau: Tensor) -> Tensor: ...
+def ormqr(
+    input: Tensor,
+    tau: Tensor,
+    other: Tensor,
+    left: bool = ...,
+    transpose: bool = ...,
+) -> Tensor: ...
 def outer(input: Tensor, vec2: Tensor) -> Tensor: ...
 def pairwise_distance(
     x1: Tensor,
@@ -680,6 +752,12 @@ def pairwise_distance(
     eps: float = ...,
     keepdim: bool = ...,
 ) -> Tensor: ...
+def pca_lowrank(
+    A: Tensor,
+    q: int | None = ...,
+    center: bool = ...,
+    niter: int = ...,
+) -> tuple[Tensor, Tensor, Tensor]: ...
 def pdist(input: Tensor, p: float = ...) -> Tensor: ...
 def permute(input: Tensor, *dims: Any) -> Tensor: ...
 def pinverse(input: Tensor, rcond: float = ...) -> Tensor: ...
@@ -694,6 +772,7 @@ def poisson_nll_loss(
     eps: float,
     reduction: int,
 ) -> Tensor: ...
+def polar(abs: Tensor, angle: Tensor) -> Tensor: ...
 def polygamma(n: int, input: Tensor) -> Tensor: ...
 def positive(input: Tensor) -> Tensor: ...
 def pow(input: Any, exponent: Any) -> Tensor: ...
@@ -728,6 +807,7 @@ def repeat_interleave(
     output_size: int | None = ...,
 ) -> Tensor: ...
 def reshape(input: Tensor, *shape: Any) -> Tensor: ...
+def resize_as_(input: Tensor, the_template: Tensor, *, memory_format: Any = ...) -> Tensor: ...
 def resolve_conj(input: Tensor) -> Tensor: ...
 def resolve_neg(input: Tensor) -> Tensor: ...
 def result_type(tensor1: Any, tensor2: Any) -> Any: ...
@@ -737,6 +817,7 @@ def rms_norm(
     weight: Tensor | None = ...,
     eps: float | None = ...,
 ) -> Tensor: ...
+def rnn_relu(input: Tensor, *args: Any) -> tuple[Tensor, Tensor]: ...
 def rnn_relu_cell(
     input: Tensor,
     hx: Tensor,
@@ -745,6 +826,7 @@ def rnn_relu_cell(
     b_ih: Tensor | None = ...,
     b_hh: Tensor | None = ...,
 ) -> Tensor: ...
+def rnn_tanh(input: Tensor, *args: Any) -> tuple[Tensor, Tensor]: ...
 def rnn_tanh_cell(
     input: Tensor,
     hx: Tensor,
@@ -853,10 +935,29 @@ def std_mean(
     *,
     correction: Any = ...,
 ) -> tuple[Tensor, Tensor]: ...
+def stft(
+    input: Tensor,
+    n_fft: int,
+    hop_length: int | None = ...,
+    win_length: int | None = ...,
+    window: Tensor | None = ...,
+    center: bool = ...,
+    pad_mode: str = ...,
+    normalized: bool = ...,
+    onesided: bool | None = ...,
+    return_complex: bool | None = ...,
+    align_to_window: bool | None = ...,
+) -> Tensor: ...
 def sub(input: Any, other: Any, *, alpha: Any = ...) -> Tensor: ...
 def subtract(input: Any, other: Any, *, alpha: Any = ...) -> Tensor: ...
 def sum(input: Tensor, dim: Any = ..., keepdim: bool = ..., *, dtype: Any = ...) -> Tensor: ...
 def svd(input: Tensor, some: bool = ..., compute_uv: bool = ...) -> Any: ...
+def svd_lowrank(
+    A: Tensor,
+    q: int | None = ...,
+    niter: int | None = ...,
+    M: Tensor | None = ...,
+) -> tuple[Tensor, Tensor, Tensor]: ...
 def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor: ...
 def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor: ...
 def t(input: Tensor) -> Tensor: ...
@@ -960,6 +1061,8 @@ def var_mean(
     correction: Any = ...,
 ) -> tuple[Tensor, Tensor]: ...
 def vdot(input: Tensor, other: Tensor) -> Tensor: ...
+def view_as_complex(input: Tensor) -> Tensor: ...
+def view_as_real(input: Tensor) -> Tensor: ...
 def vsplit(input: Tensor, indices_or_sections: Any) -> tuple: ...
 def vstack(tensors: Any) -> Tensor: ...
 def where(condition: Tensor, input: Any, other: Any) -> Tensor: ...
@@ -992,6 +1095,7 @@ __all__ = [
     "amax",
     "amin",
     "aminmax",
+    "angle",
     "any",
     "arccos",
     "arccos_",
@@ -1011,6 +1115,7 @@ __all__ = [
     "argsort",
     "argwhere",
     "as_strided",
+    "as_strided_",
     "as_strided_scatter",
     "asin",
     "asin_",
@@ -1069,6 +1174,7 @@ __all__ = [
     "clone",
     "column_stack",
     "combinations",
+    "complex",
     "concat",
     "concatenate",
     "conj",
@@ -1077,6 +1183,7 @@ __all__ = [
     "conv1d",
     "conv2d",
     "conv3d",
+    "conv_tbc",
     "conv_transpose1d",
     "conv_transpose2d",
     "conv_transpose3d",
@@ -1091,6 +1198,7 @@ __all__ = [
     "count_nonzero",
     "cov",
     "cross",
+    "ctc_loss",
     "cummax",
     "cummin",
     "cumprod",
@@ -1118,6 +1226,7 @@ __all__ = [
     "dstack",
     "einsum",
     "embedding",
+    "embedding_bag",
     "eq",
     "erf",
     "erf_",
@@ -1156,11 +1265,13 @@ __all__ = [
     "gcd",
     "gcd_",
     "ge",
+    "geqrf",
     "ger",
     "gradient",
     "greater",
     "greater_equal",
     "group_norm",
+    "gru",
     "gru_cell",
     "gt",
     "hardshrink",
@@ -1195,6 +1306,7 @@ __all__ = [
     "is_nonzero",
     "is_same_size",
     "is_signed",
+    "is_storage",
     "isclose",
     "isfinite",
     "isin",
@@ -1203,6 +1315,7 @@ __all__ = [
     "isneginf",
     "isposinf",
     "isreal",
+    "istft",
     "kl_div",
     "kron",
     "kthvalue",
@@ -1216,6 +1329,7 @@ __all__ = [
     "less",
     "less_equal",
     "lgamma",
+    "lobpcg",
     "log",
     "log10",
     "log10_",
@@ -1236,6 +1350,7 @@ __all__ = [
     "logit",
     "logit_",
     "logsumexp",
+    "lstm",
     "lstm_cell",
     "lt",
     "lu",
@@ -1276,6 +1391,8 @@ __all__ = [
     "nanquantile",
     "nansum",
     "narrow",
+    "narrow_copy",
+    "native_channel_shuffle",
     "ne",
     "neg",
     "neg_",
@@ -1283,11 +1400,15 @@ __all__ = [
     "negative_",
     "nextafter",
     "nonzero",
+    "nonzero_static",
     "norm",
     "normal",
     "not_equal",
+    "orgqr",
+    "ormqr",
     "outer",
     "pairwise_distance",
+    "pca_lowrank",
     "pdist",
     "permute",
     "pinverse",
@@ -1295,6 +1416,7 @@ __all__ = [
     "pixel_unshuffle",
     "poisson",
     "poisson_nll_loss",
+    "polar",
     "polygamma",
     "positive",
     "pow",
@@ -1316,11 +1438,14 @@ __all__ = [
     "renorm",
     "repeat_interleave",
     "reshape",
+    "resize_as_",
     "resolve_conj",
     "resolve_neg",
     "result_type",
     "rms_norm",
+    "rnn_relu",
     "rnn_relu_cell",
+    "rnn_tanh",
     "rnn_tanh_cell",
     "roll",
     "rot90",
@@ -1365,10 +1490,12 @@ __all__ = [
     "stack",
     "std",
     "std_mean",
+    "stft",
     "sub",
     "subtract",
     "sum",
     "svd",
+    "svd_lowrank",
     "swapaxes",
     "swapdims",
     "t",
@@ -1410,6 +1537,8 @@ __all__ = [
     "var",
     "var_mean",
     "vdot",
+    "view_as_complex",
+    "view_as_real",
     "vsplit",
     "vstack",
     "where",

@@ -308,12 +308,13 @@ class NormBackward1(Op):
 class LinalgSvdvalsBackward0(Op):
     """The singular values of each matrix; the gradient is U diag(g) Vh (distinct values).
 
-    A differentiable backward (create_graph) would need the derivative of U and Vh, which is
-    not implemented: it raises rather than give a second derivative that ignores them.
+    A differentiable backward (create_graph) decomposes A again on the graph, so that the
+    derivatives of U and Vh enter the second derivative.
     """
 
     __slots__ = ("_u", "_vh")
     saved_slots = ("_u", "_vh")
+    saved_inputs = (0,)
     op_name = "linalg_svdvals"
 
     def forward(self, a: Any) -> Any:
@@ -322,12 +323,13 @@ class LinalgSvdvalsBackward0(Op):
         return as_array(s.astype(a.dtype, copy=False))
 
     def backward(self, g: Any) -> Any:
-        self.check_released()
         if isinstance(g, Tensor):
-            raise NotImplementedError(
-                "linalg_svdvals: a differentiable backward (create_graph=True) through singular "
-                "values is not supported"
-            )
+            from .linalg_solvers import svd  # noqa: PLC0415 - built on this module
+
+            (a,) = self.saved(g)
+            u, _, vh = svd(a, full_matrices=False)
+            return u @ (g[..., :, None] * vh)
+        self.check_released()
         return self._u @ (g[..., :, None] * self._vh)
 
 

@@ -102,9 +102,8 @@ class LinalgInvExBackward0(Op):
             raise singular_error("linalg.inv", a) from None
 
     def backward(self, g: Any) -> Any:
-        _no_double_backward("linalg_inv", g)
-        (inverse,) = self.saved(g)
-        h = mh(inverse)
+        (inverse,) = self.saved(g)  # a Tensor on the graph when g is one (create_graph)
+        h = tensor_mh(inverse) if isinstance(g, Tensor) else mh(inverse)
         return -(h @ g @ h)
 
 
@@ -120,8 +119,12 @@ class LinalgDetBackward0(Op):
         return as_array(xp_of(a).asarray(xp_of(a).linalg.det(a)))
 
     def backward(self, g: Any) -> Any:
-        _no_double_backward("linalg_det", g)
         (a,) = self.saved(g)
+        if isinstance(g, Tensor):  # differentiable: det(A) A^-H, through recorded ops
+            from .linalg_solvers import det, inv  # noqa: PLC0415 - built on this module
+
+            cofactors = det(a)[..., None, None] * inv(a)
+            return g[..., None, None] * tensor_mh(cofactors)
         xp = xp_of(a)
         u, s, vh = xp.linalg.svd(a)
         n = s.shape[-1]
@@ -230,6 +233,24 @@ def qr_backward(q: Any, r: Any, gq: Any, gr: Any) -> Any:
     return xp.concatenate([left, q @ gv], axis=-1)
 
 
+def qr_backward_recorded(q: Tensor, r: Tensor, gq: Tensor, gr: Tensor) -> Tensor:
+    """`qr_backward` for real matrices in recorded ops (create_graph=True), from Q and R
+    computed again on the graph."""
+    from .assembling import cat  # noqa: PLC0415
+    from .linalg_solvers import solve_triangular  # noqa: PLC0415 - built on this module
+
+    m, n = q.shape[-2], r.shape[-1]
+    if m >= n:
+        product = r @ tensor_mh(gr) - tensor_mh(gq) @ q
+        copied = product.tril() + tensor_mh(product.tril(-1))
+        b = gq + q @ copied
+        return tensor_mh(solve_triangular(r, tensor_mh(b), upper=True))
+    u, v = r[..., :, :m], r[..., :, m:]
+    gu, gv = gr[..., :, :m], gr[..., :, m:]
+    left = qr_backward_recorded(q, u, gq + (q @ v) @ tensor_mh(gv), gu)
+    return cat([left, q @ gv], -1)
+
+
 class LinalgQrBackward0(Op):
     """Q, R of each matrix, mode 'reduced' or 'complete' (complete only where Q is square)."""
 
@@ -237,6 +258,7 @@ class LinalgQrBackward0(Op):
     complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_qr"
     saved_slots = ("_q", "_r")
+    saved_inputs = (0,)  # for a differentiable backward, which factors A again on the graph
 
     def forward(self, a: Any, mode: str) -> Any:
         self._mode = mode
@@ -248,7 +270,6 @@ class LinalgQrBackward0(Op):
         return as_array(q), as_array(r)
 
     def backward(self, gq: Any, gr: Any) -> Any:
-        _no_double_backward("linalg_qr", gr)
         if self._mode == "r":
             raise RuntimeError(
                 "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
@@ -262,6 +283,17 @@ class LinalgQrBackward0(Op):
             raise RuntimeError(
                 "The QR decomposition is not differentiable when mode='complete' and nrows > ncols."
             )
+        recorded = next((g for g in (gq, gr) if isinstance(g, Tensor)), None)
+        if recorded is not None:
+            (a,) = self.saved(recorded)
+            if a.is_complex():
+                _no_double_backward("linalg_qr", recorded)
+            from .linalg_solvers import qr  # noqa: PLC0415 - built on this module
+
+            q_t, r_t = qr(a, mode=self._mode)
+            gq = q_t.new_zeros(tuple(q_t.shape)) if gq is None else gq
+            gr = r_t.new_zeros(tuple(r_t.shape)) if gr is None else gr
+            return qr_backward_recorded(q_t, r_t, gq, gr)
         return qr_backward(q, r, gq, gr)
 
 
@@ -287,21 +319,51 @@ def eig_backward(values: Any, vectors: Any, g_values: Any, g_vectors: Any,
     return xp.linalg.solve(mh(vectors), inner @ mh(vectors))
 
 
+def tensor_mh(t: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dims of a Tensor, recorded."""
+    t = t.transpose(-2, -1)
+    return t.conj() if t.is_complex() else t
+
+
+def eigh_backward_recorded(a: Tensor, uplo: str, g_values: Any, g_vectors: Any) -> Tensor:
+    """`eig_backward` for Hermitian A in recorded ops (create_graph=True): A is decomposed
+    again on the graph, so the gradient's own derivative follows."""
+    from ..creation import eye  # noqa: PLC0415 - creation imports the ops
+    from .linalg_solvers import eigh  # noqa: PLC0415 - built on this module
+
+    values, vectors = eigh(a, UPLO=uplo)
+    n = values.shape[-1]
+    identity = eye(n, dtype=values.dtype, device=a.device)
+    if g_vectors is None:
+        inner = values.new_zeros(tuple(values.shape) + (n,)).to(dtype=vectors.dtype)
+    else:
+        vhgv = tensor_mh(vectors) @ g_vectors
+        vhgv = 0.5 * (vhgv - tensor_mh(vhgv))
+        gaps = values[..., None, :] - values[..., :, None] + identity
+        inner = vhgv / gaps * (1 - identity)
+    if g_values is not None:
+        inner = inner + g_values[..., None, :].to(dtype=inner.dtype) * identity
+    return vectors @ inner @ tensor_mh(vectors)
+
+
 class LinalgEighBackward0(Op):
     """Eigenvalues (ascending) and orthonormal eigenvectors of Hermitian matrices."""
 
-    __slots__ = ("_values", "_vectors")
+    __slots__ = ("_values", "_vectors", "_uplo")
     complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_eigh"
     saved_slots = ("_values", "_vectors")
+    saved_inputs = (0,)  # for a differentiable backward, which decomposes A again on the graph
 
     def forward(self, a: Any, uplo: str) -> Any:
         values, vectors = xp_of(a).linalg.eigh(a, UPLO=uplo)
-        self._values, self._vectors = values, vectors
+        self._values, self._vectors, self._uplo = values, vectors, uplo
         return as_array(values), as_array(vectors)
 
     def backward(self, g_values: Any, g_vectors: Any) -> Any:
-        _no_double_backward("linalg_eigh", g_values)
+        if isinstance(g_values, Tensor) or isinstance(g_vectors, Tensor):
+            (a,) = self.saved(g_values if isinstance(g_values, Tensor) else g_vectors)
+            return eigh_backward_recorded(a, self._uplo, g_values, g_vectors)
         self.check_released()
         return eig_backward(self._values, self._vectors, g_values, g_vectors, True)
 
@@ -334,20 +396,25 @@ class LinalgEigBackward0(Op):
 class LinalgSvdBackward0(Op):
     """U, S, Vh of each matrix; backward as PyTorch's (distinct singular values)."""
 
-    __slots__ = ("_u", "_s", "_vh", "_k")
+    __slots__ = ("_u", "_s", "_vh", "_k", "_full")
     complex_conjugate_rule = True  # written with conjugate transposes
     op_name = "linalg_svd"
     saved_slots = ("_u", "_s", "_vh")
+    saved_inputs = (0,)  # for a differentiable backward, which decomposes A again on the graph
 
     def forward(self, a: Any, full_matrices: bool) -> Any:
         u, s, vh = xp_of(a).linalg.svd(a, full_matrices=full_matrices)
         s = s.astype(np.empty(0, a.dtype).real.dtype, copy=False)
         self._k = s.shape[-1]
+        self._full = full_matrices
         self._u, self._s, self._vh = u, s, vh
         return as_array(u), as_array(s), as_array(vh)
 
     def backward(self, gu: Any, gs: Any, gvh: Any) -> Any:
-        _no_double_backward("linalg_svd", gs)
+        recorded = next((g for g in (gu, gs, gvh) if isinstance(g, Tensor)), None)
+        if recorded is not None:
+            (a,) = self.saved(recorded)
+            return svd_backward_recorded(a, self._k, gu, gs, gvh)
         self.check_released()
         k = self._k
         u, s, vh = self._u[..., :, :k], self._s, self._vh[..., :k, :]
@@ -377,6 +444,39 @@ class LinalgSvdBackward0(Op):
         return grad
 
 
+def svd_backward_recorded(a: Tensor, k: int, gu: Any, gs: Any, gvh: Any) -> Tensor:
+    """The SVD's gradient (real matrices) in recorded ops, for create_graph=True: A is
+    decomposed again on the graph so that the gradient's own derivative follows."""
+    from ..creation import eye  # noqa: PLC0415 - creation imports the ops
+    from .linalg_solvers import svd  # noqa: PLC0415 - built on this module
+
+    if a.is_complex():
+        raise NotImplementedError(
+            "linalg_svd: a differentiable backward (create_graph=True) of complex matrices is "
+            "not supported"
+        )
+    u, s, vh = svd(a, full_matrices=False)
+    m, n = a.shape[-2], a.shape[-1]
+    gu = u.new_zeros(tuple(u.shape)) if gu is None else gu[..., :, :k]
+    gvh = vh.new_zeros(tuple(vh.shape)) if gvh is None else gvh[..., :k, :]
+    v, gv = tensor_mh(vh), tensor_mh(gvh)
+    uhgu = tensor_mh(u) @ gu
+    vhgv = vh @ gv
+    uhgu, vhgv = uhgu - tensor_mh(uhgu), vhgv - tensor_mh(vhgv)
+    identity = eye(k, dtype=s.dtype, device=a.device)
+    squares = s * s
+    gaps = squares[..., None, :] - squares[..., :, None] + identity
+    inner = (uhgu * s[..., None, :] + s[..., :, None] * vhgv) / gaps * (1 - identity)
+    if gs is not None:
+        inner = inner + gs[..., None, :] * identity
+    grad = u @ inner @ vh
+    if m > k:
+        grad = grad + ((gu - u @ (tensor_mh(u) @ gu)) / s[..., None, :]) @ vh
+    if n > k:
+        grad = grad + u @ tensor_mh((gv - v @ (vh @ gv)) / s[..., None, :])
+    return grad
+
+
 # -------------------------------------------------------------- matrix_exp
 class LinalgMatrixExpBackward0(Op):
     """exp(A) of each matrix; backward the upper right block of exp([[A^H, g], [0, A^H]])."""
@@ -391,8 +491,16 @@ class LinalgMatrixExpBackward0(Op):
         return as_array(expm(a).astype(a.dtype, copy=False))
 
     def backward(self, g: Any) -> Any:
-        _no_double_backward("linalg_matrix_exp", g)
         (a,) = self.saved(g)
+        if isinstance(g, Tensor):  # differentiable: the same block, exponentiated on the graph
+            from .assembling import cat  # noqa: PLC0415
+            from .linalg_solvers import matrix_exp  # noqa: PLC0415 - built on this module
+
+            ah = tensor_mh(a)
+            block = cat([cat([ah, g.to(dtype=a.dtype)], -1),
+                         cat([ah.new_zeros(tuple(ah.shape)), ah], -1)], -2)
+            n = a.shape[-1]
+            return matrix_exp(block)[..., :n, n:]
         xp = xp_of(a)
         n = a.shape[-1]
         block = xp.zeros(a.shape[:-2] + (2 * n, 2 * n), dtype=np.result_type(a, g))

@@ -11,7 +11,8 @@ from tests.gradients import to_numpy
 
 ONE_D = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"]
 MANY_D = ["fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn"]
-REAL_ONLY = {"rfft", "ihfft", "rfft2", "rfftn"}
+MANY_D += ["hfft2", "hfftn", "ihfft2", "ihfftn"]
+REAL_ONLY = {"rfft", "ihfft", "rfft2", "rfftn", "ihfft2", "ihfftn"}
 NORMS = ["backward", "ortho", "forward"]  # None is "backward": see the single-precision test
 
 
@@ -99,7 +100,8 @@ def _real_loss(fn, weights):
 
 
 @pytest.mark.parametrize(
-    "name", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "rfftn", "irfftn"]
+    "name", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "rfftn", "irfftn",
+             "hfft2", "hfftn", "ihfft2", "ihfftn"]
 )
 def test_gradients_match_central_differences_in_double_precision(name):
     """PyTorch's convention for a complex input: dL/dre + 1j * dL/dim of the real loss L."""

@@ -16,6 +16,7 @@ import autograd_async.nn.functional as F
 ALSO_NAMED = {"clip": "clamp", "logsigmoid": "log_sigmoid", "relu_": "relu"}
 # Functions whose first argument need not be a tensor (PyTorch takes a number there).
 FIRST_ARGUMENT_FREE = {"normal"}
+FIRST_ARGUMENT_FREE |= {"is_storage"}  # a question about any object, as PyTorch's
 
 
 def _public(module, names) -> list[tuple[str, object]]:

@@ -15,7 +15,7 @@ from ...core.tensor import Tensor, as_dtype
 from ...devices import Device, DeviceError, check_available, move_array
 from ...grad_mode import no_grad
 from ...optim.optimizer import reset_grad
-from ..parameter import Parameter, is_lazy
+from ..parameter import Buffer, Parameter, is_lazy
 from .hooks import HookEntry, ModuleHooks, call_with_hooks
 
 
@@ -214,6 +214,10 @@ class Module:
             self._check_ready("parameters")
             self._forget(name)
             self.register_parameter(name, value)
+        elif isinstance(value, Buffer):
+            self._check_ready("buffer")
+            self._forget(name)
+            self.register_buffer(name, value, persistent=value.persistent)
         elif params is not None and name in params:
             if value is not None:
                 raise TypeError(

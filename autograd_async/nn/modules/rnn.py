@@ -14,9 +14,8 @@ from typing import Any
 
 from ... import creation
 from ...core.tensor import Tensor
-from ...ops.rnn import GATES, recurrent_layer
-from ...ops.shape import cat, stack
-from .. import functional as F  # noqa: N812 - PyTorch's alias
+from ...ops.recurrent_layers import run_layers
+from ...ops.rnn import GATES
 from .. import init
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
@@ -200,40 +199,11 @@ class RNNBase(Module):
             rows = seq.reshape(steps * batch, seq.shape[2])
         directions = 2 if self.bidirectional else 1
         real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
-        h_states = hx.unbind(0)
-        c_states = cx.unbind(0) if cx is not None else None
-        h_finals, c_finals = [], []
-        weights = self.all_weights
-        for layer in range(self.num_layers):
-            outs = []
-            for direction in range(directions):
-                index = layer * directions + direction
-                w = weights[index]
-                w_ih, w_hh = w[0], w[1]
-                b_ih, b_hh = (w[2], w[3]) if self.bias else (None, None)
-                w_hr = w[-1] if self.proj_size > 0 else None
-                result = recurrent_layer(
-                    self.mode,
-                    rows,
-                    batch_sizes,
-                    h_states[index],
-                    c_states[index] if c_states is not None else None,
-                    w_ih,
-                    w_hh,
-                    b_ih,
-                    b_hh,
-                    w_hr,
-                    reverse=direction == 1,
-                )
-                outs.append(result[0])
-                h_finals.append(result[1])
-                if c_states is not None:
-                    c_finals.append(result[2])
-            rows = outs[0] if directions == 1 else cat(outs, 1)
-            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
-                rows = F.dropout(rows, self.dropout, True)
-        h_n = stack(h_finals, 0)
-        c_n = stack(c_finals, 0) if c_states is not None else None
+        params = [w for layer in self.all_weights for w in layer]
+        rows, h_n, c_n = run_layers(
+            self.mode, rows, batch_sizes, hx, cx, params, self.bias, self.num_layers,
+            self.dropout, self.training, self.bidirectional,
+        )
         if packed:
             return rows, h_n, c_n
         output = rows.reshape(steps, batch, directions * real_hidden)
