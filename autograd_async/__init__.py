@@ -147,6 +147,7 @@ from . import (
     linalg,  # torch.linalg's names
     special,  # torch.special's names
 )
+from ._tensor_str import set_printoptions
 from ._version import __version__ as __version__  # the one place for the version
 from .amp import (
     autocast,
@@ -164,7 +165,6 @@ from .amp import (
 )
 from .dtypes import bfloat16
 from .func import vmap  # torch.vmap
-from ._tensor_str import set_printoptions
 from .ops.public import torch_functions
 
 # PyTorch's out= and argument errors naming the function called, on every public function.

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from .core.op import torch_type_name
+from .core.tensor import Tensor, as_dtype
 from .creation import _device, _make, default_device, empty, from_numpy, randint, tensor
 from .devices import CPU, Device, check_available
 from .dtypes import default_float
-from .core.op import torch_type_name
-from .core.tensor import Tensor, as_dtype
 
 
 def range(  # noqa: A001 - PyTorch's name

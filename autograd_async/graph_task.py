@@ -18,10 +18,10 @@ from typing import Any, NamedTuple
 
 from .backends.sanitizer import enabled as sanitizer_enabled
 from .core.graph import GraphRoot, Node  # noqa: F401 - GraphRoot: re-exported
+from .core.history import anomaly_parent
 from .core.tensor import Tensor
 from .devices import Device, check_entered
 from .grad_mode import grad_enabled
-from .core.history import anomaly_parent
 from .node_evaluation import (
     add_on_stream,
     check_nan,

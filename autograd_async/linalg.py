@@ -7,9 +7,9 @@ from typing import Any
 
 from .core.op import require_tensor
 from .core.tensor import Tensor
-from .creation import eye
 from .ops.arithmetic import matmul
 from .ops.cholesky import cholesky  # differentiable twice, as the distributions need
+from .ops.householder_forms import householder_product
 from .ops.linalg import linalg_norm as norm
 from .ops.linalg import matrix_norm, svdvals, vector_norm
 from .ops.linalg_decompositions import LinAlgError
@@ -99,21 +99,6 @@ def tensorsolve(A: Tensor, B: Tensor, dims: Any = None) -> Tensor:
     out_shape = A.shape[B.ndim:]
     X = solve(A.reshape(B.numel(), -1), B.reshape(-1))
     return X.reshape(out_shape)
-
-
-def householder_product(A: Tensor, tau: Tensor) -> Tensor:
-    """The first n columns of the product of Householder reflectors I - tau_i v_i v_i^H."""
-    m, n = A.shape[-2:]
-
-    identity = eye(m, dtype=A.dtype, device=A.device)
-    Q = identity.expand(*A.shape[:-2], m, m)
-    rows = eye(m, dtype=A.dtype, device=A.device)
-    for i in range(tau.shape[-1]):
-        below = A[..., :, i] * (rows.diagonal().cumsum(0) > i + 1)  # entries below the diagonal
-        v = below + rows[i]
-        outer = v.unsqueeze(-1) * (v.conj() if v.is_complex() else v).unsqueeze(-2)
-        Q = matmul(Q, identity - tau[..., i, None, None] * outer)
-    return Q[..., :, :n]
 
 
 __all__ = [

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .creation import default_generator
 from .core.tensor import Tensor
+from .creation import default_generator
 
 _DEBUG_MODES = ("default", "warn", "error")
 _PRECISIONS = ("highest", "high", "medium")

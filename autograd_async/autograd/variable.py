@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine.engine import queue_callback
 from ..core.tensor import Tensor
+from ..engine.engine import queue_callback
 
 
 class _ExecutionEngine:

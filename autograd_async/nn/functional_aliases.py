@@ -7,11 +7,11 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-from ..ops.activations import celu, elu, hardtanh, leaky_relu, selu
 from ..core.op import require_tensor
+from ..core.tensor import Tensor
+from ..ops.activations import celu, elu, hardtanh, leaky_relu, selu
 from ..ops.sampling import interpolate
 from ..ops.thresholds import rrelu_, threshold_
-from ..core.tensor import Tensor
 
 
 def _deprecated(name: str) -> None:

@@ -8,10 +8,10 @@ import math
 from typing import Any
 
 from .. import creation
+from ..core.tensor import Tensor
 from ..devices import array_module, launching
 from ..ops.sampling import pad
 from ..ops.shape import cat
-from ..core.tensor import Tensor
 from .functional import dropout, softmax
 
 

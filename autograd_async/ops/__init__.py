@@ -94,8 +94,16 @@ from . import (
 from . import aten_thresholds, composites, histograms, linalg_forms, recurrent_cells, torch_in_place
 
 # isort: split
-from . import aten_sequence_forms, complex_views, recurrent_layers, short_time_fourier
-from . import householder_forms, lowrank, tensor_odds, time_batch_forms
+from . import (
+    aten_sequence_forms,
+    complex_views,
+    householder_forms,
+    lowrank,
+    recurrent_layers,
+    short_time_fourier,
+    tensor_odds,
+    time_batch_forms,
+)
 
 _FAMILIES = (arithmetic, elementwise, reduction, shape, indexing, comparison, inplace, nn_ops)
 _FAMILIES += (triangular, factory, rearrange, gather, sorting, conversion)

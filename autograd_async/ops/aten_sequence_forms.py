@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..core.tensor import Tensor
+from ..creation import tensor
 from .ctc import ctc_loss as _ctc_loss
 from .embedding_bag import embedding_bag as _embedding_bag
 from .torch_nn_forms import reduction_name
@@ -79,8 +80,6 @@ def _argmax_rows(weight: Tensor, flat: np.ndarray, bag_of: np.ndarray, kept: np.
 
 
 def _like(values: np.ndarray, like: Tensor) -> Tensor:
-    from ..creation import tensor  # noqa: PLC0415 - creation imports the ops
-
     return tensor(np.ascontiguousarray(values, dtype=np.int64), device=like.device)
 
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.op import Op, require_tensor
 from ..core.tensor import Tensor
 from .activations import _checked_input, _MaskedSlope, _run
-from ..core.op import Op, require_tensor
 from .dropout_family import _dropout_impl
 from .dual import mul_const, xp_of
 from .random_fills import uniform_
-
 
 
 class ThresholdBackward0(_MaskedSlope):

@@ -18,6 +18,7 @@ from ..core.op import Op, require_tensor, torch_type_name
 from ..core.tensor import Tensor
 from ..dtypes import default_float
 from .dual import as_array, data_of, xp_of
+from .elementwise import where
 from .views import element_offset, element_strides
 
 _COMPLEX_OF = {np.dtype(np.float32): np.dtype(np.complex64),
@@ -156,8 +157,6 @@ class AngleBackward0(Op):
         if a.dtype.kind != "c":
             return g * 0
         if isinstance(g, Tensor):
-            from .elementwise import where  # noqa: PLC0415
-
             return where(a == 0, 0, g * a / a.abs().pow(2) * 1j)
         xp = xp_of(g)
         size2 = xp.abs(a) ** 2

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.op import require_tensor, torch_type_name
 from ..core.tensor import Tensor
 from .assembling import triu_indices
-from ..core.op import require_tensor, torch_type_name
 from .elementwise import where
 from .linalg import einsum, vector_norm
 from .shape import flatten

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.tensor import Tensor
 from ..core.op import Op, require_kernel_dtype, require_tensor
+from ..core.tensor import Tensor
 from .dual import xp_of
 from .losses import check_reduction
 

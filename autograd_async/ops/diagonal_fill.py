@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..grad_mode import grad_enabled
 from ..core.tensor import Tensor
+from ..grad_mode import grad_enabled
 from .inplace import VIEW_OF_LEAF_MESSAGE, setitem
 
 

@@ -11,8 +11,8 @@ import math
 import warnings
 
 from .. import creation
-from ..core.tensor import Tensor
 from ..core.op import require_tensor
+from ..core.tensor import Tensor
 
 # SELU's negative saturation value, -scale * alpha: where alpha dropout sends dropped elements.
 _SELU_SATURATION = 1.7580993408473766

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.tensor import Tensor
 from ..core.op import Op, require_tensor, torch_type_name
+from ..core.tensor import Tensor
 from .dual import as_array, data_of, exp, quiet, xp_of
 from .pointwise import _float_pair, _no_complex, _operands, _tensors
 

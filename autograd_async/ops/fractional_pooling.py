@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from .. import creation
-from ..core.tensor import Tensor
 from ..core.op import require_kernel_dtype, require_tensor
+from ..core.tensor import Tensor
 from .conv import expand_param
 from .pooling import max_over_windows
 

@@ -16,8 +16,8 @@ import warnings
 from typing import Any
 
 from .. import creation
-from ..core.tensor import Tensor
 from ..core.op import require_tensor, torch_type_name
+from ..core.tensor import Tensor
 from .elementwise import where
 
 _MODES = ("bilinear", "nearest", "bicubic")

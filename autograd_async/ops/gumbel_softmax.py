@@ -6,8 +6,8 @@ from __future__ import annotations
 import warnings
 
 from .. import creation
-from ..core.tensor import Tensor
 from ..core.op import require_tensor
+from ..core.tensor import Tensor
 
 
 def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10,

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.tensor import Tensor
 from ..core.op import require_tensor, torch_type_name
+from ..core.tensor import Tensor
 from .dual import data_of, xp_of
 
 histogram_result = namedtuple("histogram", ["hist", "bin_edges"])

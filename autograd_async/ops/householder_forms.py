@@ -12,6 +12,9 @@ import numpy as np
 
 from ..core.op import Op, require_tensor
 from ..core.tensor import Tensor
+from ..creation import eye
+from .arithmetic import matmul
+from .assembling import cat
 from .dual import xp_of
 from .symmetric_factorizations import _host
 
@@ -58,7 +61,6 @@ def geqrf(input: Tensor) -> tuple[Tensor, Tensor]:
 
 def orgqr(input: Tensor, tau: Tensor) -> Tensor:
     """The first n columns of Q from geqrf's reflectors (`linalg.householder_product`)."""
-    from ..linalg import householder_product  # noqa: PLC0415 - linalg sits above the ops
 
     require_tensor("orgqr", input)
     if input.shape[-1] < tau.shape[-1]:
@@ -71,8 +73,6 @@ def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,
           transpose: bool = False) -> Tensor:
     """`other` multiplied by the Q of geqrf's reflectors: Q @ other (left), other @ Q, with
     Q^H instead when transpose."""
-    from ..linalg import householder_product  # noqa: PLC0415 - linalg sits above the ops
-    from .assembling import cat  # noqa: PLC0415
 
     require_tensor("ormqr", input)
     m = input.shape[-2]
@@ -94,3 +94,18 @@ def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,
 
 
 FUNCTIONS = {"geqrf": geqrf, "orgqr": orgqr, "ormqr": ormqr}
+
+
+def householder_product(A: Tensor, tau: Tensor) -> Tensor:
+    """The first n columns of the product of Householder reflectors I - tau_i v_i v_i^H."""
+    m, n = A.shape[-2:]
+
+    identity = eye(m, dtype=A.dtype, device=A.device)
+    Q = identity.expand(*A.shape[:-2], m, m)
+    rows = eye(m, dtype=A.dtype, device=A.device)
+    for i in range(tau.shape[-1]):
+        below = A[..., :, i] * (rows.diagonal().cumsum(0) > i + 1)  # entries below the diagonal
+        v = below + rows[i]
+        outer = v.unsqueeze(-1) * (v.conj() if v.is_complex() else v).unsqueeze(-2)
+        Q = matmul(Q, identity - tau[..., i, None, None] * outer)
+    return Q[..., :, :n]

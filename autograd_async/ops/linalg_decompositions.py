@@ -15,7 +15,10 @@ import numpy as np
 
 from ..core.op import Op, torch_type_name
 from ..core.tensor import Tensor
+from ..creation import eye
 from ..devices import backend_of
+from . import linalg_solvers  # the solvers build on this module: used at call time
+from .assembling import cat
 from .complex_parts import conj_of
 from .dual import as_array, quiet, xp_of
 
@@ -121,9 +124,8 @@ class LinalgDetBackward0(Op):
     def backward(self, g: Any) -> Any:
         (a,) = self.saved(g)
         if isinstance(g, Tensor):  # differentiable: det(A) A^-H, through recorded ops
-            from .linalg_solvers import det, inv  # noqa: PLC0415 - built on this module
 
-            cofactors = det(a)[..., None, None] * inv(a)
+            cofactors = linalg_solvers.det(a)[..., None, None] * linalg_solvers.inv(a)
             return g[..., None, None] * tensor_mh(cofactors)
         xp = xp_of(a)
         u, s, vh = xp.linalg.svd(a)
@@ -152,9 +154,8 @@ class LinalgSlogdetBackward0(Op):
     def backward(self, g_sign: Any, g: Any) -> Any:
         (a,) = self.saved(g)
         if isinstance(g, Tensor):  # differentiable: A^-H through the recorded inverse
-            from .linalg_solvers import inv  # noqa: PLC0415
 
-            return g[..., None, None] * conj_of(inv(a).transpose(-2, -1))
+            return g[..., None, None] * conj_of(linalg_solvers.inv(a).transpose(-2, -1))
         xp = xp_of(a)
         with quiet():
             return (g[..., None, None] * mh(xp.linalg.pinv(a))).astype(a.dtype, copy=False)
@@ -236,15 +237,13 @@ def qr_backward(q: Any, r: Any, gq: Any, gr: Any) -> Any:
 def qr_backward_recorded(q: Tensor, r: Tensor, gq: Tensor, gr: Tensor) -> Tensor:
     """`qr_backward` for real matrices in recorded ops (create_graph=True), from Q and R
     computed again on the graph."""
-    from .assembling import cat  # noqa: PLC0415
-    from .linalg_solvers import solve_triangular  # noqa: PLC0415 - built on this module
 
     m, n = q.shape[-2], r.shape[-1]
     if m >= n:
         product = r @ tensor_mh(gr) - tensor_mh(gq) @ q
         copied = product.tril() + tensor_mh(product.tril(-1))
         b = gq + q @ copied
-        return tensor_mh(solve_triangular(r, tensor_mh(b), upper=True))
+        return tensor_mh(linalg_solvers.solve_triangular(r, tensor_mh(b), upper=True))
     u, v = r[..., :, :m], r[..., :, m:]
     gu, gv = gr[..., :, :m], gr[..., :, m:]
     left = qr_backward_recorded(q, u, gq + (q @ v) @ tensor_mh(gv), gu)
@@ -288,9 +287,8 @@ class LinalgQrBackward0(Op):
             (a,) = self.saved(recorded)
             if a.is_complex():
                 _no_double_backward("linalg_qr", recorded)
-            from .linalg_solvers import qr  # noqa: PLC0415 - built on this module
 
-            q_t, r_t = qr(a, mode=self._mode)
+            q_t, r_t = linalg_solvers.qr(a, mode=self._mode)
             gq = q_t.new_zeros(tuple(q_t.shape)) if gq is None else gq
             gr = r_t.new_zeros(tuple(r_t.shape)) if gr is None else gr
             return qr_backward_recorded(q_t, r_t, gq, gr)
@@ -328,10 +326,8 @@ def tensor_mh(t: Tensor) -> Tensor:
 def eigh_backward_recorded(a: Tensor, uplo: str, g_values: Any, g_vectors: Any) -> Tensor:
     """`eig_backward` for Hermitian A in recorded ops (create_graph=True): A is decomposed
     again on the graph, so the gradient's own derivative follows."""
-    from ..creation import eye  # noqa: PLC0415 - creation imports the ops
-    from .linalg_solvers import eigh  # noqa: PLC0415 - built on this module
 
-    values, vectors = eigh(a, UPLO=uplo)
+    values, vectors = linalg_solvers.eigh(a, UPLO=uplo)
     n = values.shape[-1]
     identity = eye(n, dtype=values.dtype, device=a.device)
     if g_vectors is None:
@@ -447,15 +443,13 @@ class LinalgSvdBackward0(Op):
 def svd_backward_recorded(a: Tensor, k: int, gu: Any, gs: Any, gvh: Any) -> Tensor:
     """The SVD's gradient (real matrices) in recorded ops, for create_graph=True: A is
     decomposed again on the graph so that the gradient's own derivative follows."""
-    from ..creation import eye  # noqa: PLC0415 - creation imports the ops
-    from .linalg_solvers import svd  # noqa: PLC0415 - built on this module
 
     if a.is_complex():
         raise NotImplementedError(
             "linalg_svd: a differentiable backward (create_graph=True) of complex matrices is "
             "not supported"
         )
-    u, s, vh = svd(a, full_matrices=False)
+    u, s, vh = linalg_solvers.svd(a, full_matrices=False)
     m, n = a.shape[-2], a.shape[-1]
     gu = u.new_zeros(tuple(u.shape)) if gu is None else gu[..., :, :k]
     gvh = vh.new_zeros(tuple(vh.shape)) if gvh is None else gvh[..., :k, :]
@@ -493,14 +487,12 @@ class LinalgMatrixExpBackward0(Op):
     def backward(self, g: Any) -> Any:
         (a,) = self.saved(g)
         if isinstance(g, Tensor):  # differentiable: the same block, exponentiated on the graph
-            from .assembling import cat  # noqa: PLC0415
-            from .linalg_solvers import matrix_exp  # noqa: PLC0415 - built on this module
 
             ah = tensor_mh(a)
             block = cat([cat([ah, g.to(dtype=a.dtype)], -1),
                          cat([ah.new_zeros(tuple(ah.shape)), ah], -1)], -2)
             n = a.shape[-1]
-            return matrix_exp(block)[..., :n, n:]
+            return linalg_solvers.matrix_exp(block)[..., :n, n:]
         xp = xp_of(a)
         n = a.shape[-1]
         block = xp.zeros(a.shape[:-2] + (2 * n, 2 * n), dtype=np.result_type(a, g))

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.tensor import Tensor
 from ..core.op import require_tensor
+from ..core.tensor import Tensor
 from .linalg_solvers import _permutation, lu_factor, solve_triangular
 from .linalg_solvers import lu_solve as _linalg_lu_solve
 from .shape import cat

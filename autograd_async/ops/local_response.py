@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.tensor import Tensor
 from ..core.op import require_tensor
+from ..core.tensor import Tensor
 from .dual import xp_of
 from .pooling import avg_pool2d, avg_pool3d
 from .sampling import pad

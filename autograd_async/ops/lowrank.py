@@ -12,6 +12,11 @@ from typing import Any
 
 from ..core.op import require_tensor
 from ..core.tensor import Tensor
+from ..creation import randn
+from ..dtypes import float32
+from ..grad_mode import no_grad
+from .assembling import cat
+from .linalg_solvers import cholesky_ex, eigh, qr, solve_triangular, svd
 
 
 def _mh(A: Tensor) -> Tensor:
@@ -20,16 +25,12 @@ def _mh(A: Tensor) -> Tensor:
 
 
 def _floating(A: Tensor) -> Any:
-    from ..dtypes import float32  # noqa: PLC0415
-
     return A.dtype if A.dtype.kind in "fc" else float32
 
 
 def get_approximate_basis(A: Tensor, q: int, niter: int | None = 2,
                           M: Tensor | None = None) -> Tensor:
     """An orthonormal (m, q) basis whose span approximates that of A - M (power iterations)."""
-    from ..creation import randn  # noqa: PLC0415 - creation imports the ops
-    from .linalg_solvers import qr  # noqa: PLC0415
 
     niter = 2 if niter is None else niter
     R = randn(A.shape[-1], q, dtype=_floating(A), device=A.device)
@@ -46,7 +47,6 @@ def get_approximate_basis(A: Tensor, q: int, niter: int | None = 2,
 def svd_lowrank(A: Tensor, q: int | None = 6, niter: int | None = 2,
                 M: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """(U, S, V) with A - M ~= U diag(S) V^H, of rank q, by randomised range finding."""
-    from .linalg_solvers import svd  # noqa: PLC0415
 
     require_tensor("svd_lowrank", A)
     q = 6 if q is None else q
@@ -93,9 +93,6 @@ def lobpcg(A: Tensor, k: int | None = None, B: Tensor | None = None, X: Tensor |
     """(E, X): the k largest (or smallest) eigenvalues of the symmetric A x = E B x and their
     B-orthonormal eigenvectors, by LOBPCG's basic method (Rayleigh-Ritz over the iterate, the
     preconditioned residuals and the previous step). Its result carries no gradient."""
-    from ..creation import randn  # noqa: PLC0415
-    from ..grad_mode import no_grad  # noqa: PLC0415
-    from .linalg_solvers import cholesky_ex, eigh, qr  # noqa: PLC0415
 
     require_tensor("lobpcg", A)
     if method not in (None, "basic", "ortho"):
@@ -124,7 +121,6 @@ def lobpcg(A: Tensor, k: int | None = None, B: Tensor | None = None, X: Tensor |
             if Bm is None:
                 return S
             L = cholesky_ex(_mh(S) @ Bm @ S).L
-            from .linalg_solvers import solve_triangular  # noqa: PLC0415
 
             return _mh(solve_triangular(L, _mh(S), upper=False))
 
@@ -143,7 +139,6 @@ def lobpcg(A: Tensor, k: int | None = None, B: Tensor | None = None, X: Tensor |
             if bool((norms[:k] < tol).all()):
                 break
             W = iK @ R if iK is not None else R
-            from .assembling import cat  # noqa: PLC0415
 
             basis = cat([X, W] if P is None else [X, W, P], 1)
             previous = X

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..core.tensor import Tensor
 from ..core.op import require_tensor
+from ..core.tensor import Tensor
 from .conv import expand_param
 from .elementwise import relu
 from .pooling import avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.tensor import Tensor
 from ..core.op import require_tensor
+from ..core.tensor import Tensor
 from .dual import data_of, xp_of
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from ..core.op import require_tensor
 from ..core.tensor import Tensor
 from .arithmetic import dot
-from ..core.op import require_tensor
 from .complex_parts import conj
 from .linalg import _need_dims, _need_tensor, _scaled_sum, bmm, mv, outer
 from .numeric import tensordot

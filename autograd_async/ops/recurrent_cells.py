@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.tensor import Tensor
 from ..core.op import require_tensor
+from ..core.tensor import Tensor
 from .dual import xp_of
 from .shape import cat
 

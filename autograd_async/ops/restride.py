@@ -13,11 +13,11 @@ import math
 import warnings
 from typing import Any
 
+from ..core.history import rebase_history
+from ..core.op import Op
+from ..core.tensor import Tensor
 from ..devices import DeviceError
 from ..grad_mode import grad_enabled
-from ..core.history import rebase_history
-from ..core.tensor import Tensor
-from ..core.op import Op
 from .dual import xp_of
 from .inplace import LEAF_MESSAGE, VIEW_OF_LEAF_MESSAGE
 from .views import element_offset

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from ..core.op import require_tensor
 from ..core.tensor import Tensor
 from .assembling import broadcast_tensors
-from ..core.op import require_tensor
 from .dual import data_of, xp_of
 from .elementwise import where
 

@@ -14,6 +14,10 @@ from typing import Any
 
 from ..core.op import require_tensor, torch_description
 from ..core.tensor import Tensor
+from ..creation import ones
+from .complex_parts import imag, real
+from .complex_views import _complex_dtype, view_as_real
+from .complex_views import complex as make_complex
 from .conv import fold
 from .fft import c2c, c2r, r2c
 from .sampling import pad
@@ -43,7 +47,6 @@ def _call(name: str, input: Tensor, n_fft: int, hop: int, win: int, window: Any,
 
 def _full_window(window: Tensor | None, n_fft: int, win: int, like: Tensor) -> Tensor:
     """The window padded with zeros to n_fft, centred (ones of win_length when none)."""
-    from ..creation import ones  # noqa: PLC0415 - creation imports the ops
 
     if window is None:
         window = ones(win, dtype=like.real.dtype if like.is_complex() else like.dtype,
@@ -120,16 +123,12 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
     if input.ndim == 1:
         out = out.squeeze(0)
     if not return_complex:
-        from .complex_views import view_as_real  # noqa: PLC0415
-
         warnings.warn(REAL_OUTPUT_WARNING, UserWarning, stacklevel=2)
         return view_as_real(out)
     return out
 
 
 def _complex_of(t: Tensor) -> Any:
-    from .complex_views import _complex_dtype  # noqa: PLC0415
-
     return _complex_dtype(t.dtype)
 
 
@@ -213,9 +212,6 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
 def _overlap_add(frames: Tensor, total: int, n_fft: int, hop: int) -> Tensor:
     """Frames (B, n_fft, F) summed into signals (B, total), frame f starting at f * hop."""
     if frames.is_complex():
-        from .complex_parts import imag, real  # noqa: PLC0415
-        from .complex_views import complex as make_complex  # noqa: PLC0415
-
         return make_complex(_overlap_add(real(frames), total, n_fft, hop),
                             _overlap_add(imag(frames), total, n_fft, hop))
     out = fold(frames, (1, total), (1, n_fft), stride=(1, hop))

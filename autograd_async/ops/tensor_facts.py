@@ -11,11 +11,11 @@ import warnings
 from typing import Any
 
 from .. import creation
+from ..core.op import Op
+from ..core.tensor import Tensor, as_dtype, made
 from ..devices import data_ptr
 from ..layouts import dim_order as layout_dim_order
 from ..layouts import strided
-from ..core.tensor import Tensor, as_dtype, made
-from ..core.op import Op
 from .dual import xp_of
 
 REINFORCE_MESSAGE = (

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from .. import creation
+from ..core.op import require_kernel_dtype, require_tensor, torch_type_name
 from ..core.tensor import Tensor
 from . import aten_thresholds
 from .activations import leaky_relu
-from ..core.op import require_kernel_dtype, require_tensor, torch_type_name
 from .elementwise import where
 from .inplace import _through_copy
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..core.op import require_tensor
 from ..core.tensor import Tensor
+from ..grad_mode import no_grad
 from .channel_rearrange import channel_shuffle
 from .conv import conv1d
 from .symmetric_factorizations import NotImplemented
@@ -31,7 +32,6 @@ def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tenso
 
 def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
     """`channel_shuffle` under its ATen kernel's name, which PyTorch gives no derivative."""
-    from ..grad_mode import no_grad  # noqa: PLC0415
 
     with no_grad():
         value = channel_shuffle(input, groups)

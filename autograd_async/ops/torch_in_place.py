@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.op import require_tensor
 from ..core.tensor import Tensor
 from . import aten_thresholds, scatter_copies
 from .activations import celu, selu
-from ..core.op import require_tensor
 from .inplace import in_place_form
 
 # PyTorch's `torch.<name>_` functions that are also Tensor methods.

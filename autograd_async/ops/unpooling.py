@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.tensor import Tensor
 from ..core.op import Op, require_tensor, torch_type_name
+from ..core.tensor import Tensor
 from .conv import expand_param
 from .dual import xp_of
 from .plane_gather import GatherBackward0, gather_planes

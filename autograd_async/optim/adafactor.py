@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from ..core.tensor import Tensor
 from ..devices import array_module
 from ..grad_mode import no_grad
-from ..core.tensor import Tensor
 from ._state import advance_step, bump_versions, filled_like, gradients, scalar_state
 from .adam import _lerp_
 from .optimizer import Optimizer

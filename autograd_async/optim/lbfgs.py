@@ -7,9 +7,9 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..core.tensor import Tensor
 from ..devices import array_module, launching
 from ..grad_mode import enable_grad, no_grad
-from ..core.tensor import Tensor
 from .line_search import strong_wolfe
 from .optimizer import Optimizer, grad_array
 

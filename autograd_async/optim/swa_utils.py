@@ -12,11 +12,11 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..core.tensor import Tensor
 from ..devices import Device, move_array
 from ..grad_mode import no_grad
 from ..nn.modules.batchnorm import _BatchNorm
 from ..nn.modules.module import Module
-from ..core.tensor import Tensor
 from .adam import _lerp_
 from .optimizer import Optimizer
 from .schedules.base import LRScheduler, per_group

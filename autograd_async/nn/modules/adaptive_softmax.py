@@ -10,9 +10,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ... import creation
+from ...core.tensor import Tensor
 from ...ops.elementwise import where
 from ...ops.shape import cat
-from ...core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .container import ModuleList, Sequential
 from .linear import Linear

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from ... import creation
-from ...grad_mode import no_grad
 from ...core.tensor import Tensor, int64
+from ...grad_mode import no_grad
 from ..parameter import UninitializedBuffer, UninitializedParameter, is_lazy
 from .batchnorm import (
     BatchNorm1d,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ...ops.local_response import cross_map_lrn2d
 from ...core.tensor import Tensor
+from ...ops.local_response import cross_map_lrn2d
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .module import Module
 

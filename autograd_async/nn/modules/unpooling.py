@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ops.conv import expand_param
 from ...core.tensor import Tensor
+from ...ops.conv import expand_param
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .module import Module
 
