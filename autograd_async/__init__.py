@@ -169,11 +169,29 @@ from .ops.public import torch_functions
 
 # PyTorch's out= and argument errors naming the function called, on every public function.
 globals().update(torch_functions(_ops.__all__, globals()))
-globals().update(torch_functions(
-    ("arange", "empty", "eye", "full", "linspace", "logspace", "ones", "rand", "randint", "randn",
-     "randperm", "zeros", "bernoulli", "multinomial", "normal", "poisson"),
-    globals(),
-))
+globals().update(
+    torch_functions(
+        (
+            "arange",
+            "empty",
+            "eye",
+            "full",
+            "linspace",
+            "logspace",
+            "ones",
+            "rand",
+            "randint",
+            "randn",
+            "randperm",
+            "zeros",
+            "bernoulli",
+            "multinomial",
+            "normal",
+            "poisson",
+        ),
+        globals(),
+    )
+)
 
 __all__ = [
     "Device",

@@ -50,8 +50,16 @@ _MAX_LINE = 99
 # Tensor attributes kept in __slots__ that are public, with their types.
 _PUBLIC_SLOTS = {"grad": "Tensor | None", "grad_fn": "Node | None", "device": "Device"}
 _SKIPPED = {
-    "__module__", "__doc__", "__slots__", "__annotations__", "__dict__", "__weakref__",
-    "__firstlineno__", "__static_attributes__", "__init_subclass__", "__new__",
+    "__module__",
+    "__doc__",
+    "__slots__",
+    "__annotations__",
+    "__dict__",
+    "__weakref__",
+    "__firstlineno__",
+    "__static_attributes__",
+    "__init_subclass__",
+    "__new__",
 }
 
 
@@ -106,8 +114,9 @@ def _parameters(sig: inspect.Signature, as_method: bool, shadowed: frozenset[str
         if p.default is not p.empty:
             text += " = ..."
         parts.append(text)
-        if p.kind is p.POSITIONAL_ONLY and (i + 1 == len(params)
-                                            or params[i + 1].kind is not p.POSITIONAL_ONLY):
+        if p.kind is p.POSITIONAL_ONLY and (
+            i + 1 == len(params) or params[i + 1].kind is not p.POSITIONAL_ONLY
+        ):
             parts.append("/")
     if as_method and not params:
         parts.insert(0, "self")
@@ -155,8 +164,11 @@ def _tensor_member(name: str, value: Any, shadowed: frozenset[str]) -> str:
 def _imports(body: str, package: str) -> str:
     """The header imports that `body` uses, grouped and sorted as isort does."""
     used = {n.id for n in ast.walk(ast.parse(body)) if isinstance(n, ast.Name)}
-    used |= {n.value.id for n in ast.walk(ast.parse(body))
-             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+    used |= {
+        n.value.id
+        for n in ast.walk(ast.parse(body))
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+    }
     groups: dict[int, dict[str, list[str]]] = {}
     for name, (group, module, text) in _HEADER_IMPORTS.items():
         if name in used:
@@ -228,17 +240,20 @@ def stubs() -> dict[Path, str]:
 def stale() -> list[Path]:
     """The stub files whose checked-in text differs from what the installed ops give."""
     return [
-        path for path, text in stubs().items()
+        path
+        for path, text in stubs().items()
         if not path.exists() or path.read_text(encoding="utf-8") != text
     ]
 
 
 def main(argv: list[str] | None = None) -> int:
     """Write the stubs, or with --check report the stale ones (exit status 1)."""
-    parser = argparse.ArgumentParser(prog="python -m autograd_async._stubgen",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true",
-                        help="only check that the stubs are up to date")
+    parser = argparse.ArgumentParser(
+        prog="python -m autograd_async._stubgen", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="only check that the stubs are up to date"
+    )
     args = parser.parse_args(argv)
     if args.check:
         old = stale()

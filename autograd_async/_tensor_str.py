@@ -57,8 +57,12 @@ def set_printoptions(
             raise ValueError(f"unknown print profile {profile!r}; profiles: {sorted(PROFILES)}")
         for name, value in PROFILES[profile].items():
             setattr(_options, name, value)
-    given = {"precision": precision, "threshold": threshold, "edgeitems": edgeitems,
-             "linewidth": linewidth}
+    given = {
+        "precision": precision,
+        "threshold": threshold,
+        "edgeitems": edgeitems,
+        "linewidth": linewidth,
+    }
     for name, value in given.items():
         if value is not None:
             setattr(_options, name, value)
@@ -79,6 +83,7 @@ def printoptions(**kwargs: Any) -> Iterator[None]:
         yield
     finally:
         set_printoptions(**old)
+
 
 # Dtypes PyTorch leaves out of a tensor's repr; a float one only while it is the default float.
 _DEFAULT_DTYPES = ("float32", "float64", "int64", "bool")
@@ -128,10 +133,10 @@ def _layout(data: np.ndarray, fmt: Any, width: int, summarize: bool) -> str:
         per_line = max(1, math.floor((linewidth - indent) / (width + 2)))
         n = row.shape[0]
         if summarize and n > 2 * edge:
-            items = [fmt(v) for v in row[:edge]] + [" ..."] + [fmt(v) for v in row[n - edge:]]
+            items = [fmt(v) for v in row[:edge]] + [" ..."] + [fmt(v) for v in row[n - edge :]]
         else:
             items = [fmt(v) for v in row]
-        lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+        lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
 
     def block(part: np.ndarray, indent: int) -> str:
@@ -169,8 +174,14 @@ def _body(data: np.ndarray) -> str:
         shown = _edges(data, edgeitems) if summarize else data
         formatter = {"float_kind": _float_formatter(shown.astype(np.float64))[0]}
     return np.array2string(
-        data, separator=", ", prefix=_PREFIX, formatter=formatter, threshold=threshold,
-        edgeitems=edgeitems, max_line_width=_options.linewidth, precision=_options.precision,
+        data,
+        separator=", ",
+        prefix=_PREFIX,
+        formatter=formatter,
+        threshold=threshold,
+        edgeitems=edgeitems,
+        max_line_width=_options.linewidth,
+        precision=_options.precision,
     )
 
 
@@ -178,8 +189,9 @@ def _edges(data: np.ndarray, k: int) -> np.ndarray:
     """The elements a summarised print shows (the first and last `k` along each dimension)."""
     for axis, n in enumerate(data.shape):
         if n > 2 * k:
-            data = np.concatenate([data.take(range(k), axis), data.take(range(n - k, n), axis)],
-                                  axis)
+            data = np.concatenate(
+                [data.take(range(k), axis), data.take(range(n - k, n), axis)], axis
+            )
     return data
 
 

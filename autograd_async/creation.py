@@ -1,5 +1,4 @@
-"""Making tensors: `tensor`, `zeros`, `ones`, `full`, `arange`, `randn`, `rand`, `empty`, `*_like`.
-"""
+"""Making tensors: `tensor`, `zeros`, `ones`, `full`, `arange`, `randn`, `rand`, `empty`, `*_like`."""
 
 from __future__ import annotations
 
@@ -106,18 +105,26 @@ def _shape(size: tuple, keyword: Any = None) -> tuple[int, ...]:
         size = tuple(size[0])
     for position, n in enumerate(size):
         if not isinstance(n, (int, np.integer)):
-            raise TypeError(f"argument 'size' must be tuple of ints, but found element of type "
-                            f"{type(n).__name__} at pos {position}")
+            raise TypeError(
+                f"argument 'size' must be tuple of ints, but found element of type "
+                f"{type(n).__name__} at pos {position}"
+            )
     if any(n < 0 for n in size):  # PyTorch's type and words
         bad = next(n for n in size if n < 0)
-        raise RuntimeError(f"Trying to create tensor with negative dimension {bad}: "
-                           f"{[int(n) for n in size]}")
+        raise RuntimeError(
+            f"Trying to create tensor with negative dimension {bad}: {[int(n) for n in size]}"
+        )
     return tuple(int(n) for n in size)
 
 
 def _drawn(
-    draw: str, generator: Generator | None, shape: tuple, dtype: Any, device: Any,
-    requires_grad: bool, *args: Any,
+    draw: str,
+    generator: Generator | None,
+    shape: tuple,
+    dtype: Any,
+    device: Any,
+    requires_grad: bool,
+    *args: Any,
 ) -> Tensor:
     """Random values drawn on the device itself by its backend's generator."""
     dev = _device(device)
@@ -187,7 +194,10 @@ def _filled(fill: Any, size: tuple, dtype: Any, device: Any, requires_grad: bool
 
 
 def zeros(
-    *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+    *sizes: Any,
+    size: Any = None,
+    dtype: Any = None,
+    device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
     """A tensor of zeros."""
@@ -195,7 +205,10 @@ def zeros(
 
 
 def ones(
-    *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+    *sizes: Any,
+    size: Any = None,
+    dtype: Any = None,
+    device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
     """A tensor of ones."""
@@ -203,7 +216,10 @@ def ones(
 
 
 def empty(
-    *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
+    *sizes: Any,
+    size: Any = None,
+    dtype: Any = None,
+    device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
     """An uninitialised tensor."""
@@ -236,13 +252,17 @@ def arange(
         is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
         dtype = np.int64 if is_int else default_float()
     if as_dtype(dtype).kind == "b":
-        raise NotImplementedError('"arange_cpu" not implemented for \'Bool\'')
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
     return _make(np.arange(start, end, step, dtype=as_dtype(dtype)), device, requires_grad)
 
 
 def randn(
-    *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
-    requires_grad: bool = False, generator: Generator | None = None,
+    *sizes: Any,
+    size: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    generator: Generator | None = None,
 ) -> Tensor:
     """Standard normal samples."""
     dtype = as_dtype(dtype) or default_float()
@@ -250,8 +270,12 @@ def randn(
 
 
 def rand(
-    *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
-    requires_grad: bool = False, generator: Generator | None = None,
+    *sizes: Any,
+    size: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    generator: Generator | None = None,
 ) -> Tensor:
     """Uniform samples in [0, 1)."""
     dtype = as_dtype(dtype) or default_float()
@@ -261,14 +285,18 @@ def rand(
 def _like_input(name: str, input: Any) -> None:
     # PyTorch's words: without the check a list fails later on a missing `.shape`.
     if not isinstance(input, Tensor):
-        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
+        raise TypeError(
+            f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}"
+        )
 
 
 def _like(maker: Any, t: Tensor, dtype: Any, device: Any, requires_grad: bool, *extra: Any):
     _like_input(f"{maker.__name__}_like", t)
     return maker(
-        *t.shape, *extra, dtype=dtype or t.dtype, device=device or t.device,
+        *t.shape,
+        *extra,
+        dtype=dtype or t.dtype,
+        device=device or t.device,
         requires_grad=requires_grad,
     )
 
@@ -299,18 +327,31 @@ def randn_like(input: Tensor, dtype: Any = None, device: Any = None, requires_gr
 
 
 def full_like(
-    input: Tensor, fill_value: Any, dtype: Any = None, device: Any = None,
+    input: Tensor,
+    fill_value: Any,
+    dtype: Any = None,
+    device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
     """`fill_value` shaped like `input`."""
     _like_input("full_like", input)
-    return full(input.shape, fill_value, dtype=dtype or input.dtype,
-                device=device or input.device, requires_grad=requires_grad)
+    return full(
+        input.shape,
+        fill_value,
+        dtype=dtype or input.dtype,
+        device=device or input.device,
+        requires_grad=requires_grad,
+    )
 
 
 # ------------------------------------------------------- ranges, matrices, random integers
 def linspace(
-    start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
+    start: Any,
+    end: Any,
+    steps: int,
+    *,
+    dtype: Any = None,
+    device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
     """`steps` evenly spaced values from `start` to `end`, both included (float32 by default)."""
@@ -318,7 +359,7 @@ def linspace(
         raise RuntimeError("linspace: number of steps must be non-negative")
     dtype = as_dtype(dtype) or default_float()
     if dtype.kind == "b":
-        raise NotImplementedError('"linspace_cpu" not implemented for \'Bool\'')
+        raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
     values = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
     if dtype.kind in "iu":
         values = np.trunc(values)  # PyTorch truncates toward zero for integer dtypes
@@ -326,21 +367,31 @@ def linspace(
 
 
 def logspace(
-    start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None,
-    device: Any = None, requires_grad: bool = False,
+    start: Any,
+    end: Any,
+    steps: int,
+    base: float = 10.0,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
 ) -> Tensor:
     """`base ** linspace(start, end, steps)` (float32 by default)."""
     if steps < 0:
         raise RuntimeError("logspace: number of steps must be non-negative")
     dtype = as_dtype(dtype) or default_float()
     if dtype.kind == "b":
-        raise NotImplementedError('"logspace_cpu" not implemented for \'Bool\'')
+        raise NotImplementedError("\"logspace_cpu\" not implemented for 'Bool'")
     exponents = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
     return _make((float(base) ** exponents).astype(dtype), device, requires_grad)
 
 
 def eye(
-    n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
+    n: int,
+    m: int | None = None,
+    *,
+    dtype: Any = None,
+    device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
     """An `n` x `m` matrix (square without `m`) with ones on the diagonal."""
@@ -353,8 +404,13 @@ def eye(
 
 
 def randint(
-    *args: Any, low: int | None = None, high: int | None = None, size: Any = None,
-    generator: Generator | None = None, dtype: Any = None, device: Any = None,
+    *args: Any,
+    low: int | None = None,
+    high: int | None = None,
+    size: Any = None,
+    generator: Generator | None = None,
+    dtype: Any = None,
+    device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
     """Integers drawn uniformly from [low, high): `randint(high, size)`, `randint(low, high,
@@ -378,12 +434,17 @@ def randint(
         )
     dtype = as_dtype(dtype) or np.dtype(np.int64)
     shape = _shape((size,) if isinstance(size, int) else tuple(size))
-    return _drawn("random_integers", generator, shape, dtype, device, requires_grad, int(low),
-                  int(high))
+    return _drawn(
+        "random_integers", generator, shape, dtype, device, requires_grad, int(low), int(high)
+    )
 
 
 def randperm(
-    n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+    n: int,
+    *,
+    generator: Generator | None = None,
+    dtype: Any = None,
+    device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
     """A random permutation of 0..n-1 (int64 by default)."""

@@ -24,7 +24,12 @@ from .dtypes import default_float
 
 
 def range(  # noqa: A001 - PyTorch's name
-    start: Any = 0, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
+    start: Any = 0,
+    end: Any = None,
+    step: Any = 1,
+    *,
+    dtype: Any = None,
+    device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
     """Values from start to end inclusive by step (deprecated in PyTorch for arange)."""
@@ -47,17 +52,26 @@ def range(  # noqa: A001 - PyTorch's name
     return _make(values, device, requires_grad)
 
 
-def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None,
-                  requires_grad: bool = False) -> Tensor:
+def scalar_tensor(
+    s: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
     """A 0-d tensor holding `s`, in the default float dtype unless told otherwise."""
     if isinstance(s, Tensor):
         s = s.item()
-    return tensor(s, dtype=as_dtype(dtype) or default_float(), device=device,
-                  requires_grad=requires_grad)
+    return tensor(
+        s, dtype=as_dtype(dtype) or default_float(), device=device, requires_grad=requires_grad
+    )
 
 
-def randint_like(input: Tensor, *args: Any, low: Any = None, high: Any = None,
-                 dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def randint_like(
+    input: Tensor,
+    *args: Any,
+    low: Any = None,
+    high: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """Integers from [low, high) shaped like `input`, in its dtype unless told otherwise:
     `randint_like(input, high)` or `randint_like(input, low, high)`."""
     if not isinstance(input, Tensor):
@@ -72,13 +86,19 @@ def randint_like(input: Tensor, *args: Any, low: Any = None, high: Any = None,
         low = bounds.pop()
     if bounds or high is None:
         raise TypeError("randint_like() takes (input, high) or (input, low, high)")
-    return randint(0 if low is None else low, high, tuple(input.shape),
-                   dtype=dtype or input.dtype, device=device or input.device,
-                   requires_grad=requires_grad)
+    return randint(
+        0 if low is None else low,
+        high,
+        tuple(input.shape),
+        dtype=dtype or input.dtype,
+        device=device or input.device,
+        requires_grad=requires_grad,
+    )
 
 
-def empty_strided(size: Any, stride: Any, *, dtype: Any = None, device: Any = None,
-                  requires_grad: bool = False) -> Tensor:
+def empty_strided(
+    size: Any, stride: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
     """An uninitialised tensor of `size` laid out with the element strides `stride`."""
     size, stride = tuple(int(n) for n in size), tuple(int(n) for n in stride)
     if len(size) != len(stride):
@@ -89,8 +109,7 @@ def empty_strided(size: Any, stride: Any, *, dtype: Any = None, device: Any = No
     dtype = as_dtype(dtype) or default_float()
     extent = 1 + sum((n - 1) * s for n, s in zip(size, stride, strict=True)) if all(size) else 0
     storage = empty(max(extent, 0), dtype=dtype, device=device)
-    out = storage.as_strided(size, stride) if all(size) else empty(size, dtype=dtype,
-                                                                    device=device)
+    out = storage.as_strided(size, stride) if all(size) else empty(size, dtype=dtype, device=device)
     out = out.detach()
     if requires_grad:
         out.requires_grad_(True)
@@ -111,8 +130,14 @@ def set_default_device(device: Any) -> None:
     default_device.device = dev
 
 
-def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: bool | None = None,
-            requires_grad: bool | None = None) -> Tensor:
+def asarray(
+    obj: Any,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    copy: bool | None = None,
+    requires_grad: bool | None = None,
+) -> Tensor:
     """`obj` as a tensor, sharing its memory when it is a tensor or NumPy array that already has
     the dtype and device asked for (unless copy=True); copy=False refuses to copy."""
     target_dtype = as_dtype(dtype)
@@ -131,8 +156,11 @@ def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: bool | Non
         if requires_grad:
             out.requires_grad_(True)
         return out
-    if isinstance(obj, np.ndarray) and not copy and _device(device) == CPU and (
-        target_dtype is None or target_dtype == obj.dtype
+    if (
+        isinstance(obj, np.ndarray)
+        and not copy
+        and _device(device) == CPU
+        and (target_dtype is None or target_dtype == obj.dtype)
     ):
         out = from_numpy(obj)
         return out.requires_grad_(True) if requires_grad else out
@@ -150,13 +178,21 @@ def to_dlpack(tensor: Tensor) -> Any:
 
 
 # ------------------------------------------------------------------ windows
-def _window(name: str, window_length: int, periodic: bool, dtype: Any, device: Any,
-            requires_grad: bool, symmetric: Any) -> Tensor:
+def _window(
+    name: str,
+    window_length: int,
+    periodic: bool,
+    dtype: Any,
+    device: Any,
+    requires_grad: bool,
+    symmetric: Any,
+) -> Tensor:
     """The window `symmetric(n)` (float64 points of a symmetric window of length n), made
     periodic when asked, in `dtype` on `device`."""
     if window_length < 0:
-        raise RuntimeError(f"{name} requires non-negative window_length, got window_length="
-                           f"{window_length}")
+        raise RuntimeError(
+            f"{name} requires non-negative window_length, got window_length={window_length}"
+        )
     dtype = as_dtype(dtype) or default_float()
     if dtype.kind != "f":
         raise RuntimeError(f"{name} expects floating point dtypes, got: {dtype}")
@@ -174,48 +210,124 @@ def _cosine_sum(n: int, *coefficients: float) -> np.ndarray:
     return sum((-1) ** k * a * np.cos(k * phase) for k, a in enumerate(coefficients))
 
 
-def hann_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
-                layout: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def hann_window(
+    window_length: int,
+    periodic: bool = True,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """The Hann window, 0.5 - 0.5 cos(2 pi n / (N - 1))."""
-    return _window("hann_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda n: _cosine_sum(n, 0.5, 0.5))
+    return _window(
+        "hann_window",
+        window_length,
+        periodic,
+        dtype,
+        device,
+        requires_grad,
+        lambda n: _cosine_sum(n, 0.5, 0.5),
+    )
 
 
-def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.54,
-                   beta: float = 0.46, *, dtype: Any = None, layout: Any = None,
-                   device: Any = None, requires_grad: bool = False) -> Tensor:
+def hamming_window(
+    window_length: int,
+    periodic: bool = True,
+    alpha: float = 0.54,
+    beta: float = 0.46,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """The Hamming window, alpha - beta cos(2 pi n / (N - 1))."""
-    return _window("hamming_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda n: _cosine_sum(n, alpha, beta))
+    return _window(
+        "hamming_window",
+        window_length,
+        periodic,
+        dtype,
+        device,
+        requires_grad,
+        lambda n: _cosine_sum(n, alpha, beta),
+    )
 
 
-def blackman_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
-                    layout: Any = None, device: Any = None,
-                    requires_grad: bool = False) -> Tensor:
+def blackman_window(
+    window_length: int,
+    periodic: bool = True,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """The Blackman window, 0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))."""
-    return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda n: _cosine_sum(n, 0.42, 0.5, 0.08))
+    return _window(
+        "blackman_window",
+        window_length,
+        periodic,
+        dtype,
+        device,
+        requires_grad,
+        lambda n: _cosine_sum(n, 0.42, 0.5, 0.08),
+    )
 
 
-def bartlett_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
-                    layout: Any = None, device: Any = None,
-                    requires_grad: bool = False) -> Tensor:
+def bartlett_window(
+    window_length: int,
+    periodic: bool = True,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """The Bartlett (triangular) window, 1 - |2 n / (N - 1) - 1|."""
-    return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda n: 1 - np.abs(2 * np.arange(n) / (n - 1) - 1))
+    return _window(
+        "bartlett_window",
+        window_length,
+        periodic,
+        dtype,
+        device,
+        requires_grad,
+        lambda n: 1 - np.abs(2 * np.arange(n) / (n - 1) - 1),
+    )
 
 
-def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *,
-                  dtype: Any = None, layout: Any = None, device: Any = None,
-                  requires_grad: bool = False) -> Tensor:
+def kaiser_window(
+    window_length: int,
+    periodic: bool = True,
+    beta: float = 12.0,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """The Kaiser window, I0(beta sqrt(1 - (2 n / (N - 1) - 1) ** 2)) / I0(beta)."""
-    return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda n: np.kaiser(n, beta))
+    return _window(
+        "kaiser_window",
+        window_length,
+        periodic,
+        dtype,
+        device,
+        requires_grad,
+        lambda n: np.kaiser(n, beta),
+    )
 
 
-def empty_permuted(size: Any, physical_layout: Any, *, dtype: Any = None, layout: Any = None,
-                   device: Any = None, requires_grad: bool = False,
-                   pin_memory: bool = False) -> Tensor:
+def empty_permuted(
+    size: Any,
+    physical_layout: Any,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    pin_memory: bool = False,
+) -> Tensor:
     """An uninitialised tensor of shape `size` whose dimensions lie in memory in the order
     `physical_layout` (outermost first): `empty_permuted((2, 3, 5), (0, 2, 1))` has strides
     (15, 1, 3)."""
@@ -237,8 +349,9 @@ def empty_permuted(size: Any, physical_layout: Any, *, dtype: Any = None, layout
     return out
 
 
-def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
-               requires_grad: bool = False) -> Tensor:
+def frombuffer(
+    buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0, requires_grad: bool = False
+) -> Tensor:
     """A 1-d cpu tensor over the memory of an object with the buffer protocol (no copy):
     `count` elements of `dtype` from byte `offset` (-1: to the end)."""
     view = memoryview(buffer).cast("B")
@@ -269,7 +382,9 @@ def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
             "The given buffer is not writable, and PyTorch does not support non-writable "
             "tensors. This means you can write to the underlying (supposedly non-writable) "
             "buffer using the tensor. You may want to copy the buffer to protect its data or "
-            "make it writable before converting it to a tensor.", UserWarning, stacklevel=2,
+            "make it writable before converting it to a tensor.",
+            UserWarning,
+            stacklevel=2,
         )
     array = np.frombuffer(view, dtype=np_dtype, count=count, offset=offset)
     if not array.flags.writeable:  # the tensor writes through, as PyTorch's does

@@ -229,6 +229,7 @@ def ifftshift(input: Tensor, dim: Any = None) -> Tensor:
     """The inverse of `fftshift`."""
     return _shift("ifftshift", input, dim, -1)
 
+
 def hfft2(input: Tensor, s: Any = None, dim: Any = (-2, -1), norm: str | None = None) -> Tensor:
     """The two-dimensional `hfftn`."""
     _checked("hfft2", input)

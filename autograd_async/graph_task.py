@@ -171,9 +171,7 @@ class GraphTask:
         for index, (node, nr) in enumerate(targets):
             self.captures.setdefault(node, []).append((nr, index))
         # Before any deposit, `dependencies` still counts every edge: reuse it.
-        self.exec_info = compute_exec_info(
-            self.root, self.captures, run_targets, self.dependencies
-        )
+        self.exec_info = compute_exec_info(self.root, self.captures, run_targets, self.dependencies)
 
     # ------------------------------------------------------------- accounting
     def add_outstanding(self, delta: int) -> bool:

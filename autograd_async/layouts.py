@@ -57,8 +57,7 @@ def require_memory_format(value: Any, name: str) -> memory_format:
         return contiguous_format
     if not isinstance(value, memory_format):
         raise TypeError(
-            f"{name}(): argument 'memory_format' must be memory_format, not "
-            f"{type(value).__name__}"
+            f"{name}(): argument 'memory_format' must be memory_format, not {type(value).__name__}"
         )
     return value
 
@@ -97,9 +96,7 @@ def lay_out_as(xp: Any, array: Any, fmt: memory_format) -> Any:
         return xp.ascontiguousarray(array)
     rank, order = _ORDERS[fmt]
     if array.ndim != rank:
-        raise RuntimeError(
-            f"required rank {rank} tensor to use {fmt._name} format"
-        )
+        raise RuntimeError(f"required rank {rank} tensor to use {fmt._name} format")
     inverse = tuple(order.index(d) for d in range(rank))
     return xp.ascontiguousarray(array.transpose(order)).transpose(inverse)
 
@@ -168,7 +165,5 @@ def _physical_order(array: Any, check: bool) -> tuple[tuple[int, ...], bool]:
                 right = left
             elif comparison < 0:
                 break
-    ambiguous = check and any(
-        should_swap(perm[i], perm[i + 1]) != -1 for i in range(ndim - 1)
-    )
+    ambiguous = check and any(should_swap(perm[i], perm[i + 1]) != -1 for i in range(ndim - 1))
     return tuple(reversed(perm)), ambiguous

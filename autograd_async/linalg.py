@@ -55,9 +55,7 @@ def multi_dot(tensors: Any) -> Tensor:
     """The product of a chain of matrices (the first and last may be vectors)."""
     tensors = list(tensors)
     if len(tensors) < 2:
-        raise RuntimeError(
-            f"multi_dot(): expected at least 2 tensors but got {len(tensors)}"
-        )
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
     result = tensors[0]
     for t in tensors[1:]:
         result = matmul(result, t)
@@ -96,16 +94,52 @@ def tensorsolve(A: Tensor, B: Tensor, dims: Any = None) -> Tensor:
     if dims is not None:
         rest = [d for d in range(A.ndim) if d not in [d % A.ndim for d in dims]]
         A = A.permute(*rest, *[d % A.ndim for d in dims])
-    out_shape = A.shape[B.ndim:]
+    out_shape = A.shape[B.ndim :]
     X = solve(A.reshape(B.numel(), -1), B.reshape(-1))
     return X.reshape(out_shape)
 
 
 __all__ = [
-    "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh",
-    "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex",
-    "ldl_solve", "lstsq", "lu", "lu_factor", "lu_factor_ex",
-    "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot",
-    "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals",
-    "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm",
+    "LinAlgError",
+    "cholesky",
+    "cholesky_ex",
+    "cond",
+    "cross",
+    "det",
+    "diagonal",
+    "eig",
+    "eigh",
+    "eigvals",
+    "eigvalsh",
+    "householder_product",
+    "inv",
+    "inv_ex",
+    "ldl_factor",
+    "ldl_factor_ex",
+    "ldl_solve",
+    "lstsq",
+    "lu",
+    "lu_factor",
+    "lu_factor_ex",
+    "lu_solve",
+    "matmul",
+    "matrix_exp",
+    "matrix_norm",
+    "matrix_power",
+    "matrix_rank",
+    "multi_dot",
+    "norm",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "solve_ex",
+    "solve_triangular",
+    "svd",
+    "svdvals",
+    "tensorinv",
+    "tensorsolve",
+    "vander",
+    "vecdot",
+    "vector_norm",
 ]

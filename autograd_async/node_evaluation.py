@@ -66,8 +66,10 @@ def call_node(node: Node, grad_outputs: tuple) -> Any:
     (the engine does that between nodes).
     """
     grad_outputs = _one_per_output(node, grad_outputs)
-    grads = [g if g is None or isinstance(g, Tensor) else Tensor._wrap(g, node.device)
-             for g in grad_outputs]
+    grads = [
+        g if g is None or isinstance(g, Tensor) else Tensor._wrap(g, node.device)
+        for g in grad_outputs
+    ]
     if any(g is None for g in grads) and not all(g is None for g in grads):
         grads = materialize(node, grads, True)
     outputs = node.backward(*grads)
@@ -103,8 +105,10 @@ def materialize(node: Node, inputs: list, create_graph: bool) -> list:
     filled = list(inputs)
     # PyTorch's `ctx._materialize_non_diff_grads = False`: outputs marked non-differentiable keep
     # None while the others are filled.
-    keep_none = () if getattr(node, "_materialize_non_diff_grads", True) else (
-        getattr(node, "_non_differentiable_outputs", ())
+    keep_none = (
+        ()
+        if getattr(node, "_materialize_non_diff_grads", True)
+        else (getattr(node, "_non_differentiable_outputs", ()))
     )
     for i, g in enumerate(filled):
         if g is None and i not in keep_none:
@@ -201,8 +205,7 @@ def check_hook_result(hook: Any, result: Any, original: Any, node: Node) -> None
         )
     if result.device is not node.device:
         raise RuntimeError(
-            f"hook '{name}' has changed the device of value (was {node.device} got "
-            f"{result.device})"
+            f"hook '{name}' has changed the device of value (was {node.device} got {result.device})"
         )
 
 

@@ -70,9 +70,7 @@ def set_deterministic_debug_mode(debug_mode: str | int) -> None:
             )
         debug_mode = _DEBUG_MODES.index(debug_mode)
     elif not isinstance(debug_mode, int) or isinstance(debug_mode, bool):
-        raise TypeError(
-            f"debug_mode must be str or int, but got {type(debug_mode).__name__}"
-        )
+        raise TypeError(f"debug_mode must be str or int, but got {type(debug_mode).__name__}")
     if debug_mode not in (0, 1, 2):
         raise RuntimeError(
             f"invalid value of debug_mode, expected 0, 1, or 2, but got {debug_mode}"
@@ -88,7 +86,7 @@ def get_deterministic_debug_mode() -> int:
 
 
 def set_float32_matmul_precision(precision: str) -> None:
-    """"highest", "high" or "medium" (kept and reported; products here are full float32)."""
+    """ "highest", "high" or "medium" (kept and reported; products here are full float32)."""
     if precision not in _PRECISIONS:
         warnings.warn(
             f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
@@ -140,10 +138,18 @@ def set_rng_state(new_state: dict) -> None:
 
 
 _TENSOR_TYPES = {
-    "float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-    "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
-    "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor",
-    "complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor",
+    "float32": "FloatTensor",
+    "float64": "DoubleTensor",
+    "float16": "HalfTensor",
+    "bfloat16": "BFloat16Tensor",
+    "int64": "LongTensor",
+    "int32": "IntTensor",
+    "int16": "ShortTensor",
+    "int8": "CharTensor",
+    "uint8": "ByteTensor",
+    "bool": "BoolTensor",
+    "complex64": "ComplexFloatTensor",
+    "complex128": "ComplexDoubleTensor",
 }
 
 

@@ -83,8 +83,9 @@ def latency_us(samples: Sequence[float]) -> tuple[float, float]:
     return percentile(samples, 50) * 1e6, percentile(samples, 99) * 1e6
 
 
-def print_latencies(title: str, rows: Sequence[tuple[str, str]],
-                    samples: dict[str, list[float]], width: int) -> None:
+def print_latencies(
+    title: str, rows: Sequence[tuple[str, str]], samples: dict[str, list[float]], width: int
+) -> None:
     """One `label  p50  p99` line per (label, key) row, under a header titled `title`."""
     print(f"\n{title:<{width}}{'p50 us':>10}{'p99 us':>8}")
     for label, key in rows:
@@ -98,9 +99,7 @@ def paired_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> 
     Each pair ran back to back, so a burst of load from another process mostly hits both; on a
     shared machine this is steadier than the ratio of the two medians.
     """
-    return statistics.median(
-        a / b for a, b in zip(numerators, denominators, strict=True)
-    )
+    return statistics.median(a / b for a, b in zip(numerators, denominators, strict=True))
 
 
 def spread(values: Sequence[float]) -> str:
@@ -169,13 +168,19 @@ def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]
     ]
     print()
     print(title)
-    line = "  ".join(str(h).ljust(w) if i == 0 else str(h).rjust(w)
-                     for i, (h, w) in enumerate(zip(headers, widths, strict=True)))
+    line = "  ".join(
+        str(h).ljust(w) if i == 0 else str(h).rjust(w)
+        for i, (h, w) in enumerate(zip(headers, widths, strict=True))
+    )
     print(line)
     print("-" * len(line))
     for row in texts:
-        print("  ".join(v.ljust(w) if i == 0 else v.rjust(w)
-                        for i, (v, w) in enumerate(zip(row, widths, strict=True))))
+        print(
+            "  ".join(
+                v.ljust(w) if i == 0 else v.rjust(w)
+                for i, (v, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
 
 
 def verdict(value: float, target: float, higher_is_better: bool = False) -> str:

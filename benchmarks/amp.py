@@ -105,9 +105,19 @@ def _measure(step, reps: int, steps: int) -> dict:  # noqa: ANN001
 def _child(library: str, lows: list[str], batch: int, reps: int, steps: int) -> dict:
     """Run settings `lows` of `library` in a fresh process (peak memory: the first one's)."""
     done = subprocess.run(
-        [sys.executable, __file__, "--child", library, ",".join(lows), str(batch), str(reps),
-         str(steps)],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            library,
+            ",".join(lows),
+            str(batch),
+            str(reps),
+            str(steps),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-3000:])
@@ -121,8 +131,15 @@ def main() -> None:
         limit_blas_threads(1)
         runs = {"ours": _ours, "torch": _torch}
         libraries = list(runs) if library == "both" else [library]
-        print(json.dumps({f"{name} {low}": runs[name](low, int(batch), int(reps), int(steps))
-                          for name in libraries for low in lows.split(",")}))
+        print(
+            json.dumps(
+                {
+                    f"{name} {low}": runs[name](low, int(batch), int(reps), int(steps))
+                    for name in libraries
+                    for low in lows.split(",")
+                }
+            )
+        )
         return
     parser = argument_parser(__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=None, help="steps per timed block")
@@ -141,12 +158,21 @@ def main() -> None:
         for library in ("ours", "torch"):
             for low in SETTINGS:
                 results[library, low] = _child(library, [low], batch, reps, steps)[
-                    f"{library} {low}"]
+                    f"{library} {low}"
+                ]
     rows = []
     for low in SETTINGS:
         ours, theirs = results["ours", low], results["torch", low]
-        rows.append((low if low == "float32" else f"autocast {low}", ours["ms"], theirs["ms"],
-                     ours["ms"] / theirs["ms"], ours["peak_mib"], theirs["peak_mib"]))
+        rows.append(
+            (
+                low if low == "float32" else f"autocast {low}",
+                ours["ms"],
+                theirs["ms"],
+                ours["ms"] / theirs["ms"],
+                ours["peak_mib"],
+                theirs["peak_mib"],
+            )
+        )
     print_table(
         "one training step",
         ["setting", "ours ms", "torch ms", "ours/torch", "ours peak MiB", "torch peak MiB"],
@@ -155,8 +181,10 @@ def main() -> None:
     for low in SETTINGS[1:]:
         for library in ("ours", "torch"):
             base, mixed = results[library, "float32"], results[library, low]
-            print(f"{library} autocast {low} / float32: time {mixed['ms'] / base['ms']:.2f}, "
-                  f"peak memory {mixed['peak_mib'] / max(base['peak_mib'], 1e-9):.2f}")
+            print(
+                f"{library} autocast {low} / float32: time {mixed['ms'] / base['ms']:.2f}, "
+                f"peak memory {mixed['peak_mib'] / max(base['peak_mib'], 1e-9):.2f}"
+            )
 
 
 if __name__ == "__main__":

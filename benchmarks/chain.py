@@ -150,8 +150,14 @@ def torch_node_count(loss: Any) -> int:
 class Case:
     """One contender: how to build a graph, how to run its backward, how many nodes it has."""
 
-    def __init__(self, name: str, build: Callable[[int], Any], backward: Callable[[Any], Any],
-                 nodes: int, is_async: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        build: Callable[[int], Any],
+        backward: Callable[[Any], Any],
+        nodes: int,
+        is_async: bool = False,
+    ) -> None:
         self.name = name
         self.build = build
         self.backward = backward
@@ -189,7 +195,7 @@ def time_cases(cases: list[Case], steps: int, reps: int, warmup: int) -> dict:
     results: dict = {(c.name, on): ([], []) for c in cases for on in (True, False)}
     try:
         for i in range(warmup + reps):
-            order = cases[i % len(cases):] + cases[: i % len(cases)]
+            order = cases[i % len(cases) :] + cases[: i % len(cases)]
             for enabled in (True, False):
                 for case in order:
                     with gc_state(enabled):
@@ -224,8 +230,10 @@ def main() -> int:
 
     print(__doc__.splitlines()[0])
     print(machine_line())
-    print(f"chain of {steps} steps (mul, add, tanh) on shape {SHAPE} float64; torch threads "
-          f"{threads}; {reps} timed reps after {warmup} warm-up; fresh graph per rep")
+    print(
+        f"chain of {steps} steps (mul, add, tanh) on shape {SHAPE} float64; torch threads "
+        f"{threads}; {reps} timed reps after {warmup} warm-up; fresh graph per rep"
+    )
 
     ours_nodes = check_ours_node_count(steps)
     expected = 3 * steps + 2
@@ -254,10 +262,16 @@ def main() -> int:
         for case in cases:
             back = results[case.name, enabled][1]
             per_node = median(back) / case.nodes
-            rows.append([
-                case.name, case.nodes, per_node * 1e6, median(back) / steps * 1e6,
-                per_node / torch_back, spread([t * 1e3 for t in back]),
-            ])
+            rows.append(
+                [
+                    case.name,
+                    case.nodes,
+                    per_node * 1e6,
+                    median(back) / steps * 1e6,
+                    per_node / torch_back,
+                    spread([t * 1e3 for t in back]),
+                ]
+            )
         print_table(
             f"Backward, {gc_label(enabled)} (medians; node = backward graph node)",
             ["contender", "nodes", "us/node", "us/step", "x torch/node", "total ms min..max"],
@@ -271,8 +285,15 @@ def main() -> int:
         on = median(results[case.name, True][0]) / case.nodes
         off = median(results[case.name, False][0]) / case.nodes
         torch_on = median(results["torch (1 thread)", True][0]) / torch_nodes
-        rows.append([case.name.split(" ")[0] if case.name.startswith("ours") else case.name,
-                     on * 1e6, off * 1e6, on / off, on / torch_on])
+        rows.append(
+            [
+                case.name.split(" ")[0] if case.name.startswith("ours") else case.name,
+                on * 1e6,
+                off * 1e6,
+                on / off,
+                on / torch_on,
+            ]
+        )
     print_table(
         "Forward (graph building), us per node, medians",
         ["contender", "gc enabled", "gc disabled", "on/off", "x torch (gc on)"],
@@ -283,12 +304,20 @@ def main() -> int:
     torch_per = median(results["torch (1 thread)", True][1]) / torch_nodes
     ratio = ours / torch_per
     per_node_scale = torch_nodes / ours_nodes
-    paired = paired_ratio(results["ours backward()", True][1],
-                          results["torch (1 thread)", True][1]) * per_node_scale
-    paired_async = paired_ratio(results["ours await backward_async()", True][1],
-                                results["torch (1 thread)", True][1]) * per_node_scale
-    print(f"\nours / torch backward per node, gc enabled: ratio of medians {ratio:.3f}; median "
-          f"of per-repetition ratios {paired:.3f} (await backward_async(): {paired_async:.3f})")
+    paired = (
+        paired_ratio(results["ours backward()", True][1], results["torch (1 thread)", True][1])
+        * per_node_scale
+    )
+    paired_async = (
+        paired_ratio(
+            results["ours await backward_async()", True][1], results["torch (1 thread)", True][1]
+        )
+        * per_node_scale
+    )
+    print(
+        f"\nours / torch backward per node, gc enabled: ratio of medians {ratio:.3f}; median "
+        f"of per-repetition ratios {paired:.3f} (await backward_async(): {paired_async:.3f})"
+    )
     print(f"target: ours backward() per node < torch's: {verdict(ratio, TARGET_VS_TORCH)}")
     print(f"\n{load_line()} at the end")
     return 0

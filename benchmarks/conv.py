@@ -115,8 +115,9 @@ class TorchStep:
         return [t.grad.numpy() for t in (self.x, self.w, self.b)]
 
 
-def time_blocks(steps: dict[str, Callable[[], None]], reps: int, warmup: int,
-                rounds: int, pause: float = 0.3) -> dict[str, list[float]]:
+def time_blocks(
+    steps: dict[str, Callable[[], None]], reps: int, warmup: int, rounds: int, pause: float = 0.3
+) -> dict[str, list[float]]:
     """Seconds per step of each contender, in blocks alternating over `rounds` rounds."""
     times: dict[str, list[float]] = {name: [] for name in steps}
     per_round = [reps // rounds + (1 if r < reps % rounds else 0) for r in range(rounds)]
@@ -139,11 +140,18 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=32, help="image height and width")
     parser.add_argument("--stride", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=None,
-                        help="BLAS and torch threads (default: each library's own default)")
-    parser.add_argument("--default-malloc", action="store_true",
-                        help="keep glibc's default thresholds (both libraries fault in fresh "
-                             "pages for their large temporaries)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="BLAS and torch threads (default: each library's own default)",
+    )
+    parser.add_argument(
+        "--default-malloc",
+        action="store_true",
+        help="keep glibc's default thresholds (both libraries fault in fresh "
+        "pages for their large temporaries)",
+    )
     args = parser.parse_args()
     retained = not args.default_malloc and retain_freed_memory()
     if args.threads is not None:
@@ -158,32 +166,44 @@ def main() -> int:
     torch_threads = pin_torch_threads(args.threads)
     print(__doc__.splitlines()[0])
     print(machine_line())
-    print(f"conv2d float32, batch {batch}, {cin} -> {cout} channels, 3x3, {size}x{size}, "
-          f"stride {args.stride}, "
-          f"padding 1; BLAS threads: {blas_threads()}; ours intra-op threads "
-          f"{aa.get_num_threads()}; torch threads {torch_threads}; "
-          f"{gc_label()}; {reps} timed steps in {rounds} round(s), {warmup} warm-up per block; "
-          f"freed memory {'retained' if retained else 'returned (default malloc)'}")
+    print(
+        f"conv2d float32, batch {batch}, {cin} -> {cout} channels, 3x3, {size}x{size}, "
+        f"stride {args.stride}, "
+        f"padding 1; BLAS threads: {blas_threads()}; ours intra-op threads "
+        f"{aa.get_num_threads()}; torch threads {torch_threads}; "
+        f"{gc_label()}; {reps} timed steps in {rounds} round(s), {warmup} warm-up per block; "
+        f"freed memory {'retained' if retained else 'returned (default malloc)'}"
+    )
 
     ours, theirs = OursStep(arrays, args.stride), TorchStep(arrays, args.stride)
-    diffs = [float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-12))
-             for a, b in zip(ours.grads(), theirs.grads(), strict=True)]
+    diffs = [
+        float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-12))
+        for a, b in zip(ours.grads(), theirs.grads(), strict=True)
+    ]
     gc.collect()
-    times = time_blocks({"ours": ours.step, f"torch ({torch_threads} threads)": theirs.step},
-                        reps, warmup, rounds)
+    times = time_blocks(
+        {"ours": ours.step, f"torch ({torch_threads} threads)": theirs.step}, reps, warmup, rounds
+    )
     ours_ms = median(times["ours"]) * 1e3
     rows = []
     for name, values in times.items():
         ms = median(values) * 1e3
         rows.append([name, ms, ours_ms / ms, spread([t * 1e3 for t in values])])
-    print_table("conv2d forward + backward (medians)",
-                ["contender", "ms/step", "ours / this", "ms min..max"], rows)
+    print_table(
+        "conv2d forward + backward (medians)",
+        ["contender", "ms/step", "ours / this", "ms min..max"],
+        rows,
+    )
     torch_times = times[f"torch ({torch_threads} threads)"]
     ratio = ours_ms / (median(torch_times) * 1e3)
-    print(f"\nours / torch: ratio of medians {ratio:.3f}, of minima "
-          f"{min(times['ours']) / min(torch_times):.3f}")
-    print(f"agreement: largest relative difference of the gradients (x, w, b): "
-          f"{', '.join(f'{d:.1e}' for d in diffs)}")
+    print(
+        f"\nours / torch: ratio of medians {ratio:.3f}, of minima "
+        f"{min(times['ours']) / min(torch_times):.3f}"
+    )
+    print(
+        f"agreement: largest relative difference of the gradients (x, w, b): "
+        f"{', '.join(f'{d:.1e}' for d in diffs)}"
+    )
     print(f"target: ours / torch <= {TARGET_VS_TORCH}: {verdict(ratio, TARGET_VS_TORCH)}")
     print(f"{load_line()} at the end")
     return 0

@@ -33,13 +33,21 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="tiny sizes, for the smoke test")
     p.add_argument("--steps", type=int, default=30, help="timed steps per repeat")
     p.add_argument("--repeats", type=int, default=3, help="repeats (the median is reported)")
-    p.add_argument("--large-params", type=int, default=50_000_000,
-                   help="gradient elements of the large-model case")
+    p.add_argument(
+        "--large-params",
+        type=int,
+        default=50_000_000,
+        help="gradient elements of the large-model case",
+    )
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     p.add_argument("--widths", default="784,1024,1024,10", help="MLP layer widths")
     p.add_argument("--batch", type=int, default=256, help="global batch")
-    p.add_argument("--bucket-cap-mb", type=float, default=25.0,
-                   help="DDP bucket cap, ours and torch's (PyTorch's default: 25)")
+    p.add_argument(
+        "--bucket-cap-mb",
+        type=float,
+        default=25.0,
+        help="DDP bucket cap, ours and torch's (PyTorch's default: 25)",
+    )
     return p.parse_args(argv)
 
 
@@ -93,6 +101,7 @@ def worker_ours(args: argparse.Namespace) -> dict:
             opt.step()
             if net is ddp and ddp.reducer.last_timeline is not None:
                 shares.append(ddp.reducer.last_timeline.hidden_share())
+
         return run
 
     ddp_step = timed_steps(step(ddp), args.steps, args.repeats)
@@ -106,9 +115,15 @@ def worker_ours(args: argparse.Namespace) -> dict:
     comm = timed_steps(reduce_alone, args.steps, args.repeats)
     dist.barrier()
     dist.destroy_process_group()
-    return {"rank": rank, "size": size, "ddp_step": ddp_step, "local_step": local_step,
-            "comm": comm, "timeline_hidden": timeline_hidden,
-            "buckets": len(ddp.reducer.buckets)}
+    return {
+        "rank": rank,
+        "size": size,
+        "ddp_step": ddp_step,
+        "local_step": local_step,
+        "comm": comm,
+        "timeline_hidden": timeline_hidden,
+        "buckets": len(ddp.reducer.buckets),
+    }
 
 
 def worker_torch(args: argparse.Namespace) -> dict:
@@ -179,19 +194,40 @@ def launch(kind: str, ranks: int, args: argparse.Namespace) -> dict:
     mpiexec = str(Path(sys.executable).with_name("mpiexec"))
     if not Path(mpiexec).exists():
         mpiexec = "mpiexec"
-    forwarded = ["--steps", str(args.steps), "--repeats", str(args.repeats),
-                 "--large-params", str(args.large_params), "--widths", args.widths,
-                 "--batch", str(args.batch), "--bucket-cap-mb", str(args.bucket_cap_mb)]
-    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(29500 + os.getpid() % 400),
-               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    forwarded = [
+        "--steps",
+        str(args.steps),
+        "--repeats",
+        str(args.repeats),
+        "--large-params",
+        str(args.large_params),
+        "--widths",
+        args.widths,
+        "--batch",
+        str(args.batch),
+        "--bucket-cap-mb",
+        str(args.bucket_cap_mb),
+    ]
+    env = dict(
+        os.environ,
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(29500 + os.getpid() % 400),
+        OMP_NUM_THREADS="1",
+        OPENBLAS_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+    )
     done = subprocess.run(
         [mpiexec, "-n", str(ranks), sys.executable, str(HERE), "--worker", kind, *forwarded],
-        capture_output=True, text=True, env=env, timeout=900,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
     )
     if done.returncode != 0:
         raise SystemExit(f"{kind} on {ranks} ranks failed:\n{done.stdout}\n{done.stderr}")
-    results = [json.loads(line[7:]) for line in done.stdout.splitlines()
-               if line.startswith("RESULT ")]
+    results = [
+        json.loads(line[7:]) for line in done.stdout.splitlines() if line.startswith("RESULT ")
+    ]
     return results[0]
 
 
@@ -200,7 +236,8 @@ def main() -> None:
     if args.worker:
         limit_blas_threads(1)
         result = {"ours": worker_ours, "torch": worker_torch, "large": worker_large}[args.worker](
-            args)
+            args
+        )
         if result.get("rank", 0) == 0:  # one line: the ranks' stdout arrive interleaved
             print("RESULT " + json.dumps(result), flush=True)
         return
@@ -208,31 +245,39 @@ def main() -> None:
         args.steps, args.repeats, args.large_params = 3, 1, 100_000
         args.widths, args.batch = "64,32,10", 16
     print(machine_line())
-    print(f"MLP {args.widths.replace(',', '-')}, float32, global batch {args.batch}, "
-          f"one BLAS thread per rank, buckets of {args.bucket_cap_mb:g} MB; median of "
-          f"{args.repeats} x {args.steps} steps")
+    print(
+        f"MLP {args.widths.replace(',', '-')}, float32, global batch {args.batch}, "
+        f"one BLAS thread per rank, buckets of {args.bucket_cap_mb:g} MB; median of "
+        f"{args.repeats} x {args.steps} steps"
+    )
     table = {}
     for ranks in (2,) if args.quick else (1, 2):  # --quick: the fewest launches that run it all
         ours = launch("ours", ranks, args)
         theirs = launch("torch", ranks, args)
         table[ranks] = (ours, theirs)
         hidden = (ours["local_step"] + ours["comm"] - ours["ddp_step"]) / ours["comm"]
-        print(f"{ranks} rank(s): ours {1 / ours['ddp_step']:7.1f} steps/s | torch DDP gloo "
-              f"{1 / theirs['ddp_step']:7.1f} steps/s | ours / torch "
-              f"{theirs['ddp_step'] / ours['ddp_step']:.2f} | local step "
-              f"{ours['local_step'] * 1e3:.1f} ms, all_reduce alone {ours['comm'] * 1e3:.2f} ms, "
-              f"hidden {min(max(hidden, 0.0), 1.0):.0%} (by step times), "
-              f"{ours['timeline_hidden']:.0%} (bucket timeline, {ours['buckets']} buckets)")
+        print(
+            f"{ranks} rank(s): ours {1 / ours['ddp_step']:7.1f} steps/s | torch DDP gloo "
+            f"{1 / theirs['ddp_step']:7.1f} steps/s | ours / torch "
+            f"{theirs['ddp_step'] / ours['ddp_step']:.2f} | local step "
+            f"{ours['local_step'] * 1e3:.1f} ms, all_reduce alone {ours['comm'] * 1e3:.2f} ms, "
+            f"hidden {min(max(hidden, 0.0), 1.0):.0%} (by step times), "
+            f"{ours['timeline_hidden']:.0%} (bucket timeline, {ours['buckets']} buckets)"
+        )
     if 1 in table:
         ours_scaling = table[1][0]["ddp_step"] / table[2][0]["ddp_step"]
         torch_scaling = table[1][1]["ddp_step"] / table[2][1]["ddp_step"]
         print(f"scaling 2 ranks vs 1: ours {ours_scaling:.2f}x, torch {torch_scaling:.2f}x")
     large = launch("large", 2, args)
-    print(f"large model: {large['bytes'] / 1e6:.0f} MB of gradients on 2 ranks: ours "
-          f"{large['ours'] * 1e3:.1f} ms, raw MPI Allreduce {large['raw'] * 1e3:.1f} ms, "
-          f"ours / raw MPI (speed) {large['raw'] / large['ours']:.2f}")
-    print("target: ours / torch >= 1.0 at 2 ranks; scaling >= 1.7x; >= 50% hidden; "
-          "large model >= 0.9 of raw MPI")
+    print(
+        f"large model: {large['bytes'] / 1e6:.0f} MB of gradients on 2 ranks: ours "
+        f"{large['ours'] * 1e3:.1f} ms, raw MPI Allreduce {large['raw'] * 1e3:.1f} ms, "
+        f"ours / raw MPI (speed) {large['raw'] / large['ours']:.2f}"
+    )
+    print(
+        "target: ours / torch >= 1.0 at 2 ranks; scaling >= 1.7x; >= 50% hidden; "
+        "large model >= 0.9 of raw MPI"
+    )
 
 
 if __name__ == "__main__":

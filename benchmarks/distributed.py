@@ -97,10 +97,10 @@ async def _echo_handler(info: Any, method: str, kwargs: dict, arrays: list) -> t
 
 async def _raw_server(capacity: int, ports: Any) -> None:
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: AlignedEcho(capacity, echo=True), "127.0.0.1",
-                                      0)
-    echo = await serve(_echo_handler, token=TOKEN, name="echo",
-                       max_frame_bytes=capacity + (1 << 20))
+    server = await loop.create_server(lambda: AlignedEcho(capacity, echo=True), "127.0.0.1", 0)
+    echo = await serve(
+        _echo_handler, token=TOKEN, name="echo", max_frame_bytes=capacity + (1 << 20)
+    )
     ports.send((server.sockets[0].getsockname()[1], echo.address[1]))
     await asyncio.Event().wait()
 
@@ -110,14 +110,29 @@ def raw_server_main(capacity: int, ports: Any) -> None:
     uvloop.run(_raw_server(capacity, ports))
 
 
-def start_worker(token_file: Path, name: str = "bench",
-                 extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
+def start_worker(
+    token_file: Path, name: str = "bench", extra: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen, str]:
     """Start a worker process; return it and its address from the READY line."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "autograd_async.workers", "--name", name, "--devices", "cpu",
-         "--token-file", str(token_file), *extra],
-        stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
+        [
+            sys.executable,
+            "-m",
+            "autograd_async.workers",
+            "--name",
+            name,
+            "--devices",
+            "cpu",
+            "--token-file",
+            str(token_file),
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=env,
+    )
     line = proc.stdout.readline().split()
     if len(line) != 3 or line[0] != "READY":
         proc.kill()
@@ -155,11 +170,12 @@ def process_cpu(pid: int) -> float:
 async def interleave(modes: dict[str, Mode], rounds: int, verbose: bool) -> Results:
     """Run every mode once per round, back to back, each round starting one mode further on
     (so that no mode always follows the same one); the first rounds only warm up."""
-    results = Results({key: [] for key in modes}, {key: [] for key in modes},
-                      {key: [] for key in modes})
+    results = Results(
+        {key: [] for key in modes}, {key: [] for key in modes}, {key: [] for key in modes}
+    )
     keys = list(modes)
     for rnd in range(rounds + WARMUP_ROUNDS):
-        for key in keys[rnd % len(keys):] + keys[:rnd % len(keys)]:
+        for key in keys[rnd % len(keys) :] + keys[: rnd % len(keys)]:
             mode = modes[key]
             client, server = time.process_time(), process_cpu(mode.server_pid)
             elapsed = await mode.round_trip()
@@ -178,10 +194,14 @@ def print_throughput(args: argparse.Namespace, results: Results) -> None:
     """The throughput table: medians, GB/s, each mode's paired ratio to the raw echo, and the
     CPU time each side spent per round trip (mean), which load elsewhere changes far less."""
     nbytes = args.mib << 20
-    print(f"distributed benchmark: {args.mib} MiB float32 payload, uvloop, loopback, servers "
-          f"in other processes; {args.reps} interleaved rounds; {load_line()}")
-    print(f"{'mode':<52}{'median ms':>10}{'GB/s':>7}{'vs raw':>8}"
-          f"{'ratio quartiles':>17}{'best ms':>9}{'CPU ms: client':>16}{'server':>8}")
+    print(
+        f"distributed benchmark: {args.mib} MiB float32 payload, uvloop, loopback, servers "
+        f"in other processes; {args.reps} interleaved rounds; {load_line()}"
+    )
+    print(
+        f"{'mode':<52}{'median ms':>10}{'GB/s':>7}{'vs raw':>8}"
+        f"{'ratio quartiles':>17}{'best ms':>9}{'CPU ms: client':>16}{'server':>8}"
+    )
     raw = results.seconds["raw"]
     for label, key in THROUGHPUT_ROWS:
         if key not in results.seconds:
@@ -192,13 +212,19 @@ def print_throughput(args: argparse.Namespace, results: Results) -> None:
         low, high = percentile(ratios, 25), percentile(ratios, 75)
         client = statistics.mean(results.client_cpu[key]) * 1e3
         server = statistics.mean(results.server_cpu[key]) * 1e3
-        print(f"{label:<52}{ms:>10.1f}{gbs:>7.2f}{statistics.median(ratios):>7.2f}x"
-              f"{f'{low:.2f}..{high:.2f}':>17}{min(times) * 1e3:>9.1f}{client:>16.1f}"
-              f"{server:>8.1f}")
+        print(
+            f"{label:<52}{ms:>10.1f}{gbs:>7.2f}{statistics.median(ratios):>7.2f}x"
+            f"{f'{low:.2f}..{high:.2f}':>17}{min(times) * 1e3:>9.1f}{client:>16.1f}"
+            f"{server:>8.1f}"
+        )
 
 
-async def bench(args: argparse.Namespace, ports: tuple[int, int], echo_pid: int,
-                workers: dict[str, tuple[subprocess.Popen, str]]) -> None:
+async def bench(
+    args: argparse.Namespace,
+    ports: tuple[int, int],
+    echo_pid: int,
+    workers: dict[str, tuple[subprocess.Popen, str]],
+) -> None:
     """Run the throughput modes interleaved, then the latencies; print the tables."""
     loop = asyncio.get_running_loop()
     raw_port, echo_port = ports
@@ -207,10 +233,17 @@ async def bench(args: argparse.Namespace, ports: tuple[int, int], echo_pid: int,
     payload_view = memoryview(payload.reshape(-1).view(np.uint8))
     small = np.random.default_rng(1).standard_normal(256).astype(np.float32)  # 1 KiB
 
-    _, raw = await loop.create_connection(lambda: AlignedEcho(nbytes, echo=False),
-                                          "127.0.0.1", raw_port)
-    conn = await connect("127.0.0.1", echo_port, token=TOKEN, name="bench",
-                         max_frame_bytes=nbytes + (1 << 20), request_timeout=120)
+    _, raw = await loop.create_connection(
+        lambda: AlignedEcho(nbytes, echo=False), "127.0.0.1", raw_port
+    )
+    conn = await connect(
+        "127.0.0.1",
+        echo_port,
+        token=TOKEN,
+        name="bench",
+        max_frame_bytes=nbytes + (1 << 20),
+        request_timeout=120,
+    )
 
     async def raw_roundtrip(data: memoryview = payload_view) -> float:
         raw.done = loop.create_future()
@@ -250,8 +283,9 @@ async def bench(args: argparse.Namespace, ports: tuple[int, int], echo_pid: int,
             y = await client.call("bench", "clone", x)
             ys = await client.call("bench", "mul", xs, 2.0)
 
-            async def backward_roundtrip(root: ag.Tensor = y, g: ag.Tensor = grad,
-                                         leaf: ag.Tensor = x) -> float:
+            async def backward_roundtrip(
+                root: ag.Tensor = y, g: ag.Tensor = grad, leaf: ag.Tensor = x
+            ) -> float:
                 leaf.grad = None
                 start = time.perf_counter()
                 await dist.backward(ctx, [root], [g], retain_graph=True)
@@ -260,25 +294,35 @@ async def bench(args: argparse.Namespace, ports: tuple[int, int], echo_pid: int,
                 return elapsed
 
             worker_pid = workers["bench"][0].pid
-            modes = {"raw": Mode(raw_roundtrip, echo_pid),
-                     "transport": Mode(transport_roundtrip, echo_pid),
-                     "call": Mode(call_roundtrip, worker_pid),
-                     "backward": Mode(backward_roundtrip, worker_pid)}
+            modes = {
+                "raw": Mode(raw_roundtrip, echo_pid),
+                "transport": Mode(transport_roundtrip, echo_pid),
+                "call": Mode(call_roundtrip, worker_pid),
+                "backward": Mode(backward_roundtrip, worker_pid),
+            }
             if "default-heap" in workers:
-                modes["call_default_heap"] = Mode(lambda: call_roundtrip("default-heap"),
-                                                  workers["default-heap"][0].pid)
+                modes["call_default_heap"] = Mode(
+                    lambda: call_roundtrip("default-heap"), workers["default-heap"][0].pid
+                )
             results = await interleave(modes, args.reps, args.verbose)
             np.testing.assert_array_equal(x.grad.numpy()[:8], payload[:8])
             out = await client.call("bench", "clone", x_call)
             np.testing.assert_array_equal(out.numpy()[-8:], payload[-8:])
 
-            lat: dict[str, list[float]] = {"raw": [], "transport": [], "forward": [],
-                                           "backward": []}
+            lat: dict[str, list[float]] = {
+                "raw": [],
+                "transport": [],
+                "forward": [],
+                "backward": [],
+            }
             small_view = memoryview(small.view(np.uint8))
             for i in range(args.latency_iters + 200):
-                times = (await raw_roundtrip(small_view), await transport_roundtrip(small),
-                         await forward_roundtrip(small),
-                         await backward_roundtrip(ys, grad_small, xs))
+                times = (
+                    await raw_roundtrip(small_view),
+                    await transport_roundtrip(small),
+                    await forward_roundtrip(small),
+                    await backward_roundtrip(ys, grad_small, xs),
+                )
                 if i >= 200:
                     for key, t in zip(lat, times, strict=True):
                         lat[key].append(t)
@@ -288,22 +332,33 @@ async def bench(args: argparse.Namespace, ports: tuple[int, int], echo_pid: int,
 
     print_throughput(args, results)
     if args.latency_iters:
-        print_latencies("latency, 1 KiB",
-                        [("(a) raw uvloop echo of 1 KiB", "raw"),
-                         ("(b) Connection.request echo of 1 KiB", "transport"),
-                         ("(e) remote mul() forward, no context", "forward"),
-                         ("(d) distributed backward through remote mul()", "backward")],
-                        lat, 52)
+        print_latencies(
+            "latency, 1 KiB",
+            [
+                ("(a) raw uvloop echo of 1 KiB", "raw"),
+                ("(b) Connection.request echo of 1 KiB", "transport"),
+                ("(e) remote mul() forward, no context", "forward"),
+                ("(d) distributed backward through remote mul()", "backward"),
+            ],
+            lat,
+            52,
+        )
 
 
 def main() -> None:
     """Start the raw echo and worker processes, run the client side, print the tables."""
     parser = round_trip_parser(__doc__.splitlines()[0], reps=31)
-    parser.add_argument("--compare-heap", action="store_true",
-                        help="add (c'): the same call to a worker with the C library's default "
-                             "heap (--release-freed-memory), in every round")
-    parser.add_argument("--ray", action="store_true",
-                        help="compare two Ray worker actors with two workers started by hand")
+    parser.add_argument(
+        "--compare-heap",
+        action="store_true",
+        help="add (c'): the same call to a worker with the C library's default "
+        "heap (--release-freed-memory), in every round",
+    )
+    parser.add_argument(
+        "--ray",
+        action="store_true",
+        help="compare two Ray worker actors with two workers started by hand",
+    )
     args = parser.parse_args()
     if args.ray:
         from distributed_ray import ray_main  # noqa: PLC0415 - Ray is optional
@@ -321,8 +376,9 @@ def main() -> None:
         workers = {"bench": start_worker(token_file)}
         try:
             if args.compare_heap:
-                workers["default-heap"] = start_worker(token_file, "default-heap",
-                                                       ("--release-freed-memory",))
+                workers["default-heap"] = start_worker(
+                    token_file, "default-heap", ("--release-freed-memory",)
+                )
             if not recv.poll(60):
                 raise SystemExit("echo process did not start")
             uvloop.run(bench(args, recv.recv(), raw_proc.pid, workers))

@@ -37,10 +37,22 @@ LOAD = "relay_functions"  # benchmarks/relay_functions.py
 PAIRS = {"by hand": ("h0", "h1"), "Ray actors": ("r0", "r1")}
 
 
-def _start_by_hand(name: str, token_file: Path, env: dict[str, str],
-                   peers: dict[str, str]) -> tuple[subprocess.Popen, str]:
-    cmd = [sys.executable, "-m", "autograd_async.workers", "--name", name, "--devices", "cpu",
-           "--token-file", str(token_file), "--load", LOAD]
+def _start_by_hand(
+    name: str, token_file: Path, env: dict[str, str], peers: dict[str, str]
+) -> tuple[subprocess.Popen, str]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograd_async.workers",
+        "--name",
+        name,
+        "--devices",
+        "cpu",
+        "--token-file",
+        str(token_file),
+        "--load",
+        LOAD,
+    ]
     for peer, address in peers.items():
         cmd += ["--peer", f"{peer}={address}"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
@@ -81,8 +93,9 @@ async def _measure(args: argparse.Namespace, addresses: dict[str, str]) -> dict[
 async def _run(args: argparse.Namespace, by_hand: dict[str, str]) -> dict[str, list]:
     from autograd_async.workers.ray import RayWorkers  # noqa: PLC0415 - Ray is optional
 
-    async with await RayWorkers.start(n=2, names=["r0", "r1"], devices="cpu", token=TOKEN,
-                                      load=(LOAD,), num_cpus=0, strategy=None) as cluster:
+    async with await RayWorkers.start(
+        n=2, names=["r0", "r1"], devices="cpu", token=TOKEN, load=(LOAD,), num_cpus=0, strategy=None
+    ) as cluster:
         return await _measure(args, {**by_hand, **cluster.addresses})
 
 
@@ -92,7 +105,8 @@ def ray_main(args: argparse.Namespace) -> None:
     # The workers of both kinds import relay_functions from here (Ray workers inherit it too,
     # when this process starts the local Ray).
     os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(REPO), str(HERE), *filter(None, [os.environ.get("PYTHONPATH")])])
+        [str(REPO), str(HERE), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
     sys.path[:0] = [str(REPO), str(HERE)]
     procs = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -102,8 +116,7 @@ def ray_main(args: argparse.Namespace) -> None:
         try:
             h1, h1_address = _start_by_hand("h1", token_file, dict(os.environ), {})
             procs.append(h1)
-            h0, h0_address = _start_by_hand("h0", token_file, dict(os.environ),
-                                            {"h1": h1_address})
+            h0, h0_address = _start_by_hand("h0", token_file, dict(os.environ), {"h1": h1_address})
             procs.append(h0)
             times = asyncio.run(_run(args, {"h0": h0_address, "h1": h1_address}))
         finally:
@@ -112,13 +125,15 @@ def ray_main(args: argparse.Namespace) -> None:
             for proc in procs:
                 proc.wait(15)
     nbytes = args.mib << 20
-    print(f"distributed benchmark --ray: {args.mib} MiB float32 gradient, client -> worker -> "
-          f"peer worker and back, loopback; median of {args.reps}; GB/s = 2 x payload / time")
+    print(
+        f"distributed benchmark --ray: {args.mib} MiB float32 gradient, client -> worker -> "
+        f"peer worker and back, loopback; median of {args.reps}; GB/s = 2 x payload / time"
+    )
     print(f"{'workers':<14}{'median ms':>10}{'GB/s':>8}{'min..max ms':>18}")
     for label, samples in times.items():
         ms, gbs = median_rate(samples, nbytes)
-        print(f"{label:<14}{ms:>10.1f}{gbs:>8.2f}"
-              f"{spread([t * 1e3 for t in samples]):>18}")
+        print(f"{label:<14}{ms:>10.1f}{gbs:>8.2f}{spread([t * 1e3 for t in samples]):>18}")
     ratio = paired_ratio(times["Ray actors"], times["by hand"])
-    print(f"time, Ray actors / by hand: {ratio:.3f} (median of per-repetition ratios); "
-          f"{load_line()}")
+    print(
+        f"time, Ray actors / by hand: {ratio:.3f} (median of per-repetition ratios); {load_line()}"
+    )

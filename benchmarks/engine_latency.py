@@ -230,7 +230,7 @@ def burst_round_trips(runs: int, other: OtherLoop) -> list[float]:
             times.append(perf() - begun)
 
     uvloop.run(burst())
-    return times[len(times) // 10:]
+    return times[len(times) // 10 :]
 
 
 def count_nodes() -> int:
@@ -288,12 +288,14 @@ def main() -> int:
         other.close()
     rows = []
     for name, values in times.items():
-        rows.append([name, percentile(values, 50) * 1e6, percentile(values, 99) * 1e6,
-                     min(values) * 1e6])
+        rows.append(
+            [name, percentile(values, 50) * 1e6, percentile(values, 99) * 1e6, min(values) * 1e6]
+        )
     print_table(
         f"(a) latency of a {nodes}-node CPU backward vs raw round trips, {runs} runs each, "
         "interleaved (us)",
-        ["case", "p50", "p99", "min"], rows,
+        ["case", "p50", "p99", "min"],
+        rows,
     )
     raw50 = percentile(times["raw round trip (asyncio future)"], 50)
     raw99 = percentile(times["raw round trip (asyncio future)"], 99)
@@ -302,21 +304,29 @@ def main() -> int:
     busy50 = percentile(times["  worker busy in its nodes"], 50)
     block50 = percentile(times["backward() (blocking)"], 50)
     rawb50 = percentile(times["raw round trip (blocking)"], 50)
-    print(f"\nawait backward_async() / raw round trip: p50 {ours50 / raw50:.2f}x, "
-          f"p99 {ours99 / raw99:.2f}x; target p50 <= {TARGET_RATIO}x: "
-          f"{verdict(ours50 / raw50, TARGET_RATIO)}")
-    print(f"  above the raw round trip: {(ours50 - raw50) * 1e6:.1f} us at p50, of which the "
-          f"worker's busy time in the nodes themselves {busy50 * 1e6:.1f} us (this difference "
-          "is steadier than the ratio: waking an idle vCPU of this VM costs 10 to 90 us, "
-          "varying from run to run, and both sides pay it)")
+    print(
+        f"\nawait backward_async() / raw round trip: p50 {ours50 / raw50:.2f}x, "
+        f"p99 {ours99 / raw99:.2f}x; target p50 <= {TARGET_RATIO}x: "
+        f"{verdict(ours50 / raw50, TARGET_RATIO)}"
+    )
+    print(
+        f"  above the raw round trip: {(ours50 - raw50) * 1e6:.1f} us at p50, of which the "
+        f"worker's busy time in the nodes themselves {busy50 * 1e6:.1f} us (this difference "
+        "is steadier than the ratio: waking an idle vCPU of this VM costs 10 to 90 us, "
+        "varying from run to run, and both sides pay it)"
+    )
     print(f"  less that busy time: {(ours50 - busy50) / raw50:.2f}x the raw round trip")
     if "torch backward(), no hop (1 thread)" in times:
         torch50 = percentile(times["torch backward(), no hop (1 thread)"], 50)
-        print(f"  the target leaves {(TARGET_RATIO - 1) * raw50 * 1e6:.1f} us for the work above "
-              f"the round trip; torch's whole backward of this graph, on the caller's thread "
-              f"with no hop, takes {torch50 * 1e6:.1f} us")
-    print(f"backward() / blocking raw round trip: p50 {block50 / rawb50:.2f}x "
-          f"({(block50 - rawb50) * 1e6:.1f} us above it)")
+        print(
+            f"  the target leaves {(TARGET_RATIO - 1) * raw50 * 1e6:.1f} us for the work above "
+            f"the round trip; torch's whole backward of this graph, on the caller's thread "
+            f"with no hop, takes {torch50 * 1e6:.1f} us"
+        )
+    print(
+        f"backward() / blocking raw round trip: p50 {block50 / rawb50:.2f}x "
+        f"({(block50 - rawb50) * 1e6:.1f} us above it)"
+    )
 
     times_b, handoffs = part_b(steps, crossings, reps, max(warmup // 20, 1))
     plain, local, cross = (median(times_b[m]) for m in ("plain", "local", "cross"))
@@ -330,14 +340,19 @@ def main() -> int:
     ]
     print_table(
         f"(b) blocking backward of a {steps}-op chain with {handoffs} handoffs, medians of {reps}",
-        ["chain", "nodes", "ms"], rows,
+        ["chain", "nodes", "ms"],
+        rows,
     )
-    print(f"\nper handoff (crossing - local copies): {per_handoff * 1e6:.1f} us; with its node "
-          f"(crossing - plain): {per_node_and_handoff * 1e6:.1f} us")
-    print(f"raw round trip run back to back (handoffs in a chain follow each other the same "
-          f"way): p50 {burst50 * 1e6:.1f} us, so one handoff (one way) costs "
-          f"{per_handoff / burst50:.2f}x a whole raw round trip, {2 * per_handoff / burst50:.2f}x "
-          "its one-way half")
+    print(
+        f"\nper handoff (crossing - local copies): {per_handoff * 1e6:.1f} us; with its node "
+        f"(crossing - plain): {per_node_and_handoff * 1e6:.1f} us"
+    )
+    print(
+        f"raw round trip run back to back (handoffs in a chain follow each other the same "
+        f"way): p50 {burst50 * 1e6:.1f} us, so one handoff (one way) costs "
+        f"{per_handoff / burst50:.2f}x a whole raw round trip, {2 * per_handoff / burst50:.2f}x "
+        "its one-way half"
+    )
     print(f"\n{load_line()} at the end")
     return 0
 

@@ -57,8 +57,12 @@ def make_data(
     layers = []
     for fan_in, fan_out in zip(sizes[:-1], sizes[1:], strict=True):
         bound = 1 / np.sqrt(fan_in)
-        layers.append((rng.uniform(-bound, bound, (fan_out, fan_in)).astype(np.float32),
-                       rng.uniform(-bound, bound, fan_out).astype(np.float32)))
+        layers.append(
+            (
+                rng.uniform(-bound, bound, (fan_out, fan_in)).astype(np.float32),
+                rng.uniform(-bound, bound, fan_out).astype(np.float32),
+            )
+        )
     x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
     y = rng.integers(0, sizes[-1], batch)
     return layers, x, y
@@ -118,8 +122,9 @@ def torch_contenders(layers: list, x: np.ndarray, y: np.ndarray) -> tuple[Callab
 
     torch.set_num_threads(1)
     sizes = [layers[0][0].shape[1]] + [w.shape[0] for w, _ in layers]
-    model = torch.nn.Sequential(torch.nn.Linear(sizes[0], sizes[1]), torch.nn.ReLU(),
-                                torch.nn.Linear(sizes[1], sizes[2]))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(sizes[0], sizes[1]), torch.nn.ReLU(), torch.nn.Linear(sizes[1], sizes[2])
+    )
     params = {}
     for i, (w, b) in zip((0, 2), layers, strict=True):
         params[f"{i}.weight"] = torch.from_numpy(w)
@@ -193,8 +198,10 @@ def main() -> None:
             times["torch loop"].append(timed(torch_loop))
 
     base = median(times["NumPy"])
-    rows = [(name, median(ts) * 1e3, spread([t * 1e3 for t in ts]), median(ts) / base)
-            for name, ts in times.items()]
+    rows = [
+        (name, median(ts) * 1e3, spread([t * 1e3 for t in ts]), median(ts) / base)
+        for name, ts in times.items()
+    ]
     print_table("per-example gradients (ms, median)", ["contender", "ms", "range", "/ NumPy"], rows)
     ratio = paired_ratio(times["ours vmap"], times["NumPy"])
     print(f"\ntarget: ours vmap / NumPy (paired) {ratio:.3f}: {verdict(ratio, TARGET_VS_NUMPY)}")

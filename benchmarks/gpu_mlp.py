@@ -41,8 +41,10 @@ def make_data(seed: int = 0) -> tuple[list, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     weights = [
         # Scaled before the cast: under NumPy 2 a float32 array over a float64 scalar is float64.
-        ((rng.standard_normal((n_out, n_in)) / np.sqrt(n_in)).astype(np.float32),
-         np.zeros(n_out, np.float32))
+        (
+            (rng.standard_normal((n_out, n_in)) / np.sqrt(n_in)).astype(np.float32),
+            np.zeros(n_out, np.float32),
+        )
         for n_in, n_out in zip(SIZES[:-1], SIZES[1:])
     ]
     x = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-TWO_PROCESSES = '''
+TWO_PROCESSES = """
 import numpy as np
 import autograd_async as aa
 import autograd_async.distributed as dist
@@ -36,7 +36,7 @@ dist.all_gather_object(grads, model.weight.grad.cpu().numpy().tolist())
 assert grads[0] == grads[1]
 print(f"rank {rank}: nccl all_reduce and DDP across processes ok", flush=True)
 dist.destroy_process_group()
-'''
+"""
 
 
 def main() -> int:
@@ -50,8 +50,17 @@ def main() -> int:
         return 0
     print(f"gpu_nccl_check: {gpus} GPU(s)")
     status = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "tests/distributed/collectives/test_nccl_backend.py"], cwd=ROOT, env=env,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/distributed/collectives/test_nccl_backend.py",
+        ],
+        cwd=ROOT,
+        env=env,
     ).returncode
     if gpus >= 2:
         with tempfile.TemporaryDirectory() as tmp:
@@ -59,7 +68,9 @@ def main() -> int:
             script.write_text(TWO_PROCESSES)
             status |= subprocess.run(
                 [sys.executable, "-m", "autograd_async.distributed.run", "-n", "2", str(script)],
-                cwd=ROOT, env=env, timeout=300,
+                cwd=ROOT,
+                env=env,
+                timeout=300,
             ).returncode
     print("gpu_nccl_check: " + ("passed" if status == 0 else "FAILED"))
     return 0 if status == 0 else 1

@@ -161,8 +161,14 @@ class NumpyStep:
     """The hand-written step; with `preallocate`, matmuls write into buffers made once; with
     `backward_thread`, the backward half runs on a helper thread while the caller waits."""
 
-    def __init__(self, weights: list, x: np.ndarray, y: np.ndarray, preallocate: bool,
-                 backward_thread: bool = False) -> None:
+    def __init__(
+        self,
+        weights: list,
+        x: np.ndarray,
+        y: np.ndarray,
+        preallocate: bool,
+        backward_thread: bool = False,
+    ) -> None:
         self.params = [(w.copy(), b.copy()) for w, b in weights]
         self.x = x
         self.y = y
@@ -284,7 +290,9 @@ def agreement(weights: list, x: np.ndarray, y: np.ndarray) -> str:
     """Run three steps of ours, NumPy (inline and threaded) and torch from the same start;
     report the differences."""
     contenders = [
-        Ours(weights, x, y), NumpyStep(weights, x, y, False), TorchStep(weights, x, y, None),
+        Ours(weights, x, y),
+        NumpyStep(weights, x, y, False),
+        TorchStep(weights, x, y, None),
         NumpyStep(weights, x, y, False, backward_thread=True),
     ]
     losses = [[c.step() for _ in range(3)] for c in contenders]
@@ -297,8 +305,13 @@ def agreement(weights: list, x: np.ndarray, y: np.ndarray) -> str:
     )
 
 
-def time_blocks(groups: list[dict[str, Callable[[], Any]]], reps: int, warmup: int,
-                rounds: int, pause: float = 0.3) -> dict[str, list[float]]:
+def time_blocks(
+    groups: list[dict[str, Callable[[], Any]]],
+    reps: int,
+    warmup: int,
+    rounds: int,
+    pause: float = 0.3,
+) -> dict[str, list[float]]:
     """Seconds per step of each contender.
 
     Contenders of one group share a thread pool (ours and NumPy: NumPy's BLAS) and alternate step
@@ -352,10 +365,18 @@ def fixed_work(full_numpy: NumpyStep, full_numpy_ms: float, reps: int = 60) -> N
     hot = medians["ours", "hot"] - medians["NumPy", "hot"]
     cold = medians["ours", "cold"] - medians["NumPy", "cold"]
     rows.append(["ours - NumPy", hot, cold])
-    rows.append(["  as % of a full-size NumPy step", 100 * hot / (full_numpy_ms * 1e3),
-                 100 * cold / (full_numpy_ms * 1e3)])
-    print_table("Per-step work that does not grow with the net (8-8-8-4, batch 4; medians, us)",
-                ["step", "hot", "after a full-size NumPy step"], rows)
+    rows.append(
+        [
+            "  as % of a full-size NumPy step",
+            100 * hot / (full_numpy_ms * 1e3),
+            100 * cold / (full_numpy_ms * 1e3),
+        ]
+    )
+    print_table(
+        "Per-step work that does not grow with the net (8-8-8-4, batch 4; medians, us)",
+        ["step", "hot", "after a full-size NumPy step"],
+        rows,
+    )
 
 
 def profile_ours(ours: Ours, numpy_step: NumpyStep, reps: int) -> None:
@@ -391,8 +412,10 @@ def profile_ours(ours: Ours, numpy_step: NumpyStep, reps: int) -> None:
     with profile(record_forward=True) as prof:
         for _ in range(5):
             ours.step()
-    print("\nprofiler key averages of 5 steps of ours (forward ops on the caller, backward nodes "
-          "on the worker):")
+    print(
+        "\nprofiler key averages of 5 steps of ours (forward ops on the caller, backward nodes "
+        "on the worker):"
+    )
     print(prof.key_averages())
     import cProfile  # noqa: PLC0415
     import pstats  # noqa: PLC0415
@@ -402,8 +425,10 @@ def profile_ours(ours: Ours, numpy_step: NumpyStep, reps: int) -> None:
     for _ in range(5):
         ours.step()
     profiler.disable()
-    print("\ncProfile of 5 steps of ours on the calling thread (the backward nodes run on the "
-          "worker thread and show up as the wait in backward):")
+    print(
+        "\ncProfile of 5 steps of ours on the calling thread (the backward nodes run on the "
+        "worker thread and show up as the wait in backward):"
+    )
     pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
 
 
@@ -423,9 +448,11 @@ def main() -> int:
     default_threads = pin_torch_threads(None)
     print(__doc__.splitlines()[0])
     print(machine_line())
-    print(f"net {'-'.join(map(str, sizes))}, batch {batch}, float32, SGD lr {LR}; BLAS threads: "
-          f"{blas_threads()}; torch default threads {default_threads}; {gc_label()}; "
-          f"{reps} timed steps in {rounds} round(s), {warmup} warm-up steps per block")
+    print(
+        f"net {'-'.join(map(str, sizes))}, batch {batch}, float32, SGD lr {LR}; BLAS threads: "
+        f"{blas_threads()}; torch default threads {default_threads}; {gc_label()}; "
+        f"{reps} timed steps in {rounds} round(s), {warmup} warm-up steps per block"
+    )
 
     ours = Ours(weights, x, y)
     numpy_step = NumpyStep(weights, x, y, preallocate=False)
@@ -434,8 +461,12 @@ def main() -> int:
     torch_default = TorchStep(weights, x, y, default_threads)
     torch_one = TorchStep(weights, x, y, 1)
     groups = [
-        {"ours": ours.step, "NumPy": numpy_step.step, "NumPy (out= buffers)": numpy_out.step,
-         "NumPy (thread)": numpy_thread.step},
+        {
+            "ours": ours.step,
+            "NumPy": numpy_step.step,
+            "NumPy (out= buffers)": numpy_out.step,
+            "NumPy (thread)": numpy_thread.step,
+        },
         {f"torch ({default_threads} threads)": torch_default.step},
         {"torch (1 thread)": torch_one.step},
     ]
@@ -448,18 +479,25 @@ def main() -> int:
     for name, values in times.items():
         ms = median(values) * 1e3
         rows.append([name, ms, ours_ms / ms, spread([v * 1e3 for v in values])])
-    print_table("Training step (medians)", ["contender", "ms/step", "ours / this", "ms min..max"],
-                rows)
+    print_table(
+        "Training step (medians)", ["contender", "ms/step", "ours / this", "ms min..max"], rows
+    )
     paired = paired_ratio(times["ours"], times["NumPy"])
     paired_out = paired_ratio(times["ours"], times["NumPy (out= buffers)"])
     paired_thread = paired_ratio(times["NumPy (thread)"], times["NumPy"])
-    print(f"\nours / NumPy: ratio of medians {ours_ms / numpy_ms:.3f}, of minima "
-          f"{min(times['ours']) / min(times['NumPy']):.3f}; median of per-round ratios "
-          f"{paired:.3f} (against NumPy with out= buffers: {paired_out:.3f})")
-    print(f"the hop alone: NumPy with its backward on a helper thread / NumPy, median of "
-          f"per-round ratios {paired_thread:.3f}")
-    print(f"target: ours / NumPy <= {TARGET_VS_NUMPY} (median of per-round ratios, steady under "
-          f"load): {verdict(paired, TARGET_VS_NUMPY)}")
+    print(
+        f"\nours / NumPy: ratio of medians {ours_ms / numpy_ms:.3f}, of minima "
+        f"{min(times['ours']) / min(times['NumPy']):.3f}; median of per-round ratios "
+        f"{paired:.3f} (against NumPy with out= buffers: {paired_out:.3f})"
+    )
+    print(
+        f"the hop alone: NumPy with its backward on a helper thread / NumPy, median of "
+        f"per-round ratios {paired_thread:.3f}"
+    )
+    print(
+        f"target: ours / NumPy <= {TARGET_VS_NUMPY} (median of per-round ratios, steady under "
+        f"load): {verdict(paired, TARGET_VS_NUMPY)}"
+    )
     print(agreement(weights, x, y))
     if args.profile:
         fixed_work(numpy_step, numpy_ms)

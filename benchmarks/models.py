@@ -83,7 +83,11 @@ def torch_sequence_model(torch, length: int, width: int, heads: int, layers: int
             self.tokens = tnn.Embedding(VOCAB, width)
             self.positions = tnn.Embedding(length, width)
             layer = tnn.TransformerEncoderLayer(
-                width, heads, dim_feedforward=2 * width, dropout=0.0, batch_first=True,
+                width,
+                heads,
+                dim_feedforward=2 * width,
+                dropout=0.0,
+                batch_first=True,
                 norm_first=True,
             )
             self.encoder = tnn.TransformerEncoder(
@@ -180,8 +184,11 @@ def main() -> None:
     """Time both models' steps and print the tables and verdicts."""
     parser = argument_parser(__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=None, help="steps per timed block")
-    parser.add_argument("--default-malloc", action="store_true",
-                        help="keep glibc's default thresholds (fresh pages for large temporaries)")
+    parser.add_argument(
+        "--default-malloc",
+        action="store_true",
+        help="keep glibc's default thresholds (fresh pages for large temporaries)",
+    )
     args = parser.parse_args()
     retained = not args.default_malloc and retain_freed_memory()
     import torch  # noqa: PLC0415

@@ -57,8 +57,11 @@ class Branch:
         scale = np.float32(1 / np.sqrt(size))
         self.x = aa.tensor(rng.standard_normal((size, size), dtype=np.float32), device=device)
         self.weights = [
-            aa.tensor(rng.standard_normal((size, size), dtype=np.float32) * scale, device=device,
-                      requires_grad=True)
+            aa.tensor(
+                rng.standard_normal((size, size), dtype=np.float32) * scale,
+                device=device,
+                requires_grad=True,
+            )
             for _ in range(3)
         ]
 
@@ -105,9 +108,11 @@ class RawThreads:
         rng = np.random.default_rng(3)
         self.matmuls = matmuls
         self.pairs = [
-            (rng.standard_normal((size, size), dtype=np.float32),
-             rng.standard_normal((size, size), dtype=np.float32),
-             np.empty((size, size), np.float32))
+            (
+                rng.standard_normal((size, size), dtype=np.float32),
+                rng.standard_normal((size, size), dtype=np.float32),
+                np.empty((size, size), np.float32),
+            )
             for _ in range(2)
         ]
         self.pool = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="raw")
@@ -146,8 +151,10 @@ def main() -> int:
 
     print(__doc__.splitlines()[0])
     print(machine_line())
-    print(f"{size}x{size} float32 branches; BLAS threads: {blas_threads()}; {gc_label()}; "
-          f"{reps} timed reps after {warmup} warm-up, cases alternating")
+    print(
+        f"{size}x{size} float32 branches; BLAS threads: {blas_threads()}; {gc_label()}; "
+        f"{reps} timed reps after {warmup} warm-up, cases alternating"
+    )
 
     cases = {
         "serial (both on sim:0)": (Branch(size, "sim:0", 1), Branch(size, "sim:0", 2)),
@@ -183,25 +190,48 @@ def main() -> int:
     rows = []
     for name in cases:
         devices = ", ".join(f"{d} {median(v) * 1e3:.1f}" for d, v in sorted(busy[name].items()))
-        rows.append([name, median(backward[name]) * 1e3, spread([t * 1e3 for t in backward[name]]),
-                     median(forward[name]) * 1e3, devices])
+        rows.append(
+            [
+                name,
+                median(backward[name]) * 1e3,
+                spread([t * 1e3 for t in backward[name]]),
+                median(forward[name]) * 1e3,
+                devices,
+            ]
+        )
     for name in ("serial", "split"):
         label = "control: 10 matmuls, " + ("1 thread" if name == "serial" else "2 threads")
-        rows.append([label, median(raw_times[name]) * 1e3,
-                     spread([t * 1e3 for t in raw_times[name]]), "-", "-"])
-    print_table("backward() of both branches, and the plain-thread control (medians, ms)",
-                ["case", "backward", "min..max", "forward", "worker busy ms"], rows)
+        rows.append(
+            [
+                label,
+                median(raw_times[name]) * 1e3,
+                spread([t * 1e3 for t in raw_times[name]]),
+                "-",
+                "-",
+            ]
+        )
+    print_table(
+        "backward() of both branches, and the plain-thread control (medians, ms)",
+        ["case", "backward", "min..max", "forward", "worker busy ms"],
+        rows,
+    )
     speedup = median(backward["serial (both on sim:0)"]) / median(backward["split (sim:0 + sim:1)"])
     paired = paired_ratio(backward["serial (both on sim:0)"], backward["split (sim:0 + sim:1)"])
     ceiling = paired_ratio(raw_times["serial"], raw_times["split"])
     print(f"\ngradients agree between the two cases: {same}")
-    print(f"speedup split vs serial: ratio of medians {speedup:.2f}x, median of per-repetition "
-          f"ratios {paired:.2f}x")
-    print(f"control (plain threads, same matmuls, no engine): {ceiling:.2f}x, what the machine "
-          f"allowed during this run (below ~1.9x, another process held a core); the engine "
-          f"reached {paired / ceiling:.0%} of it")
-    print(f"target: speedup >= {TARGET_SPEEDUP}x (ratio of medians): "
-          f"{verdict(speedup, TARGET_SPEEDUP, higher_is_better=True)}")
+    print(
+        f"speedup split vs serial: ratio of medians {speedup:.2f}x, median of per-repetition "
+        f"ratios {paired:.2f}x"
+    )
+    print(
+        f"control (plain threads, same matmuls, no engine): {ceiling:.2f}x, what the machine "
+        f"allowed during this run (below ~1.9x, another process held a core); the engine "
+        f"reached {paired / ceiling:.0%} of it"
+    )
+    print(
+        f"target: speedup >= {TARGET_SPEEDUP}x (ratio of medians): "
+        f"{verdict(speedup, TARGET_SPEEDUP, higher_is_better=True)}"
+    )
     print(f"\n{load_line()} at the end")
     return 0
 

@@ -121,7 +121,7 @@ def main() -> int:
     records = 0
     for i in range(args.repeats):
         # Rotate which goes first so a slow phase of the machine is shared by all modes.
-        for mode in modes[i % 3:] + modes[: i % 3]:
+        for mode in modes[i % 3 :] + modes[: i % 3]:
             elapsed, n = time_backward(args.ops, args.device, mode)
             runs[mode].append(elapsed)
             records = max(records, n)
@@ -130,15 +130,19 @@ def main() -> int:
     print(f"chain of {args.ops} ops on {args.device}, median of {args.repeats} backward runs")
     print(f"  profiling off:          {off * 1e3:8.2f} ms  (runs: {_ms(runs['off'])})")
     print(f"  sink dropping records:  {discard * 1e3:8.2f} ms  (runs: {_ms(runs['discard'])})")
-    print(f"  profiling on:           {on * 1e3:8.2f} ms  (runs: {_ms(runs['profile'])}; "
-          f"{records} records)")
-    print(f"  ratio on/off:           {ratio:.3f}  (limit {args.limit:.2f}); of the added time, "
-          f"{_share(discard - off, on - off)} is the engine building records, "
-          f"{_share(on - discard, on - off)} the profiler keeping them")
+    print(
+        f"  profiling on:           {on * 1e3:8.2f} ms  (runs: {_ms(runs['profile'])}; "
+        f"{records} records)"
+    )
+    print(
+        f"  ratio on/off:           {ratio:.3f}  (limit {args.limit:.2f}); of the added time, "
+        f"{_share(discard - off, on - off)} is the engine building records, "
+        f"{_share(on - discard, on - off)} the profiler keeping them"
+    )
     forward_modes = ("off", "backward-only", "profile")
     forward_runs: dict[str, list[float]] = {mode: [] for mode in forward_modes}
     for i in range(args.repeats):
-        for mode in forward_modes[i % 3:] + forward_modes[: i % 3]:
+        for mode in forward_modes[i % 3 :] + forward_modes[: i % 3]:
             forward_runs[mode].append(time_forward(args.ops, args.device, mode))
     f_off, f_backward_only, f_on = (statistics.median(forward_runs[m]) for m in forward_modes)
     print(f"forward (building the chain), median of {args.repeats}")

@@ -102,8 +102,9 @@ class Case:
         return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-12))
 
 
-def time_blocks(steps: dict[str, Callable[[], None]], reps: int, warmup: int,
-                rounds: int, pause: float = 0.2) -> dict[str, list[float]]:
+def time_blocks(
+    steps: dict[str, Callable[[], None]], reps: int, warmup: int, rounds: int, pause: float = 0.2
+) -> dict[str, list[float]]:
     """Seconds per step of each contender, in blocks alternating over `rounds` rounds."""
     times: dict[str, list[float]] = {name: [] for name in steps}
     per_round = [reps // rounds + (1 if r < reps % rounds else 0) for r in range(rounds)]
@@ -123,8 +124,12 @@ def time_blocks(steps: dict[str, Callable[[], None]], reps: int, warmup: int,
 def main() -> int:
     parser = argument_parser(__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=None,
-                        help="BLAS and torch threads (default: each library's own default)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="BLAS and torch threads (default: each library's own default)",
+    )
     args = parser.parse_args()
     if args.quick:
         sizes = {"input": 8, "hidden": 16, "steps": 6, "batch": 4}
@@ -135,15 +140,18 @@ def main() -> int:
     warmup = 1 if args.quick else 3
     torch_threads = pin_torch_threads(args.threads)
     rng = np.random.default_rng(1)
-    lengths = [int(n) for n in rng.integers(sizes["steps"] // 5, sizes["steps"] + 1,
-                                            sizes["batch"])]
+    lengths = [
+        int(n) for n in rng.integers(sizes["steps"] // 5, sizes["steps"] + 1, sizes["batch"])
+    ]
     lengths[0] = sizes["steps"]
     print(__doc__.splitlines()[0])
     print(machine_line())
-    print(f"float32, input {sizes['input']}, hidden {sizes['hidden']}, sequence "
-          f"{sizes['steps']}, batch {sizes['batch']}, 2 layers; BLAS threads: {blas_threads()}; "
-          f"torch threads {torch_threads}; {gc_label()}; {reps} timed steps in {rounds} "
-          f"round(s), {warmup} warm-up per block")
+    print(
+        f"float32, input {sizes['input']}, hidden {sizes['hidden']}, sequence "
+        f"{sizes['steps']}, batch {sizes['batch']}, 2 layers; BLAS threads: {blas_threads()}; "
+        f"torch threads {torch_threads}; {gc_label()}; {reps} timed steps in {rounds} "
+        f"round(s), {warmup} warm-up per block"
+    )
     cases = {
         "LSTM": Case("LSTM", sizes, False, None),
         "GRU": Case("GRU", sizes, False, None),
@@ -154,18 +162,34 @@ def main() -> int:
     for name, case in cases.items():
         diff = case.difference()
         gc.collect()
-        times = time_blocks({"ours": lambda c=case: c.step("ours"),
-                             "torch": lambda c=case: c.step("theirs")}, reps, warmup, rounds)
+        times = time_blocks(
+            {"ours": lambda c=case: c.step("ours"), "torch": lambda c=case: c.step("theirs")},
+            reps,
+            warmup,
+            rounds,
+        )
         ours_ms, torch_ms = median(times["ours"]) * 1e3, median(times["torch"]) * 1e3
         ratios[name] = ours_ms / torch_ms
-        rows.append([name, ours_ms, torch_ms, ratios[name],
-                     spread([t * 1e3 for t in times["ours"]]), f"{diff:.1e}"])
-    print_table("forward + backward (medians)",
-                ["case", "ours ms", "torch ms", "ours / torch", "ours ms min..max",
-                 "grad x rel diff"], rows)
+        rows.append(
+            [
+                name,
+                ours_ms,
+                torch_ms,
+                ratios[name],
+                spread([t * 1e3 for t in times["ours"]]),
+                f"{diff:.1e}",
+            ]
+        )
+    print_table(
+        "forward + backward (medians)",
+        ["case", "ours ms", "torch ms", "ours / torch", "ours ms min..max", "grad x rel diff"],
+        rows,
+    )
     worst = max(ratios.values())
-    print(f"\ntarget: ours / torch <= {TARGET_VS_TORCH} in every case (worst {worst:.3f}): "
-          f"{verdict(worst, TARGET_VS_TORCH)}")
+    print(
+        f"\ntarget: ours / torch <= {TARGET_VS_TORCH} in every case (worst {worst:.3f}): "
+        f"{verdict(worst, TARGET_VS_TORCH)}"
+    )
     print(f"{load_line()} at the end")
     return 0
 

@@ -53,7 +53,11 @@ async def measure(seconds: float, concurrency: int) -> tuple[list[float], dict]:
     url = f"http://{host}:{port}"
     latencies: list[float] = []
     load = await asyncio.create_subprocess_exec(
-        sys.executable, str(SALIENCY_LOAD), url, str(seconds), str(concurrency),
+        sys.executable,
+        str(SALIENCY_LOAD),
+        url,
+        str(seconds),
+        str(concurrency),
         stdout=subprocess.PIPE,
     )
     try:
@@ -95,8 +99,10 @@ def main() -> int:
         ["checks", "p50", "p99", "max", "saliency answered", "failed"],
         [[len(ms), percentile(ms, 50), p99, max(ms), totals["answered"], totals["failed"]]],
     )
-    print(f"\n/health p99 under load: {p99:.1f} ms; target < {TARGET_P99_MS:g} ms: "
-          f"{verdict(p99, TARGET_P99_MS)}")
+    print(
+        f"\n/health p99 under load: {p99:.1f} ms; target < {TARGET_P99_MS:g} ms: "
+        f"{verdict(p99, TARGET_P99_MS)}"
+    )
     return 0 if totals["failed"] == 0 else 1
 
 

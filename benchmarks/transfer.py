@@ -117,13 +117,21 @@ async def echo_handler(info, method, kwargs, arrays):
 async def _serve_all(capacity: int, ports) -> None:
     loop = asyncio.get_running_loop()
     raw = await loop.create_server(lambda: RawEcho(capacity, echo=True), "127.0.0.1", 0)
-    fresh = await loop.create_server(lambda: RawEcho(capacity, echo=True, fresh=True),
-                                     "127.0.0.1", 0)
+    fresh = await loop.create_server(
+        lambda: RawEcho(capacity, echo=True, fresh=True), "127.0.0.1", 0
+    )
     mp_server = await loop.create_server(lambda: MsgpackEcho(echo=True), "127.0.0.1", 0)
-    ours = await serve(echo_handler, token=TOKEN, name="bench",
-                       max_frame_bytes=capacity + (1 << 20))
-    ports.send((raw.sockets[0].getsockname()[1], fresh.sockets[0].getsockname()[1],
-                mp_server.sockets[0].getsockname()[1], ours.address[1]))
+    ours = await serve(
+        echo_handler, token=TOKEN, name="bench", max_frame_bytes=capacity + (1 << 20)
+    )
+    ports.send(
+        (
+            raw.sockets[0].getsockname()[1],
+            fresh.sockets[0].getsockname()[1],
+            mp_server.sockets[0].getsockname()[1],
+            ours.address[1],
+        )
+    )
     await asyncio.Event().wait()
 
 
@@ -147,14 +155,21 @@ async def bench(args, ports: tuple[int, int, int, int]) -> None:
     small = np.random.default_rng(1).standard_normal(256).astype(np.float32)  # 1 KiB
     small_payload = memoryview(small.view(np.uint8))
 
-    _, raw = await loop.create_connection(lambda: RawEcho(nbytes, echo=False),
-                                          "127.0.0.1", raw_port)
-    _, fresh = await loop.create_connection(lambda: RawEcho(nbytes, echo=False, fresh=True),
-                                            "127.0.0.1", fresh_port)
-    _, mpk = await loop.create_connection(lambda: MsgpackEcho(echo=False),
-                                          "127.0.0.1", mp_port)
-    conn = await connect("127.0.0.1", our_port, token=TOKEN, name="bench-client",
-                         max_frame_bytes=nbytes + (1 << 20), request_timeout=120)
+    _, raw = await loop.create_connection(
+        lambda: RawEcho(nbytes, echo=False), "127.0.0.1", raw_port
+    )
+    _, fresh = await loop.create_connection(
+        lambda: RawEcho(nbytes, echo=False, fresh=True), "127.0.0.1", fresh_port
+    )
+    _, mpk = await loop.create_connection(lambda: MsgpackEcho(echo=False), "127.0.0.1", mp_port)
+    conn = await connect(
+        "127.0.0.1",
+        our_port,
+        token=TOKEN,
+        name="bench-client",
+        max_frame_bytes=nbytes + (1 << 20),
+        request_timeout=120,
+    )
 
     async def raw_roundtrip(data: memoryview, proto: RawEcho = raw) -> float:
         proto.done = loop.create_future()
@@ -182,8 +197,12 @@ async def bench(args, ports: tuple[int, int, int, int]) -> None:
 
     results: dict[str, list[float]] = {"raw": [], "fresh": [], "ours": [], "msgpack": []}
     for rep in range(args.reps + 2):  # interleaved, so drift hits all modes alike
-        for key, fn, x in (("raw", raw_roundtrip, payload), ("fresh", fresh_roundtrip, payload),
-                           ("ours", our_roundtrip, arr), ("msgpack", msgpack_roundtrip, arr)):
+        for key, fn, x in (
+            ("raw", raw_roundtrip, payload),
+            ("fresh", fresh_roundtrip, payload),
+            ("ours", our_roundtrip, arr),
+            ("msgpack", msgpack_roundtrip, arr),
+        ):
             elapsed = await fn(x)
             if args.verbose:
                 print(f"{key:8} rep {rep}: {elapsed * 1e3:.1f} ms")
@@ -203,19 +222,26 @@ async def bench(args, ports: tuple[int, int, int, int]) -> None:
         proto.transport.close()
 
     raw_ms, raw_gbs = median_rate(results["raw"], nbytes)
-    print(f"transfer benchmark: {args.mib} MiB payload, uvloop, loopback, server in another "
-          f"process; median of {args.reps} round trips; GB/s = 2 x payload / time")
+    print(
+        f"transfer benchmark: {args.mib} MiB payload, uvloop, loopback, server in another "
+        f"process; median of {args.reps} round trips; GB/s = 2 x payload / time"
+    )
     print(f"{'mode':<44}{'median ms':>10}{'GB/s':>8}{'vs raw':>8}")
-    rows = [("(a) raw uvloop BufferedProtocol echo", "raw"),
-            ("(a') raw echo into fresh np.empty buffers", "fresh"),
-            ("(b) Connection.request float32 array", "ours"),
-            ("(c) msgpack bin round trip", "msgpack")]
+    rows = [
+        ("(a) raw uvloop BufferedProtocol echo", "raw"),
+        ("(a') raw echo into fresh np.empty buffers", "fresh"),
+        ("(b) Connection.request float32 array", "ours"),
+        ("(c) msgpack bin round trip", "msgpack"),
+    ]
     for label, key in rows:
         ms, gbs = median_rate(results[key], nbytes)
         print(f"{label:<44}{ms:>10.1f}{gbs:>8.2f}{gbs / raw_gbs:>7.2f}x")
-    print_latencies("latency, 1 KiB round trip",
-                    [("(d) Connection.request 256 x float32", "ours"),
-                     ("(d) raw uvloop echo of 1 KiB", "raw")], lat, 44)
+    print_latencies(
+        "latency, 1 KiB round trip",
+        [("(d) Connection.request 256 x float32", "ours"), ("(d) raw uvloop echo of 1 KiB", "raw")],
+        lat,
+        44,
+    )
 
 
 def main() -> None:

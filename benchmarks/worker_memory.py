@@ -72,9 +72,23 @@ def start_worker(token_file: str) -> tuple[subprocess.Popen, str]:
     """Start the worker process; return it and its address from the READY line."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "autograd_async.workers", "--name", "w1", "--devices", "cpu",
-         "--token-file", token_file, *LIMITS],
-        stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
+        [
+            sys.executable,
+            "-m",
+            "autograd_async.workers",
+            "--name",
+            "w1",
+            "--devices",
+            "cpu",
+            "--token-file",
+            token_file,
+            *LIMITS,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=env,
+    )
     line = proc.stdout.readline().split()
     if len(line) != 3 or line[0] != "READY":
         proc.kill()
@@ -84,17 +98,22 @@ def start_worker(token_file: str) -> tuple[subprocess.Popen, str]:
 
 # --- the attack process ---------------------------------------------------------------------
 
+
 async def _attack(address: str, attackers: int, seconds: float) -> dict[str, int]:
     row, column = ag.ones(1, 16000), ag.ones(16000, 1)
     counts = {"refused": 0, "served": 0, "failed": 0}
 
     async def one_peer(index: int) -> None:
-        async with Client({"w1": address}, token=TOKEN, name=f"attacker-{index}",
-                          timeout=60) as client:
-            attacks = (lambda: client.call("w1", "add", row, column),
-                       lambda: client.call("w1", "matmul", column, row),
-                       lambda: RemoteModule.create(client, "w1", "Linear", in_features=16000,
-                                                   out_features=16000))
+        async with Client(
+            {"w1": address}, token=TOKEN, name=f"attacker-{index}", timeout=60
+        ) as client:
+            attacks = (
+                lambda: client.call("w1", "add", row, column),
+                lambda: client.call("w1", "matmul", column, row),
+                lambda: RemoteModule.create(
+                    client, "w1", "Linear", in_features=16000, out_features=16000
+                ),
+            )
             deadline = time.monotonic() + seconds
             turn = index
             while time.monotonic() < deadline:
@@ -117,6 +136,7 @@ def attack_main(address: str, attackers: int, seconds: float, report: Any) -> No
 
 
 # --- the legitimate client ------------------------------------------------------------------
+
 
 async def legit_phase(client: Client, seconds: float) -> list[float]:
     """Round-trip seconds of a remote `mul` of 256 float32 every PERIOD for `seconds`."""
@@ -148,7 +168,8 @@ async def measure(address: str, pid: int, seconds: float, attackers: int) -> dic
         quiet = await legit_phase(client, seconds)
         recv, send = mp.get_context("spawn").Pipe(duplex=False)
         attack = mp.get_context("spawn").Process(
-            target=attack_main, args=(address, attackers, seconds + 1.0, send), daemon=True)
+            target=attack_main, args=(address, attackers, seconds + 1.0, send), daemon=True
+        )
         attack.start()
         await asyncio.sleep(1.0)  # the attack process starts and connects
         stop = asyncio.Event()
@@ -158,11 +179,18 @@ async def measure(address: str, pid: int, seconds: float, attackers: int) -> dic
         counts = await asyncio.to_thread(recv.recv)
         await asyncio.to_thread(attack.join, 30)
         await asyncio.sleep(2.0)
-        return {"quiet": quiet, "loud": loud, "counts": counts, "rss_before": rss_before,
-                "rss_peak": await peak, "rss_after": rss_mib(pid)}
+        return {
+            "quiet": quiet,
+            "loud": loud,
+            "counts": counts,
+            "rss_before": rss_before,
+            "rss_peak": await peak,
+            "rss_after": rss_mib(pid),
+        }
 
 
 # --- what counting costs, in this process -------------------------------------------------
+
 
 def cpu_us_per_op(fn: Any, ops: int, reps: int) -> tuple[float, float]:
     """Best-of-`reps` CPU microseconds per call of `fn`, (without, with) counting, the two
@@ -171,8 +199,11 @@ def cpu_us_per_op(fn: Any, ops: int, reps: int) -> tuple[float, float]:
     best = {False: float("inf"), True: float("inf")}
     for _ in range(reps):
         for counted in (False, True):
-            with (allocator.counting(budget.account("bench", "call")) if counted
-                  else contextlib.nullcontext()):
+            with (
+                allocator.counting(budget.account("bench", "call"))
+                if counted
+                else contextlib.nullcontext()
+            ):
                 began = time.process_time()
                 for _ in range(ops):
                     fn()
@@ -187,9 +218,11 @@ def counting_costs(quick: bool, reps: int) -> list[list[Any]]:
     big = ag.ones((16 if quick else 64) << 18)
     layer = nn.Linear(256, 256)
     batch = ag.ones(32, 256)
-    cases = [("a + b, 256 float32", lambda: small_a + small_b, 2000),
-             ("Linear(256, 256) forward, batch 32", lambda: layer(batch), 500),
-             (f"clone of {big.numel() * 4 >> 20} MiB", big.clone, 3 if quick else 10)]
+    cases = [
+        ("a + b, 256 float32", lambda: small_a + small_b, 2000),
+        ("Linear(256, 256) forward, batch 32", lambda: layer(batch), 500),
+        (f"clone of {big.numel() * 4 >> 20} MiB", big.clone, 3 if quick else 10),
+    ]
     rows = []
     for label, fn, ops in cases:
         ops = max(1, ops // 10) if quick else ops
@@ -221,25 +254,47 @@ def main() -> int:
     rows = []
     for phase in ("quiet", "loud"):
         ms = [t * 1e3 for t in result[phase]]
-        rows.append([f"{'without' if phase == 'quiet' else 'under'} attack", len(ms),
-                     percentile(ms, 50), percentile(ms, 99), max(ms)])
-    print_table(f"remote mul of 256 float32 every {PERIOD * 1e3:g} ms; {attackers} attacking "
-                f"peers for {seconds:g} s (ms)", ["legitimate client", "calls", "p50", "p99",
-                                                  "max"], rows)
+        rows.append(
+            [
+                f"{'without' if phase == 'quiet' else 'under'} attack",
+                len(ms),
+                percentile(ms, 50),
+                percentile(ms, 99),
+                max(ms),
+            ]
+        )
+    print_table(
+        f"remote mul of 256 float32 every {PERIOD * 1e3:g} ms; {attackers} attacking "
+        f"peers for {seconds:g} s (ms)",
+        ["legitimate client", "calls", "p50", "p99", "max"],
+        rows,
+    )
     counts = result["counts"]
-    print_table("attack calls", ["refused (ResourceExhausted)", "served", "failed otherwise"],
-                [[counts["refused"], counts["served"], counts["failed"]]])
-    print_table("worker resident memory (MiB)", ["before", "peak under attack", "2 s after"],
-                [[result["rss_before"], result["rss_peak"], result["rss_after"]]])
+    print_table(
+        "attack calls",
+        ["refused (ResourceExhausted)", "served", "failed otherwise"],
+        [[counts["refused"], counts["served"], counts["failed"]]],
+    )
+    print_table(
+        "worker resident memory (MiB)",
+        ["before", "peak under attack", "2 s after"],
+        [[result["rss_before"], result["rss_peak"], result["rss_after"]]],
+    )
     extra = rows[1][3] - rows[0][3]
-    print(f"\np99 under attack - p99 without: {extra:.2f} ms; target < "
-          f"{TARGET_P99_EXTRA_MS:g} ms: {verdict(extra, TARGET_P99_EXTRA_MS)}")
+    print(
+        f"\np99 under attack - p99 without: {extra:.2f} ms; target < "
+        f"{TARGET_P99_EXTRA_MS:g} ms: {verdict(extra, TARGET_P99_EXTRA_MS)}"
+    )
     grown = result["rss_peak"] - result["rss_before"]
-    print(f"worker memory growth under attack: {grown:.1f} MiB; target < "
-          f"{TARGET_RSS_EXTRA_MIB:g} MiB: {verdict(grown, TARGET_RSS_EXTRA_MIB)}")
-    print_table("cost of counting a call's allocations (CPU us per op, best of "
-                f"{args.reps or 5})", ["op", "plain", "counted", "extra"],
-                counting_costs(args.quick, args.reps or 5))
+    print(
+        f"worker memory growth under attack: {grown:.1f} MiB; target < "
+        f"{TARGET_RSS_EXTRA_MIB:g} MiB: {verdict(grown, TARGET_RSS_EXTRA_MIB)}"
+    )
+    print_table(
+        f"cost of counting a call's allocations (CPU us per op, best of {args.reps or 5})",
+        ["op", "plain", "counted", "extra"],
+        counting_costs(args.quick, args.reps or 5),
+    )
     return 0 if counts["served"] == 0 and counts["failed"] == 0 else 1
 
 

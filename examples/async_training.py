@@ -61,8 +61,10 @@ class EpochStats:
     test_accuracy: float
 
     def __str__(self) -> str:
-        return (f"epoch {self.epoch:3d}  loss {self.train_loss:.4f}  train accuracy "
-                f"{self.train_accuracy:.2%}  test accuracy {self.test_accuracy:.2%}")
+        return (
+            f"epoch {self.epoch:3d}  loss {self.train_loss:.4f}  train accuracy "
+            f"{self.train_accuracy:.2%}  test accuracy {self.test_accuracy:.2%}"
+        )
 
 
 @dataclass
@@ -80,8 +82,11 @@ class Result:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line; `parse_args([])` gives the defaults."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", default=None,
-                        help="cpu, sim:N or cuda:N (default: cuda:0 with a GPU, else sim:0)")
+    parser.add_argument(
+        "--device",
+        default=None,
+        help="cpu, sim:N or cuda:N (default: cuda:0 with a GPU, else sim:0)",
+    )
     parser.add_argument("--epochs", type=int, default=15)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=0.05, help="SGD learning rate (momentum 0.9)")
@@ -89,9 +94,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="weight init and shuffling")
     parser.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace of training")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or epoch lines")
-    parser.add_argument("--check", action="store_true",
-                        # %% because argparse %-formats help strings
-                        help=f"exit with status 1 if test accuracy is below {TARGET_ACCURACY:.0%}%")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        # %% because argparse %-formats help strings
+        help=f"exit with status 1 if test accuracy is below {TARGET_ACCURACY:.0%}%",
+    )
     args = parser.parse_args(argv)
     if args.epochs < 1 or args.batch_size < 1:
         parser.error("--epochs and --batch-size must be at least 1")
@@ -172,8 +180,9 @@ async def run_epoch(
         loss, acc = await train_step(model, optimizer, criterion, batch)
         losses.append(loss)
         accuracies.append(acc)
-        bar.set_postfix(loss=f"{np.mean(losses):.3f}", acc=f"{np.mean(accuracies):.2%}",
-                        refresh=False)
+        bar.set_postfix(
+            loss=f"{np.mean(losses):.3f}", acc=f"{np.mean(accuracies):.2%}", refresh=False
+        )
         bar.update()
     return float(np.mean(losses)), float(np.mean(accuracies))
 
@@ -212,8 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     return run_and_report(
         train,
         parse_args(argv),
-        lambda result: f"test accuracy {result.test_accuracy:.2%} after {len(result.history)} "
-        f"epochs in {result.seconds:.1f} s on {result.device}",
+        lambda result: (
+            f"test accuracy {result.test_accuracy:.2%} after {len(result.history)} "
+            f"epochs in {result.seconds:.1f} s on {result.device}"
+        ),
         lambda result: result.test_accuracy,
         TARGET_ACCURACY,
         "test accuracy",

@@ -71,8 +71,11 @@ class Result:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line; `parse_args([])` gives the defaults."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", default=None,
-                        help="cpu, sim:N or cuda:N (default: cuda:0 with a GPU, else sim:0)")
+    parser.add_argument(
+        "--device",
+        default=None,
+        help="cpu, sim:N or cuda:N (default: cuda:0 with a GPU, else sim:0)",
+    )
     parser.add_argument("--epochs", type=int, default=12)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=2e-3, help="AdamW learning rate")
@@ -80,8 +83,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="weight init, dropout and shuffling")
     parser.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace of training")
     parser.add_argument("--quiet", action="store_true", help="no per-epoch lines")
-    parser.add_argument("--check", action="store_true",
-                        help=f"exit with status 1 if test accuracy is below {TARGET_PERCENT}%%")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help=f"exit with status 1 if test accuracy is below {TARGET_PERCENT}%%",
+    )
     args = parser.parse_args(argv)
     if args.epochs < 1 or args.batch_size < 1 or args.width < 1:
         parser.error("--epochs, --batch-size and --width must be at least 1")
@@ -134,8 +140,11 @@ async def train(args: argparse.Namespace) -> Result:
                 losses.append(loss.item())
             history.append(evaluate(model, x_test, y_test))
             if not args.quiet:
-                print(f"epoch {epoch:3d}  loss {np.mean(losses):.4f}  "
-                      f"test accuracy {history[-1]:.2%}", flush=True)
+                print(
+                    f"epoch {epoch:3d}  loss {np.mean(losses):.4f}  "
+                    f"test accuracy {history[-1]:.2%}",
+                    flush=True,
+                )
     seconds = time.perf_counter() - began
     if args.trace:
         prof.export_chrome_trace(args.trace)
@@ -147,8 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     return run_and_report(
         train,
         parse_args(argv),
-        lambda result: f"test accuracy {result.test_accuracy:.2%} after {len(result.history)} "
-        f"epochs in {result.seconds:.1f} s on {result.device}",
+        lambda result: (
+            f"test accuracy {result.test_accuracy:.2%} after {len(result.history)} "
+            f"epochs in {result.seconds:.1f} s on {result.device}"
+        ),
         lambda result: result.test_accuracy,
         TARGET_ACCURACY,
         "test accuracy",

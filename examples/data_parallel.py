@@ -50,15 +50,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         prog="data_parallel.py",
         description="Train the digits MLP data-parallel with DistributedDataParallel.",
     )
-    parser.add_argument("--devices", default=None,
-                        help="one process, one replica per device (e.g. sim:0,sim:1); "
-                             "default: the ranks of the MPI launch, on cpu")
+    parser.add_argument(
+        "--devices",
+        default=None,
+        help="one process, one replica per device (e.g. sim:0,sim:1); "
+        "default: the ranks of the MPI launch, on cpu",
+    )
     parser.add_argument("--epochs", type=int, default=10, help="passes over the training set")
     parser.add_argument("--batch-size", type=int, default=64, help="global batch (all ranks)")
     parser.add_argument("--lr", type=float, default=0.05, help="SGD learning rate")
     parser.add_argument("--seed", type=int, default=0, help="model and shuffle seed")
-    parser.add_argument("--check", action="store_true",
-                        help=f"exit 1 below {TARGET_ACCURACY:.0%}% test accuracy")
+    parser.add_argument(
+        "--check", action="store_true", help=f"exit 1 below {TARGET_ACCURACY:.0%}% test accuracy"
+    )
     return parser.parse_args(argv)
 
 
@@ -78,7 +82,7 @@ async def train(rank: int, world: int, device: str, args: argparse.Namespace) ->
         order = np.fromiter(sampler, dtype=np.int64)
         started = time.perf_counter()
         for at in range(0, len(order) - per_rank + 1, per_rank):
-            rows = order[at: at + per_rank]
+            rows = order[at : at + per_rank]
             x = aa.tensor(digits.x_train[rows], device=device)
             y = aa.tensor(digits.y_train[rows], device=device)
             opt.zero_grad()
@@ -91,8 +95,9 @@ async def train(rank: int, world: int, device: str, args: argparse.Namespace) ->
         model.eval()
         logits = model(aa.tensor(digits.x_test, device=device))
         test = accuracy(logits, aa.tensor(digits.y_test, device=device))
-    checksum = float(sum(p.detach().cpu().numpy().astype(np.float64).sum()
-                         for p in model.parameters()))
+    checksum = float(
+        sum(p.detach().cpu().numpy().astype(np.float64).sum() for p in model.parameters())
+    )
     return RankReport(rank, world, device, samples / busy, test, checksum)
 
 
@@ -100,10 +105,13 @@ def report(reports: list[RankReport]) -> int:
     for r in reports:
         print(f"rank {r.rank}/{r.world} on {r.device}: {r.samples_per_s:,.0f} samples/s")
     first = reports[0]
-    print(f"test accuracy {first.test_accuracy:.1%} after data-parallel training "
-          f"on {first.world} rank(s)")
-    if any(abs(r.checksum - first.checksum) > 1e-6 * max(1.0, abs(first.checksum))
-           for r in reports):
+    print(
+        f"test accuracy {first.test_accuracy:.1%} after data-parallel training "
+        f"on {first.world} rank(s)"
+    )
+    if any(
+        abs(r.checksum - first.checksum) > 1e-6 * max(1.0, abs(first.checksum)) for r in reports
+    ):
         print("FAILED: the ranks' parameters differ", file=sys.stderr)
         return 1
     return 0
@@ -114,12 +122,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.devices:
         devices = [d.strip() for d in args.devices.split(",") if d.strip()]
         reports = dist.spawn_threads(
-            lambda rank: asyncio.run(train(rank, len(devices), devices[rank], args)), devices)
+            lambda rank: asyncio.run(train(rank, len(devices), devices[rank], args)), devices
+        )
         status = report(reports)
     else:
-        dist.init_process_group("mpi" if dist.is_mpi_available() and _launched() else "threads",
-                                **({} if _launched() else
-                                   {"rank": 0, "world_size": 1, "store": dist.HashStore()}))
+        dist.init_process_group(
+            "mpi" if dist.is_mpi_available() and _launched() else "threads",
+            **({} if _launched() else {"rank": 0, "world_size": 1, "store": dist.HashStore()}),
+        )
         mine = asyncio.run(train(dist.get_rank(), dist.get_world_size(), "cpu", args))
         everyone: list = [None] * dist.get_world_size()
         dist.all_gather_object(everyone, mine.__dict__)

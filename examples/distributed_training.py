@@ -62,7 +62,7 @@ def batches(n: int, batch_size: int, epochs: int, seed: int) -> list[np.ndarray]
     out = []
     for _ in range(epochs):
         order = rng.permutation(n)
-        out += [order[i:i + batch_size] for i in range(0, n, batch_size)]
+        out += [order[i : i + batch_size] for i in range(0, n, batch_size)]
     return out
 
 
@@ -71,8 +71,19 @@ def start_workers(token_file: Path) -> dict[str, tuple[subprocess.Popen, str]]:
     env = dict(os.environ, PYTHONPATH=str(REPO))
     procs = {}
     for name in ("w1", "w2"):
-        cmd = [sys.executable, "-m", "autograd_async.workers", "--listen", "127.0.0.1:0", "--name", name,
-               "--devices", "cpu", "--token-file", str(token_file)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "autograd_async.workers",
+            "--listen",
+            "127.0.0.1:0",
+            "--name",
+            name,
+            "--devices",
+            "cpu",
+            "--token-file",
+            str(token_file),
+        ]
         procs[name] = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
     workers = {}
     for name, proc in procs.items():
@@ -85,8 +96,9 @@ def start_workers(token_file: Path) -> dict[str, tuple[subprocess.Popen, str]]:
     return workers
 
 
-def train_local(first: nn.Module, second: nn.Module, data: Data, plan: list[np.ndarray],
-                lr: float) -> list[float]:
+def train_local(
+    first: nn.Module, second: nn.Module, data: Data, plan: list[np.ndarray], lr: float
+) -> list[float]:
     """The reference: the same model, batches and SGD, all in this process."""
     features, labels = data
     opt = optim.SGD([*first.parameters(), *second.parameters()], lr=lr)
@@ -102,21 +114,29 @@ def train_local(first: nn.Module, second: nn.Module, data: Data, plan: list[np.n
     return losses
 
 
-async def train_distributed(client: dist.Client, first: nn.Module, second: nn.Module,
-                            data: Data, plan: list[np.ndarray],
-                            lr: float) -> tuple[list[float], float]:
+async def train_distributed(
+    client: dist.Client,
+    first: nn.Module,
+    second: nn.Module,
+    data: Data,
+    plan: list[np.ndarray],
+    lr: float,
+) -> tuple[list[float], float]:
     """Layer 1 on w1, layer 2 on w2, loss here; a DistributedOptimizer steps both workers.
     Returns the losses and the seconds the training took."""
     features, labels = data
     layer1 = await dist.RemoteModule.create(
-        client, "w1", "Sequential",
-        layers=[["Linear", {"in_features": 64, "out_features": 32}], ["Tanh", {}]])
-    layer2 = await dist.RemoteModule.create(client, "w2", "Linear", in_features=32,
-                                            out_features=10)
+        client,
+        "w1",
+        "Sequential",
+        layers=[["Linear", {"in_features": 64, "out_features": 32}], ["Tanh", {}]],
+    )
+    layer2 = await dist.RemoteModule.create(client, "w2", "Linear", in_features=32, out_features=10)
     await layer1.load_state_dict(first.state_dict())  # the same initial weights
     await layer2.load_state_dict(second.state_dict())
-    opt = dist.DistributedOptimizer(optim.SGD, layer1.parameter_refs()
-                                    + layer2.parameter_refs(), lr=lr)
+    opt = dist.DistributedOptimizer(
+        optim.SGD, layer1.parameter_refs() + layer2.parameter_refs(), lr=lr
+    )
     loss_fn = nn.CrossEntropyLoss()
     losses = []
     started = time.perf_counter()
@@ -130,32 +150,33 @@ async def train_distributed(client: dist.Client, first: nn.Module, second: nn.Mo
     return losses, time.perf_counter() - started
 
 
-async def train_on_processes(workers: dict, token: bytes,
-                             *model_and_data: Any) -> tuple[list[float], float]:
+async def train_on_processes(
+    workers: dict, token: bytes, *model_and_data: Any
+) -> tuple[list[float], float]:
     """Train on the worker processes started by `start_workers`."""
     addresses = {name: address for name, (_, address) in workers.items()}
     async with dist.Client(addresses, token=token, timeout=30.0) as client:
         return await train_distributed(client, *model_and_data)
 
 
-async def train_on_ray(args: argparse.Namespace,
-                       *model_and_data: Any) -> tuple[list[float], float]:
+async def train_on_ray(args: argparse.Namespace, *model_and_data: Any) -> tuple[list[float], float]:
     """Start w1 and w2 as Ray actors (spread over the nodes), train on them, stop them."""
     from autograd_async.workers.ray import RayWorkers  # noqa: PLC0415 - Ray is optional
 
     tls = None
     if args.tls_cert is not None:
         tls = (args.tls_cert, args.tls_key, args.tls_ca)
-    async with await RayWorkers.start(n=2, names=["w1", "w2"], devices="cpu",
-                                      strategy="SPREAD", tls=tls,
-                                      insecure=args.insecure) as cluster:
+    async with await RayWorkers.start(
+        n=2, names=["w1", "w2"], devices="cpu", strategy="SPREAD", tls=tls, insecure=args.insecure
+    ) as cluster:
         print(f"Ray workers: {cluster.addresses}")
         async with await cluster.client(timeout=30.0) as client:
             return await train_distributed(client, *model_and_data)
 
 
-def run_on_processes(model: tuple[nn.Module, nn.Module], data: Data, plan: list[np.ndarray],
-                     lr: float) -> tuple[list[float], float]:
+def run_on_processes(
+    model: tuple[nn.Module, nn.Module], data: Data, plan: list[np.ndarray], lr: float
+) -> tuple[list[float], float]:
     """Start two worker processes on loopback, train on them, stop them."""
     token = secrets.token_hex(16).encode()
     with tempfile.TemporaryDirectory() as tmp:
@@ -179,18 +200,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=0.5)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--tolerance", type=float, default=1e-4,
-                        help="largest allowed difference between the two loss curves")
-    parser.add_argument("--ray", action="store_true",
-                        help="run the two workers as Ray actors (on the cluster this machine "
-                             "joined, else on a local Ray)")
-    parser.add_argument("--tls-cert", help="with --ray: each worker's certificate (PEM path "
-                                           "on every node)")
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=1e-4,
+        help="largest allowed difference between the two loss curves",
+    )
+    parser.add_argument(
+        "--ray",
+        action="store_true",
+        help="run the two workers as Ray actors (on the cluster this machine "
+        "joined, else on a local Ray)",
+    )
+    parser.add_argument(
+        "--tls-cert", help="with --ray: each worker's certificate (PEM path on every node)"
+    )
     parser.add_argument("--tls-key", help="with --ray: the private key of --tls-cert")
-    parser.add_argument("--tls-ca", help="with --ray: CA of the workers' certificates; "
-                                         "also required of clients (mutual TLS)")
-    parser.add_argument("--insecure", action="store_true",
-                        help="with --ray across nodes: plaintext frames on the network")
+    parser.add_argument(
+        "--tls-ca",
+        help="with --ray: CA of the workers' certificates; also required of clients (mutual TLS)",
+    )
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="with --ray across nodes: plaintext frames on the network",
+    )
     args = parser.parse_args(argv)
     if (args.tls_cert is None) != (args.tls_key is None):
         parser.error("--tls-cert and --tls-key go together")
@@ -225,9 +259,11 @@ def main(argv: list[str] | None = None) -> int:
         a, b = np.array(local[part]), np.array(remote[part])
         print(f"{epoch + 1:>5} {a.mean():>12.6f} {b.mean():>12.6f} {np.abs(a - b).max():>11.2e}")
     diff = float(np.abs(np.array(local) - np.array(remote)).max())
-    print(f"{len(plan)} steps: local {local_s:.2f} s, distributed {remote_s:.2f} s "
-          f"({1e3 * remote_s / len(plan):.1f} ms/step); first loss {local[0]:.4f}, "
-          f"last {local[-1]:.4f}")
+    print(
+        f"{len(plan)} steps: local {local_s:.2f} s, distributed {remote_s:.2f} s "
+        f"({1e3 * remote_s / len(plan):.1f} ms/step); first loss {local[0]:.4f}, "
+        f"last {local[-1]:.4f}"
+    )
     if diff <= args.tolerance and local[-1] < local[0]:
         print(f"loss curves match (max difference {diff:.2e} <= {args.tolerance:g})")
         return 0

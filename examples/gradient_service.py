@@ -243,8 +243,11 @@ class GradientService:
             self.optimizer.zero_grad()  # so the copy below carries no stale gradients
             self.steps += 1
             self.snapshot = frozen_copy(self.model)
-            return {"loss": loss.item(), "class": int(logits.argmax(dim=1).item()),
-                    "steps": self.steps}
+            return {
+                "loss": loss.item(),
+                "class": int(logits.argmax(dim=1).item()),
+                "steps": self.steps,
+            }
 
 
 # ---------------------------------------------------------------------------------------- HTTP
@@ -346,10 +349,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080, help="0 picks a free port")
-    parser.add_argument("--train-epochs", type=int, default=10,
-                        help="epochs of pre-training at start-up (without a checkpoint)")
-    parser.add_argument("--checkpoint", metavar="PATH.npz",
-                        help="load the weights from PATH, or pre-train and save them there")
+    parser.add_argument(
+        "--train-epochs",
+        type=int,
+        default=10,
+        help="epochs of pre-training at start-up (without a checkpoint)",
+    )
+    parser.add_argument(
+        "--checkpoint",
+        metavar="PATH.npz",
+        help="load the weights from PATH, or pre-train and save them there",
+    )
     parser.add_argument("--lr", type=float, default=0.01, help="learning rate of /learn steps")
     parser.add_argument("--device", default=None, help="cpu, sim:N or cuda:N")
     return parser.parse_args(argv)
@@ -357,8 +367,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 async def serve(args: argparse.Namespace) -> None:
     """Serve until interrupted (Ctrl-C or SIGTERM)."""
-    app = make_app(lr=args.lr, train_epochs=args.train_epochs, checkpoint=args.checkpoint,
-                   device=args.device)
+    app = make_app(
+        lr=args.lr, train_epochs=args.train_epochs, checkpoint=args.checkpoint, device=args.device
+    )
     runner = web.AppRunner(app)
     await runner.setup()
     try:
@@ -366,8 +377,9 @@ async def serve(args: argparse.Namespace) -> None:
         try:
             await site.start()
         except OSError as exc:  # port in use, unknown host: one clear line, not a traceback
-            raise ListenError(f"cannot listen on {args.host}:{args.port}: "
-                              f"{exc.strerror or exc}") from None
+            raise ListenError(
+                f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
+            ) from None
         host, port = runner.addresses[0][:2]
         print(f"serving on http://{host}:{port} (device {app[SERVICE].device})", flush=True)
         stop = asyncio.Event()

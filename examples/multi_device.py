@@ -54,8 +54,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--micro-batches", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=512)
     parser.add_argument("--width", type=int, default=2048, help="units per hidden layer")
-    parser.add_argument("--blas-threads", type=int, default=1,
-                        help="BLAS threads per matmul (default 1: one core per simulated device)")
+    parser.add_argument(
+        "--blas-threads",
+        type=int,
+        default=1,
+        help="BLAS threads per matmul (default 1: one core per simulated device)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--trace", metavar="OUT.json", help="write a trace of one pipelined step")
     args = parser.parse_args(argv)
@@ -181,8 +185,9 @@ def check_gradients(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> 
     for name, expected in want.items():
         # Summing micro-batch gradients rounds differently from one full-batch matmul.
         scale = float(np.abs(expected).max())
-        np.testing.assert_allclose(got[name], expected, rtol=1e-4, atol=1e-5 * scale,
-                                   err_msg=f"gradient of {name}")
+        np.testing.assert_allclose(
+            got[name], expected, rtol=1e-4, atol=1e-5 * scale, err_msg=f"gradient of {name}"
+        )
     return max(float(np.abs(got[name] - want[name]).max()) for name in want)
 
 
@@ -291,8 +296,15 @@ async def run(args: argparse.Namespace) -> Report:
         dev: after[dev].nodes_run - (before[dev].nodes_run if dev in before else 0)
         for dev in (device_a, device_b)
     }
-    return Report((device_a, device_b), sequential, pipelined, difference, traced,
-                  overlap_seconds(prof.events), nodes)
+    return Report(
+        (device_a, device_b),
+        sequential,
+        pipelined,
+        difference,
+        traced,
+        overlap_seconds(prof.events),
+        nodes,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -301,20 +313,29 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report = asyncio.run(run(args))
     except AssertionError as exc:
-        print(f"FAILED: pipelined gradients differ from the single-device run\n{exc}",
-              file=sys.stderr)
+        print(
+            f"FAILED: pipelined gradients differ from the single-device run\n{exc}", file=sys.stderr
+        )
         return 1
     a, b = report.devices
-    print(f"stage 1 on {a}, stage 2 on {b}; batch {args.batch_size} in {args.micro_batches} "
-          f"micro-batches, width {args.width}")
-    print(f"gradients match a single-device run (largest difference "
-          f"{report.max_gradient_difference:.2e})")
+    print(
+        f"stage 1 on {a}, stage 2 on {b}; batch {args.batch_size} in {args.micro_batches} "
+        f"micro-batches, width {args.width}"
+    )
+    print(
+        f"gradients match a single-device run (largest difference "
+        f"{report.max_gradient_difference:.2e})"
+    )
     print(f"sequential micro-batches: {report.sequential_s * 1e3:8.1f} ms per step")
-    print(f"pipelined micro-batches:  {report.pipelined_s * 1e3:8.1f} ms per step "
-          f"({report.speedup:.2f}x faster)")
-    print(f"traced step: {report.traced_step_s * 1e3:.1f} ms, of which "
-          f"{report.overlap_s * 1e3:.1f} ms had two or more of forward, {a} and {b} busy at once; "
-          f"nodes run: " + ", ".join(f"{d} {n}" for d, n in report.nodes_run.items()))
+    print(
+        f"pipelined micro-batches:  {report.pipelined_s * 1e3:8.1f} ms per step "
+        f"({report.speedup:.2f}x faster)"
+    )
+    print(
+        f"traced step: {report.traced_step_s * 1e3:.1f} ms, of which "
+        f"{report.overlap_s * 1e3:.1f} ms had two or more of forward, {a} and {b} busy at once; "
+        f"nodes run: " + ", ".join(f"{d} {n}" for d, n in report.nodes_run.items())
+    )
     if args.trace:
         print(f"trace written to {args.trace}")
     return 0

@@ -75,7 +75,11 @@ class SequenceModel(nn.Module):
         self.tokens = nn.Embedding(VOCAB, width)
         self.positions = nn.Embedding(length, width)
         layer = nn.TransformerEncoderLayer(
-            width, heads, dim_feedforward=2 * width, dropout=0.0, batch_first=True,
+            width,
+            heads,
+            dim_feedforward=2 * width,
+            dropout=0.0,
+            batch_first=True,
             norm_first=True,
         )
         self.encoder = nn.TransformerEncoder(layer, layers, norm=nn.LayerNorm(width))
@@ -102,8 +106,11 @@ class Result:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line; `parse_args([])` gives the defaults."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", default=None,
-                        help="cpu, sim:N or cuda:N (default: cuda:0 with a GPU, else sim:0)")
+    parser.add_argument(
+        "--device",
+        default=None,
+        help="cpu, sim:N or cuda:N (default: cuda:0 with a GPU, else sim:0)",
+    )
     parser.add_argument("--task", choices=sorted(TASKS), default="sort")
     parser.add_argument("--steps", type=int, default=400, help="training steps")
     parser.add_argument("--length", type=int, default=8, help="digits per sequence")
@@ -115,8 +122,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="weight init and data")
     parser.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace of training")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
-    parser.add_argument("--check", action="store_true",
-                        help=f"exit with status 1 if accuracy is below {TARGET_PERCENT}%%")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help=f"exit with status 1 if accuracy is below {TARGET_PERCENT}%%",
+    )
     args = parser.parse_args(argv)
     if min(args.steps, args.length, args.batch_size, args.width, args.heads, args.layers) < 1:
         parser.error("--steps, --length, --batch-size, --width, --heads, --layers must be >= 1")
@@ -167,8 +177,11 @@ async def train(args: argparse.Namespace) -> Result:
                 if step % every == 0 or step == args.steps:
                     history.append(token_accuracy(model, test_tokens, test_target))
                     if not args.quiet:
-                        print(f"step {step:5d}  loss {loss.item():.4f}  "
-                              f"held-out token accuracy {history[-1]:.2%}", flush=True)
+                        print(
+                            f"step {step:5d}  loss {loss.item():.4f}  "
+                            f"held-out token accuracy {history[-1]:.2%}",
+                            flush=True,
+                        )
     seconds = time.perf_counter() - began
     if args.trace:
         prof.export_chrome_trace(args.trace)
@@ -181,8 +194,10 @@ def main(argv: list[str] | None = None) -> int:
     return run_and_report(
         train,
         args,
-        lambda result: f"held-out token accuracy {result.accuracy:.2%} after {args.steps} steps "
-        f"in {result.seconds:.1f} s on {result.device}",
+        lambda result: (
+            f"held-out token accuracy {result.accuracy:.2%} after {args.steps} steps "
+            f"in {result.seconds:.1f} s on {result.device}"
+        ),
         lambda result: result.accuracy,
         TARGET_ACCURACY,
         "accuracy",

@@ -77,8 +77,9 @@ def compare_torch(
     assert_vjps_match(torch, out, ref, ours, theirs, rtol=rtol, atol=atol, seed=seed)
 
 
-def versus_torch(torch, device: str, ours, theirs, *arrays, rtol: float = 1e-7,
-                 atol: float = 1e-9, seed: int = 0) -> None:
+def versus_torch(
+    torch, device: str, ours, theirs, *arrays, rtol: float = 1e-7, atol: float = 1e-9, seed: int = 0
+) -> None:
     """Values and gradients of `ours` on `device` equal `theirs` in PyTorch (float64)."""
     arrays = [np.asarray(a, dtype=np.float64) for a in arrays]
     mine = [aa.tensor(a, device=device, requires_grad=True) for a in arrays]
@@ -116,5 +117,6 @@ def assert_vjps_match(
             continue
         assert g is not None, f"input {i}: no gradient, torch has one"
         assert g.device == aa.device(device)
-        np.testing.assert_allclose(to_numpy(g), r.numpy(), rtol=rtol, atol=atol,
-                                   err_msg=f"gradient of input {i}")
+        np.testing.assert_allclose(
+            to_numpy(g), r.numpy(), rtol=rtol, atol=atol, err_msg=f"gradient of input {i}"
+        )

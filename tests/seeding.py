@@ -26,5 +26,6 @@ def assert_follows_the_seed(make: Callable[[str, Any], aa.Tensor], device: str) 
     other = host(make(device, None))
     np.testing.assert_array_equal(first, again)
     assert not np.array_equal(first, other)
-    np.testing.assert_array_equal(host(make(device, aa.Generator(5))),
-                                  host(make(device, aa.Generator(5))))
+    np.testing.assert_array_equal(
+        host(make(device, aa.Generator(5))), host(make(device, aa.Generator(5)))
+    )

@@ -53,10 +53,29 @@ def layer_of(module: str) -> int:
     for level, names in enumerate(LAYERS, start=1):
         if parts[1] in names:
             return level
-    if parts[1] in {"nn", "optim", "profiler", "utils", "func", "distributed", "distributions",
-                    "workers", "amp", "fft", "linalg", "special", "cuda", "serialization",
-                    "doctor", "compiled_core", "__main__", "_stubgen", "_moved_modules", "cpu",
-                    "runtime_settings"}:
+    if parts[1] in {
+        "nn",
+        "optim",
+        "profiler",
+        "utils",
+        "func",
+        "distributed",
+        "distributions",
+        "workers",
+        "amp",
+        "fft",
+        "linalg",
+        "special",
+        "cuda",
+        "serialization",
+        "doctor",
+        "compiled_core",
+        "__main__",
+        "_stubgen",
+        "_moved_modules",
+        "cpu",
+        "runtime_settings",
+    }:
         return len(LAYERS) + 1
     return 0
 
@@ -128,8 +147,13 @@ def test_imports_are_read_where_they_run(tmp_path):
 
 
 def test_the_script_reports_counts():
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "import_cycles.py")],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "import_cycles.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     assert "module-level import cycles:" in done.stdout
     assert "function-local imports:" in done.stdout

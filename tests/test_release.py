@@ -256,8 +256,11 @@ def test_the_worker_console_script_runs_from_the_wheel(venv, outside):
     script = venv.with_name("autograd-async-worker")
     out = check(run([str(script), "--help"], outside, "autograd-async-worker"), "the worker script")
     assert "--token-file" in out and "--listen" in out
-    missing = run([str(script), "--name", "w", "--token-file", str(outside / "absent")], outside,
-                  "autograd-async-worker without a token file")
+    missing = run(
+        [str(script), "--name", "w", "--token-file", str(outside / "absent")],
+        outside,
+        "autograd-async-worker without a token file",
+    )
     assert missing.returncode == 1 and "absent" in missing.stderr
     gone = run([str(venv), "-c", "import workers"], outside, "import workers")
     assert gone.returncode != 0 and "No module named 'workers'" in gone.stderr

@@ -36,10 +36,14 @@ def test_every_public_tensor_member_is_in_the_stub() -> None:
 
 def test_stub_signatures_follow_the_functions() -> None:
     text = _stubgen.TENSOR_STUB.read_text(encoding="utf-8")
-    assert "    def gather(\n        self,\n        dim: builtins.int,\n        index: Tensor,\n" \
+    assert (
+        "    def gather(\n        self,\n        dim: builtins.int,\n        index: Tensor,\n"
         in text
-    assert "    def scatter_add_(self, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:" \
+    )
+    assert (
+        "    def scatter_add_(self, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:"
         in text
+    )
     ops_text = _stubgen.OPS_STUB.read_text(encoding="utf-8")
     assert inspect.signature(aa.index_select).return_annotation == "Tensor"
     assert "def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor: ..." in ops_text
@@ -85,8 +89,13 @@ def test_a_type_checker_sees_the_installed_ops(tmp_path: Path) -> None:
     script = tmp_path / "usage.py"
     script.write_text(USAGE, encoding="utf-8")
     out, _, status = mypy_api.run(
-        [str(script), "--ignore-missing-imports", "--follow-imports=silent",
-         "--cache-dir", str(tmp_path / "cache")]
+        [
+            str(script),
+            "--ignore-missing-imports",
+            "--follow-imports=silent",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ]
     )
     errors = [line for line in out.splitlines() if ": error:" in line]
     assert len(errors) == 1 and '"Tensor" has no attribute "not_a_method"' in errors[0], out

@@ -22,7 +22,11 @@ def _first(out: Any) -> Any:
 
 
 def check_like_torch(
-    torch: Any, device: str, fn: Callable[..., Any], *arrays: Any, seed: int = 0,
+    torch: Any,
+    device: str,
+    fn: Callable[..., Any],
+    *arrays: Any,
+    seed: int = 0,
     check_grads: bool = True,
 ) -> None:
     """Values, output dtype and device, VJPs against PyTorch's, then `gradcheck` on the device."""

@@ -48,8 +48,14 @@ EXCLUSIONS = (
         "^(" + "|".join(sorted(typing.__all__)) + ")$",
         "typing's names (Optional, Literal, Callable, ...) that torch's modules import for "
         "their annotations, not functions of theirs",
-        ("torch functions", "torch.linalg", "torch.special", "torch.fft", "nn.functional",
-         "nn.init"),  # nn.Container is a (legacy) module, not typing's
+        (
+            "torch functions",
+            "torch.linalg",
+            "torch.special",
+            "torch.fft",
+            "nn.functional",
+            "nn.init",
+        ),  # nn.Container is a (legacy) module, not typing's
     ),
     Exclusion(
         r"^(boolean_dispatch|handle_torch_function|has_torch_function(_unary|_variadic)?)$",
@@ -149,7 +155,8 @@ def nn_classes() -> list[str]:
     """torch.nn's public classes: the modules, containers and parameter types."""
     nn = torch.nn
     return sorted(
-        n for n in public_names(nn)
+        n
+        for n in public_names(nn)
         if isinstance(getattr(nn, n, None), type)
         and issubclass(getattr(nn, n), (nn.Module, nn.Parameter, torch.Tensor))
     )
@@ -177,9 +184,7 @@ SECTIONS = (
     Section("nn", "nn", nn_classes),
     Section("nn.functional", "nn.functional", lambda: functions_of(torch.nn.functional)),
     Section("nn.init", "nn.init", lambda: functions_of(torch.nn.init)),
-    Section(
-        "optim", "optim", lambda: subclasses_in(torch.optim, torch.optim.Optimizer)
-    ),
+    Section("optim", "optim", lambda: subclasses_in(torch.optim, torch.optim.Optimizer)),
     Section(
         "optim.lr_scheduler",
         "optim.lr_scheduler",

@@ -26,11 +26,31 @@ ROOT = Path(__file__).resolve().parent.parent
 LIBRARY_PACKAGES = ("autograd_async", "workers")
 
 # Top-level names of the dependencies the library imports only where it needs them.
-OPTIONAL_DEPENDENCIES = frozenset({
-    "cupy", "cupyx", "cupy_backends", "torch", "ray", "mpi4py", "scipy", "ml_dtypes", "uvloop",
-    "matplotlib", "psutil", "msgpack", "threadpoolctl", "IPython", "jax", "tqdm", "nvtx",
-    "pynvml", "h5py", "pandas", "sklearn",
-})
+OPTIONAL_DEPENDENCIES = frozenset(
+    {
+        "cupy",
+        "cupyx",
+        "cupy_backends",
+        "torch",
+        "ray",
+        "mpi4py",
+        "scipy",
+        "ml_dtypes",
+        "uvloop",
+        "matplotlib",
+        "psutil",
+        "msgpack",
+        "threadpoolctl",
+        "IPython",
+        "jax",
+        "tqdm",
+        "nvtx",
+        "pynvml",
+        "h5py",
+        "pandas",
+        "sklearn",
+    }
+)
 
 
 @dataclass(slots=True)
@@ -174,8 +194,11 @@ def moved_modules(root: Path = ROOT) -> dict[str, str]:
     if not path.exists():
         return {}
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        target = node.target if isinstance(node, ast.AnnAssign) else (
-            node.targets[0] if isinstance(node, ast.Assign) else None)
+        target = (
+            node.target
+            if isinstance(node, ast.AnnAssign)
+            else (node.targets[0] if isinstance(node, ast.Assign) else None)
+        )
         if isinstance(target, ast.Name) and target.id == "MOVED":
             return ast.literal_eval(node.value)
     return {}
@@ -198,7 +221,7 @@ def analyse(root: Path = ROOT) -> ImportStructure:
             old = _nearest_module(target, dict.fromkeys(moved))
             if old is not None:
                 structure.old_paths.append(f"{name}:{node.lineno} {old}")
-                target = moved[old] + target[len(old):]
+                target = moved[old] + target[len(old) :]
             targets.append(target)
         return targets
 
@@ -302,8 +325,12 @@ def report(structure: ImportStructure, verbose: bool = False) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--verbose", "-v", action="store_true",
-                        help="list each function-local import of a library module")
+    parser.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="list each function-local import of a library module",
+    )
     args = parser.parse_args(argv)
     print(report(analyse(), verbose=args.verbose))
     return 0

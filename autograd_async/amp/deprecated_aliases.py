@@ -16,15 +16,17 @@ _FLOAT16 = "float16"
 
 
 def _warn(old: str, new: str) -> None:
-    warnings.warn(f"`{old}` is deprecated. Please use `{new}` instead.", FutureWarning,
-                  stacklevel=3)
+    warnings.warn(
+        f"`{old}` is deprecated. Please use `{new}` instead.", FutureWarning, stacklevel=3
+    )
 
 
 class CudaAutocast(autocast):
     """`amp.autocast("cuda", ...)` under its old name."""
 
-    def __init__(self, enabled: bool = True, dtype: Any = _FLOAT16,
-                 cache_enabled: bool = True) -> None:
+    def __init__(
+        self, enabled: bool = True, dtype: Any = _FLOAT16, cache_enabled: bool = True
+    ) -> None:
         _warn("torch.cuda.amp.autocast(args...)", "torch.amp.autocast('cuda', args...)")
         super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
@@ -35,8 +37,9 @@ class CudaAutocast(autocast):
 class CpuAutocast(autocast):
     """`amp.autocast("cpu", ...)` under its old name."""
 
-    def __init__(self, enabled: bool = True, dtype: Any = BFLOAT16,
-                 cache_enabled: bool = True) -> None:
+    def __init__(
+        self, enabled: bool = True, dtype: Any = BFLOAT16, cache_enabled: bool = True
+    ) -> None:
         _warn("torch.cpu.amp.autocast(args...)", "torch.amp.autocast('cpu', args...)")
         super().__init__("cpu", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
@@ -47,36 +50,54 @@ class CpuAutocast(autocast):
 class CudaGradScaler(GradScaler):
     """`amp.GradScaler("cuda", ...)` under its old name."""
 
-    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0,
-                 backoff_factor: float = 0.5, growth_interval: int = 2000,
-                 enabled: bool = True) -> None:
+    def __init__(
+        self,
+        init_scale: float = 2.0**16,
+        growth_factor: float = 2.0,
+        backoff_factor: float = 0.5,
+        growth_interval: int = 2000,
+        enabled: bool = True,
+    ) -> None:
         _warn("torch.cuda.amp.GradScaler(args...)", "torch.amp.GradScaler('cuda', args...)")
-        super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
-                         backoff_factor=backoff_factor, growth_interval=growth_interval,
-                         enabled=enabled)
+        super().__init__(
+            "cuda",
+            init_scale=init_scale,
+            growth_factor=growth_factor,
+            backoff_factor=backoff_factor,
+            growth_interval=growth_interval,
+            enabled=enabled,
+        )
 
 
 class CpuGradScaler(GradScaler):
     """`amp.GradScaler("cpu", ...)` under its old name."""
 
-    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0,
-                 backoff_factor: float = 0.5, growth_interval: int = 2000,
-                 enabled: bool = True) -> None:
+    def __init__(
+        self,
+        init_scale: float = 2.0**16,
+        growth_factor: float = 2.0,
+        backoff_factor: float = 0.5,
+        growth_interval: int = 2000,
+        enabled: bool = True,
+    ) -> None:
         _warn("torch.cpu.amp.GradScaler(args...)", "torch.amp.GradScaler('cpu', args...)")
-        super().__init__("cpu", init_scale=init_scale, growth_factor=growth_factor,
-                         backoff_factor=backoff_factor, growth_interval=growth_interval,
-                         enabled=enabled)
+        super().__init__(
+            "cpu",
+            init_scale=init_scale,
+            growth_factor=growth_factor,
+            backoff_factor=backoff_factor,
+            growth_interval=growth_interval,
+            enabled=enabled,
+        )
 
 
 def cuda_custom_fwd(fwd: Any = None, *, cast_inputs: Any = None) -> Any:
     """`amp.custom_fwd(..., device_type="cuda")` under its old name."""
-    _warn("torch.cuda.amp.custom_fwd(args...)",
-          "torch.amp.custom_fwd(args..., device_type='cuda')")
+    _warn("torch.cuda.amp.custom_fwd(args...)", "torch.amp.custom_fwd(args..., device_type='cuda')")
     return custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)
 
 
 def cuda_custom_bwd(bwd: Any) -> Any:
     """`amp.custom_bwd(..., device_type="cuda")` under its old name."""
-    _warn("torch.cuda.amp.custom_bwd(args...)",
-          "torch.amp.custom_bwd(args..., device_type='cuda')")
+    _warn("torch.cuda.amp.custom_bwd(args...)", "torch.amp.custom_bwd(args..., device_type='cuda')")
     return custom_bwd(bwd, device_type="cuda")

@@ -1,5 +1,4 @@
-"""PyTorch's `torch.autograd` surface: backward, grad (and their awaitable forms), Function, modes.
-"""
+"""PyTorch's `torch.autograd` surface: backward, grad (and their awaitable forms), Function, modes."""
 
 from ..core.graph import Node
 from ..grad_mode import (

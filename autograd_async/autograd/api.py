@@ -1,5 +1,4 @@
-"""`backward`, `grad` and their awaitable forms: turn user arguments into a graph task and run it.
-"""
+"""`backward`, `grad` and their awaitable forms: turn user arguments into a graph task and run it."""
 
 from __future__ import annotations
 
@@ -283,8 +282,16 @@ def grad(
     """
     _check_only_inputs(only_inputs)
     if is_grads_batched:
-        return _batched(grad, outputs, inputs, grad_outputs, retain_graph, create_graph,
-                        allow_unused, materialize_grads)
+        return _batched(
+            grad,
+            outputs,
+            inputs,
+            grad_outputs,
+            retain_graph,
+            create_graph,
+            allow_unused,
+            materialize_grads,
+        )
     allow = _unused_policy(allow_unused, materialize_grads)
     engine, prepared = _launch(
         "grad", outputs, grad_outputs, retain_graph, create_graph, inputs, allow
@@ -312,10 +319,17 @@ async def grad_async(
         results = []
         for k, row in enumerate(rows):
             keep = True if k < len(rows) - 1 else retain_graph
-            results.append(await grad_async(
-                outputs, inputs, row, keep, create_graph, allow_unused=allow_unused,
-                materialize_grads=materialize_grads,
-            ))
+            results.append(
+                await grad_async(
+                    outputs,
+                    inputs,
+                    row,
+                    keep,
+                    create_graph,
+                    allow_unused=allow_unused,
+                    materialize_grads=materialize_grads,
+                )
+            )
         return _stack_rows(results)
     allow = _unused_policy(allow_unused, materialize_grads)
     engine, prepared = _launch(
@@ -349,15 +363,32 @@ def _stack_rows(results: list[tuple]) -> tuple:
     return tuple(stacked)
 
 
-def _batched(run: Any, outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: Any,
-             create_graph: bool, allow_unused: Any, materialize_grads: bool) -> tuple:
+def _batched(
+    run: Any,
+    outputs: Any,
+    inputs: Any,
+    grad_outputs: Any,
+    retain_graph: Any,
+    create_graph: bool,
+    allow_unused: Any,
+    materialize_grads: bool,
+) -> tuple:
     """`grad(..., is_grads_batched=True)`: one pass per batch row over the retained graph."""
     rows = _batch_rows(grad_outputs)
     results = []
     for k, row in enumerate(rows):
         keep = True if k < len(rows) - 1 else retain_graph
-        results.append(run(outputs, inputs, row, keep, create_graph, allow_unused=allow_unused,
-                           materialize_grads=materialize_grads))
+        results.append(
+            run(
+                outputs,
+                inputs,
+                row,
+                keep,
+                create_graph,
+                allow_unused=allow_unused,
+                materialize_grads=materialize_grads,
+            )
+        )
     return _stack_rows(results)
 
 

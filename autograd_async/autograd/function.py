@@ -260,6 +260,7 @@ def _user_backward(cls: type[Function]) -> Callable:
     """The subclass's `backward` or its `vjp`, never both (PyTorch's rule)."""
     backward, vjp = cls.backward, cls.vjp
     if backward is not Function.backward and vjp is not Function.vjp:
+
         def both(*_: Any) -> Any:
             raise RuntimeError(
                 "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. "
@@ -319,8 +320,10 @@ def _outputs_history(node: Any, outputs: tuple, inputs: list) -> list:
         wrapped.append(None if repeated else _output_history(node, i, o, inputs))
         if not repeated and isinstance(o, Tensor):
             made[id(o)] = wrapped[-1]
-    return [made[id(o)] if w is None and isinstance(o, Tensor) else w
-            for w, o in zip(wrapped, outputs, strict=True)]
+    return [
+        made[id(o)] if w is None and isinstance(o, Tensor) else w
+        for w, o in zip(wrapped, outputs, strict=True)
+    ]
 
 
 def _output_history(node: Any, i: int, o: Any, inputs: list) -> Any:

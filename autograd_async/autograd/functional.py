@@ -115,34 +115,41 @@ def _check_requires_grad(values: tuple, kind: str, strict: bool) -> None:
 
 
 def _grad(
-    outputs: tuple, inputs: tuple, grad_outputs: tuple | None = None, create_graph: bool = False,
+    outputs: tuple,
+    inputs: tuple,
+    grad_outputs: tuple | None = None,
+    create_graph: bool = False,
     retain_graph: bool | None = None,
 ) -> tuple:
     """`grad` over the outputs that require grad only; None for every input when none does."""
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
-    kept = [(o, g) for o, g in zip(outputs, grad_outputs, strict=True)
-            if o is not None and o.requires_grad]
+    kept = [
+        (o, g)
+        for o, g in zip(outputs, grad_outputs, strict=True)
+        if o is not None and o.requires_grad
+    ]
     if not kept:
         return (None,) * len(inputs)
     outs, grads = zip(*kept, strict=True)
     if all(g is None for g in grads):
         grads = None
-    return grad(outs, inputs, grads, retain_graph=retain_graph, create_graph=create_graph,
-                allow_unused=True)
+    return grad(
+        outs, inputs, grads, retain_graph=retain_graph, create_graph=create_graph, allow_unused=True
+    )
 
 
 _STRICT_MISSING = {
     "back": "The output of the user-provided function is independent of input {i}. This is not "
-            "allowed in strict mode.",
+    "allowed in strict mode.",
     "back_trick": "The gradient with respect to the input is independent of entry {i} in the "
-                  "grad_outputs when using the double backward trick to compute forward mode "
-                  "gradients. This is not allowed in strict mode.",
+    "grad_outputs when using the double backward trick to compute forward mode "
+    "gradients. This is not allowed in strict mode.",
     "double_back": "The jacobian of the user-provided function is independent of input {i}. "
-                   "This is not allowed in strict mode.",
+    "This is not allowed in strict mode.",
     "double_back_trick": "The hessian of the user-provided function is independent of entry {i} "
-                         "in the grad_jacobian. This is not allowed in strict mode as it prevents "
-                         "from using the double backward trick to replace forward mode AD.",
+    "in the grad_jacobian. This is not allowed in strict mode as it prevents "
+    "from using the double backward trick to replace forward mode AD.",
 }
 
 
@@ -340,14 +347,19 @@ def hessian(
         return jac
 
     result = jacobian(
-        gradient, inputs, create_graph=create_graph, strict=strict, vectorize=vectorize,
+        gradient,
+        inputs,
+        create_graph=create_graph,
+        strict=strict,
+        vectorize=vectorize,
         strategy=outer_jacobian_strategy,
     )
     return _unpack(result, (inputs_tuple, inputs_tuple))
 
 
-def _first_derivatives(func: Callable, inputs: Any, v: Any, create_graph: bool, strict: bool,
-                       fn_name: str) -> tuple:
+def _first_derivatives(
+    func: Callable, inputs: Any, v: Any, create_graph: bool, strict: bool, fn_name: str
+) -> tuple:
     """The shared start of vhp and hvp: prepared inputs and v, the output, its gradient."""
     inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
     inputs = _prepare(inputs, create_graph, need_graph=True)

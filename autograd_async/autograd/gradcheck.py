@@ -31,13 +31,13 @@ NONDET_MESSAGE = (
     "The tolerance for nondeterminism was {}."
 )
 UNDEFINED_GRAD_MESSAGE = (
-    "Expected backward function to handle undefined output grads. Please look at \"Notes about "
-    "undefined output gradients\" in \"tools/autograd/derivatives.yaml\""
+    'Expected backward function to handle undefined output grads. Please look at "Notes about '
+    'undefined output gradients" in "tools/autograd/derivatives.yaml"'
 )
 UNDEFINED_GRAD_NONZERO_MESSAGE = (
     "Expected all input grads to be undefined or zero when all output grads are undefined or "
-    "zero. Please look at \"Notes about undefined output gradients\" in "
-    "\"tools/autograd/derivatives.yaml\""
+    'zero. Please look at "Notes about undefined output gradients" in '
+    '"tools/autograd/derivatives.yaml"'
 )
 
 
@@ -112,7 +112,12 @@ def _analytical(outputs: list[Tensor], targets: list[Tensor]) -> list[list[np.nd
 
 
 def _slow_check(
-    fn: Callable, inputs: tuple, wrt: list[int], eps: float, atol: float, rtol: float,
+    fn: Callable,
+    inputs: tuple,
+    wrt: list[int],
+    eps: float,
+    atol: float,
+    rtol: float,
     nondet_tol: float,
 ) -> None:
     numerical = _numerical(fn, inputs, wrt, eps)
@@ -145,7 +150,12 @@ def _random_unit(shape: tuple, rng: np.random.Generator) -> np.ndarray:
 
 
 def _fast_check(
-    fn: Callable, inputs: tuple, wrt: list[int], eps: float, atol: float, rtol: float,
+    fn: Callable,
+    inputs: tuple,
+    wrt: list[int],
+    eps: float,
+    atol: float,
+    rtol: float,
     nondet_tol: float,
 ) -> None:
     """PyTorch's fast mode: numerical `v . (J u)` by a central difference along `u`, against the
@@ -251,8 +261,9 @@ def _check_undefined_grad(fn: Callable, inputs: tuple, wrt: list[int]) -> None:
     if len(cases[0]) > 1:
         for undefined in range(len(cases[0])):
             outs = _outputs(fn, inputs)
-            cases.append([_UndefinedGrad.apply(o) if k == undefined else o
-                          for k, o in enumerate(outs)])
+            cases.append(
+                [_UndefinedGrad.apply(o) if k == undefined else o for k, o in enumerate(outs)]
+            )
     for outs in cases:
         outs = [o for o in outs if o.requires_grad]
         if not outs:
@@ -277,8 +288,9 @@ BATCHED_GRAD_MESSAGE = (
 )
 
 
-def _check_batched_grad(fn: Callable, inputs: tuple, wrt: list[int], atol: float,
-                        rtol: float) -> None:
+def _check_batched_grad(
+    fn: Callable, inputs: tuple, wrt: list[int], atol: float, rtol: float
+) -> None:
     """Backward with a batch of grad_outputs (`is_grads_batched`) equals one pass per row."""
     outputs = [o for o in _outputs(fn, inputs) if o.requires_grad]
     targets = [inputs[i] for i in wrt]
@@ -286,8 +298,7 @@ def _check_batched_grad(fn: Callable, inputs: tuple, wrt: list[int], atol: float
     for col, out in enumerate(outputs):
         rows = rng.standard_normal((3, *out.shape)).astype(out.dtype)
         batch = Tensor(rows, device=out.device)
-        got = grad(out, targets, batch, retain_graph=True, allow_unused=True,
-                   is_grads_batched=True)
+        got = grad(out, targets, batch, retain_graph=True, allow_unused=True, is_grads_batched=True)
         for row, (batched, t) in enumerate(zip(got, targets, strict=True)):
             expected = []
             for k in range(rows.shape[0]):
@@ -302,8 +313,9 @@ def _check_batched_grad(fn: Callable, inputs: tuple, wrt: list[int], atol: float
                 )
 
 
-def _check_forward_ad(fn: Callable, inputs: tuple, wrt: list[int], eps: float, atol: float,
-                      rtol: float) -> None:
+def _check_forward_ad(
+    fn: Callable, inputs: tuple, wrt: list[int], eps: float, atol: float, rtol: float
+) -> None:
     """Jacobian columns from Jacobian-vector products (`autograd.functional.jvp`) against central
     differences; the products come from differentiating backward, as there is no dual mode."""
     numerical = _numerical(fn, inputs, wrt, eps)
@@ -313,7 +325,8 @@ def _check_forward_ad(fn: Callable, inputs: tuple, wrt: list[int], eps: float, a
             direction = np.zeros(x.numel(), dtype=x.dtype)
             direction[j] = 1
             tangents = tuple(
-                Tensor(direction.reshape(x.shape), device=x.device) if k == i
+                Tensor(direction.reshape(x.shape), device=x.device)
+                if k == i
                 else Tensor(np.zeros(inputs[k].shape, inputs[k].dtype), device=inputs[k].device)
                 for k in wrt
             )
@@ -335,8 +348,9 @@ def _check_forward_ad(fn: Callable, inputs: tuple, wrt: list[int], eps: float, a
                     )
 
 
-def _check_no_differentiable_outputs(fn: Callable, inputs: tuple, wrt: list[int],
-                                     eps: float) -> bool:
+def _check_no_differentiable_outputs(
+    fn: Callable, inputs: tuple, wrt: list[int], eps: float
+) -> bool:
     """When no output requires grad, the numerical Jacobian must be zero (PyTorch's check).
 
     Returns whether that case applied.
@@ -448,11 +462,20 @@ def gradgradcheck(
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(
-        first_derivatives, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
-        raise_exception=raise_exception, nondet_tol=nondet_tol,
-        check_undefined_grad=check_undefined_grad, check_grad_dtypes=check_grad_dtypes,
-        check_batched_grad=check_batched_grad, check_forward_ad=check_fwd_over_rev,
-        check_backward_ad=check_rev_over_rev, fast_mode=fast_mode, masked=masked,
+        first_derivatives,
+        inputs + grad_outputs,
+        eps=eps,
+        atol=atol,
+        rtol=rtol,
+        raise_exception=raise_exception,
+        nondet_tol=nondet_tol,
+        check_undefined_grad=check_undefined_grad,
+        check_grad_dtypes=check_grad_dtypes,
+        check_batched_grad=check_batched_grad,
+        check_forward_ad=check_fwd_over_rev,
+        check_backward_ad=check_rev_over_rev,
+        fast_mode=fast_mode,
+        masked=masked,
     )
 
 

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 _DRAWN_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-
 def out_of_range(low: int, high: int, size: int, dim: int, what: str) -> IndexError:
     """PyTorch's error for an index outside [-size, size), naming the op."""
     bad = low if low < -size else high
@@ -35,7 +34,6 @@ def host_values(data: Any) -> Any:
     return data
 
 
-
 def _in_dtype(draw: Any, shape: tuple, dtype: Any) -> Any:
     """`draw(shape)` in `dtype`: NumPy's generator draws float32 and float64 directly, other
     dtypes are drawn in float64 and cast."""
@@ -43,6 +41,7 @@ def _in_dtype(draw: Any, shape: tuple, dtype: Any) -> Any:
     if dtype in _DRAWN_FLOATS:
         return draw(shape, dtype=dtype)
     return draw(shape).astype(dtype)
+
 
 class CpuBackend(Backend):
     """NumPy on the host. Also the base of `sim`, whose arrays are NumPy arrays too."""

@@ -39,7 +39,6 @@ def load_cupy() -> ModuleType:
     return cupy
 
 
-
 def _in_dtype(draw: Any, shape: tuple, dtype: Any) -> Any:
     """`draw(shape, dtype=...)` in `dtype`: CuPy draws float32 and float64 only, so other
     dtypes are drawn in float32 and cast."""
@@ -47,6 +46,7 @@ def _in_dtype(draw: Any, shape: tuple, dtype: Any) -> Any:
     if dtype.kind == "f" and dtype.itemsize >= 4:
         return draw(shape, dtype=dtype)
     return draw(shape, dtype=np.float32).astype(dtype)
+
 
 class CudaBackend(Backend):
     """CuPy on `cuda:N`: entering a device is CuPy's `Device` context; copies between GPUs go

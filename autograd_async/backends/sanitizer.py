@@ -105,9 +105,7 @@ class StreamSanitizer:
             return self.world.host
         return None
 
-    def access(
-        self, array: Any, device: Device, stream: SimStream, write: bool, op: str
-    ) -> None:
+    def access(self, array: Any, device: Device, stream: SimStream, write: bool, op: str) -> None:
         """Check one read or write of `array` (on `device`) by `stream`, then remember it."""
         owner = _owner(array)
         key = id(owner)

@@ -47,9 +47,7 @@ if TYPE_CHECKING:
 class SimStream:
     """A logical stream: its device, how much work was launched on it, and its vector clock."""
 
-    __slots__ = (
-        "device", "id", "priority", "counter", "clock", "label", "pending", "__weakref__"
-    )
+    __slots__ = ("device", "id", "priority", "counter", "clock", "label", "pending", "__weakref__")
 
     def __init__(self, device: Device | None, stream_id: int, priority: int, label: str) -> None:
         self.device = device
@@ -205,7 +203,8 @@ class SimWorld:
                     continue
                 first = pending[0]
                 before = [
-                    (other, at) for other, at in first.clock.items()
+                    (other, at)
+                    for other, at in first.clock.items()
                     if other != sid and self._waiting(other, at)
                 ]
                 if before:

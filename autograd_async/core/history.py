@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ..devices import Device
     from .tensor import Tensor
 
+
 # ------------------------------------------------------------------------- nodes
 def gradient_edge(tensor: Tensor) -> tuple[Node, int]:
     """The edge a gradient for `tensor` travels: its grad_fn's output, or its leaf accumulator."""

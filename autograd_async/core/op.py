@@ -92,13 +92,24 @@ def single_output_meta(out: Any) -> tuple:
             _META_MEMO.clear()
         meta = _META_MEMO[key] = (key,)
     return meta
+
+
 _NO_GRAD = {n: (False,) * n for n in range(1, 5)}
 
 
 _TORCH_TYPE_NAMES = {
-    "float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-    "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-    "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+    "float32": "Float",
+    "float64": "Double",
+    "float16": "Half",
+    "bfloat16": "BFloat16",
+    "int64": "Long",
+    "int32": "Int",
+    "int16": "Short",
+    "int8": "Char",
+    "uint8": "Byte",
+    "bool": "Bool",
+    "complex64": "ComplexFloat",
+    "complex128": "ComplexDouble",
 }
 
 
@@ -114,9 +125,7 @@ def require_kernel_dtype(kernel: str, t: Tensor, kinds: str = "f", also: tuple =
     names single dtypes beyond them (uint8 for image resampling, int64 for average pooling).
     """
     if t.dtype.kind not in kinds and str(t.dtype) not in also:
-        raise NotImplementedError(
-            f'"{kernel}" not implemented for \'{torch_type_name(t.dtype)}\''
-        )
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{torch_type_name(t.dtype)}'")
 
 
 def torch_description(t: Tensor) -> str:
@@ -361,8 +370,7 @@ class Op(Node):
         need = self.needs_input_grad
         saved_for = self.saved_for
         keep = tuple(
-            i not in saved_for or any(need[j] for j in saved_for[i])
-            for i in self.saved_inputs
+            i not in saved_for or any(need[j] for j in saved_for[i]) for i in self.saved_inputs
         )
         self._save_plans[need] = keep
         return keep

@@ -27,15 +27,19 @@ PACKED = ("packed",)
 def save_packed(node: Op, inputs: tuple, indices: tuple[int, ...]) -> None:
     """Save the node's inputs through the active hooks (its `saved_slots` follow, `pack_slots`)."""
     plans = node._save_plans
-    keep = (True,) * len(indices) if plans is None else (
-        plans.get(node.needs_input_grad) or node._save_plan()
+    keep = (
+        (True,) * len(indices)
+        if plans is None
+        else (plans.get(node.needs_input_grad) or node._save_plan())
     )
     if any(type(inputs[i]) is InferenceTensor for i in indices):
         raise RuntimeError(INFERENCE_SAVED_MESSAGE)
-    node._saved = tuple([
-        pack(inputs[i]) if k and isinstance(inputs[i], Tensor) else (inputs[i] if k else None)
-        for i, k in zip(indices, keep)
-    ])
+    node._saved = tuple(
+        [
+            pack(inputs[i]) if k and isinstance(inputs[i], Tensor) else (inputs[i] if k else None)
+            for i, k in zip(indices, keep)
+        ]
+    )
     node._saved_data = PACKED
     node._checks = ()
 

@@ -53,8 +53,13 @@ class PackedTensor:
     __slots__ = ("value", "unpack_hook", "grad_fn", "output_nr", "accumulator", "requires_grad")
 
     def __init__(
-        self, value: Any, unpack_hook: Callable, grad_fn: Node | None, output_nr: int,
-        accumulator: Node | None, requires_grad: bool,
+        self,
+        value: Any,
+        unpack_hook: Callable,
+        grad_fn: Node | None,
+        output_nr: int,
+        accumulator: Node | None,
+        requires_grad: bool,
     ) -> None:
         self.value = value
         self.unpack_hook = unpack_hook
@@ -86,9 +91,7 @@ def pack(tensor: Tensor, hooks: Hooks | None = None) -> PackedTensor:
     value = _without_hooks(pack_hook, tensor)
     if tensor._version != version:
         raise RuntimeError(PACK_IN_PLACE_MESSAGE)
-    return PackedTensor(
-        value, unpack_hook, grad_fn, tensor._output_nr, accumulator, tensor._rg
-    )
+    return PackedTensor(value, unpack_hook, grad_fn, tensor._output_nr, accumulator, tensor._rg)
 
 
 def unpack(packed: PackedTensor) -> Tensor:

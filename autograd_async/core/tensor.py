@@ -112,7 +112,6 @@ class Tensor:
         # __slots__ that keep the default, take tensors as protocol 2 does.
         return object.__getstate__(self)
 
-
     def __init__(
         self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
     ) -> None:

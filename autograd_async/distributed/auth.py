@@ -55,8 +55,9 @@ def check_token(token: Any) -> bytes:
     if not token:
         raise ValueError("token must not be empty")
     if len(token) < MIN_TOKEN_BYTES:
-        raise ValueError(f"token must be at least {MIN_TOKEN_BYTES} bytes, got {len(token)} "
-                         f"({_TOKEN_ADVICE})")
+        raise ValueError(
+            f"token must be at least {MIN_TOKEN_BYTES} bytes, got {len(token)} ({_TOKEN_ADVICE})"
+        )
     return token
 
 
@@ -189,8 +190,7 @@ class ClientHandshake(_Handshake):
         expected = compute_proof(self._token, self._server_nonce, self._nonce, "server")
         if not _proof_matches(expected, fields["proof"]):
             raise AuthenticationError(
-                f"the server (calling itself {fields['name']!r}) could not prove it knows the "
-                "token"
+                f"the server (calling itself {fields['name']!r}) could not prove it knows the token"
             )
         self.peer_name = fields["name"]
         self.done = True

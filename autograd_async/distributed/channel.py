@@ -38,9 +38,14 @@ class Channel(Protocol):
     def peer_name(self) -> str:
         """The name the peer proved (during authentication) it answers to."""
 
-    async def call(self, method: str, kwargs: Mapping[str, Any] | None = None,
-                   arrays: Sequence[Any] = (), *,
-                   timeout: float | None = None) -> tuple[dict[str, Any], list[np.ndarray]]:
+    async def call(
+        self,
+        method: str,
+        kwargs: Mapping[str, Any] | None = None,
+        arrays: Sequence[Any] = (),
+        *,
+        timeout: float | None = None,
+    ) -> tuple[dict[str, Any], list[np.ndarray]]:
         """Run `method` on the peer; return its (result map, arrays). Raises TimeoutError when
         unanswered within `timeout`, WorkerLostError when the channel is lost, RemoteError when
         the peer reports a failure, ConnectionClosedError after `close`."""
@@ -63,8 +68,9 @@ class Transport(Protocol):
         """Check and normalise a worker address; ValueError when it is not one. The result's
         `str()` names the address in error messages."""
 
-    async def open(self, address: Any, *, token: bytes, name: str, timeout: float,
-                   request_timeout: float) -> Channel:
+    async def open(
+        self, address: Any, *, token: bytes, name: str, timeout: float, request_timeout: float
+    ) -> Channel:
         """Open a channel to the worker at `address` (from `parse_address`), announcing `name`
         and proving `token`, within `timeout` seconds. Raises OSError, TimeoutError or
         WorkerLostError when the worker cannot be reached, AuthenticationError when the
@@ -98,9 +104,13 @@ def parse_tcp_address(address: str | tuple[str, int]) -> TcpAddress:
 class TcpTransport:
     """Channels over TCP sockets, TLS when given an `ssl` context: `Connection`s."""
 
-    def __init__(self, *, ssl: ssl_module.SSLContext | None = None,
-                 server_hostname: str | None = None,
-                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+    def __init__(
+        self,
+        *,
+        ssl: ssl_module.SSLContext | None = None,
+        server_hostname: str | None = None,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
         self.ssl = ssl
         self.server_hostname = server_hostname
         self.max_frame_bytes = max_frame_bytes
@@ -109,15 +119,28 @@ class TcpTransport:
         """`"host:port"` or `(host, port)`."""
         return parse_tcp_address(address)
 
-    async def open(self, address: TcpAddress, *, token: bytes, name: str,
-                   timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
-                   request_timeout: float = DEFAULT_REQUEST_TIMEOUT) -> Channel:
+    async def open(
+        self,
+        address: TcpAddress,
+        *,
+        token: bytes,
+        name: str,
+        timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    ) -> Channel:
         """Connect, run the handshake (over TLS when configured), return the connection."""
         host, port = address
-        return await connect_tcp(host, port, token=token, name=name, ssl=self.ssl,
-                                 server_hostname=self.server_hostname, timeout=timeout,
-                                 request_timeout=request_timeout,
-                                 max_frame_bytes=self.max_frame_bytes)
+        return await connect_tcp(
+            host,
+            port,
+            token=token,
+            name=name,
+            ssl=self.ssl,
+            server_hostname=self.server_hostname,
+            timeout=timeout,
+            request_timeout=request_timeout,
+            max_frame_bytes=self.max_frame_bytes,
+        )
 
     def __repr__(self) -> str:
         return f"<TcpTransport {'TLS' if self.ssl is not None else 'plaintext'}>"

@@ -93,8 +93,9 @@ class Client:
     ) -> None:
         self._token = check_token(token.encode() if isinstance(token, str) else bytes(token))
         self.timeout = float(timeout)
-        self.connect_timeout = float(min(timeout, 10.0) if connect_timeout is None
-                                     else connect_timeout)
+        self.connect_timeout = float(
+            min(timeout, 10.0) if connect_timeout is None else connect_timeout
+        )
         self.name = name
         if tls_ca is not None or tls_cert is not None or tls_key is not None:
             if ssl is not None:
@@ -102,11 +103,14 @@ class Client:
             # Servers are verified against tls_ca; tls_cert/tls_key answer mutual TLS.
             ssl = client_context(tls_ca, tls_cert, tls_key)
         if transport is None:
-            transport = TcpTransport(ssl=ssl, server_hostname=server_hostname,
-                                     max_frame_bytes=max_frame_bytes)
+            transport = TcpTransport(
+                ssl=ssl, server_hostname=server_hostname, max_frame_bytes=max_frame_bytes
+            )
         elif ssl is not None or server_hostname is not None:
-            raise ValueError("TLS settings belong to the transport: give either transport= or "
-                             "ssl=/server_hostname=/tls_*, not both")
+            raise ValueError(
+                "TLS settings belong to the transport: give either transport= or "
+                "ssl=/server_hostname=/tls_*, not both"
+            )
         self.transport = transport
         self._addresses: dict[str, Any] = {}
         for worker, address in (workers or {}).items():
@@ -155,8 +159,9 @@ class Client:
     async def connect(self, *workers: str) -> None:
         """Open the connections to `workers` (all known ones by default) now, not on first use."""
         names = workers or tuple(self._addresses)
-        results = await asyncio.gather(*(self._connection(w) for w in names),
-                                       return_exceptions=True)
+        results = await asyncio.gather(
+            *(self._connection(w) for w in names), return_exceptions=True
+        )
         for result in results:  # every attempt has finished; report the first failure
             if isinstance(result, BaseException):
                 raise result
@@ -256,23 +261,27 @@ class Client:
         if task is None:  # one attempt at a time per worker, shared by concurrent callers
             task = loop.create_task(self._open(worker, address))
             self._connecting[worker] = task
-            task.add_done_callback(lambda t, w=worker: self._connecting.pop(w, None)
-                                   if self._connecting.get(w) is t else None)
+            task.add_done_callback(
+                lambda t, w=worker: (
+                    self._connecting.pop(w, None) if self._connecting.get(w) is t else None
+                )
+            )
         return await asyncio.shield(task)
 
     async def _open(self, worker: str, address: Any) -> Channel:
         try:
             conn = await self.transport.open(
-                address, token=self._token, name=self.name, timeout=self.connect_timeout,
+                address,
+                token=self._token,
+                name=self.name,
+                timeout=self.connect_timeout,
                 request_timeout=self.timeout,
             )
         except AuthenticationError:
             raise
         except (OSError, TimeoutError, WorkerLostError) as exc:
             self._lost.add(worker)
-            raise WorkerLostError(
-                worker, reason=f"cannot connect to {address}: {exc}"
-            ) from exc
+            raise WorkerLostError(worker, reason=f"cannot connect to {address}: {exc}") from exc
         if conn.peer_name != worker:
             conn.close()
             raise DistributedError(
@@ -286,8 +295,9 @@ class Client:
             raise ConnectionClosedError(f"client {self.name!r} is closed")
         if self._addresses.get(worker) != address:  # moved or removed while we connected
             conn.close()
-            raise WorkerLostError(worker, reason=f"its address changed while connecting to "
-                                  f"{address}")
+            raise WorkerLostError(
+                worker, reason=f"its address changed while connecting to {address}"
+            )
         self._conns[worker] = conn
         self._lost.discard(worker)
         logger.debug("client %r connected to %r at %s", self.name, worker, address)
@@ -337,8 +347,9 @@ class Client:
         except RemoteError as exc:
             if exc.remote_type == "ResourceExhausted":  # a quota of the worker (or its peer)
                 cid = exc.context_id if exc.context_id is not None else context_id
-                raise ResourceExhausted(exc.message, worker=exc.worker or worker,
-                                        context_id=cid) from exc
+                raise ResourceExhausted(
+                    exc.message, worker=exc.worker or worker, context_id=cid
+                ) from exc
             if exc.remote_type == "WorkerLostError":  # a peer of the worker was lost
                 lost = exc.worker or worker
                 cid = exc.context_id if exc.context_id is not None else context_id
@@ -395,12 +406,14 @@ class Client:
         result, _ = await self.request(worker, methods.STATS)
         return result
 
-    async def update_peers(self, worker: str, addresses: Mapping[str, Any] | None = None,
-                           remove: Sequence[str] = ()) -> list[str]:
+    async def update_peers(
+        self, worker: str, addresses: Mapping[str, Any] | None = None, remove: Sequence[str] = ()
+    ) -> list[str]:
         """Tell `worker` where its peers are now: add or move `addresses` (name -> address,
         as its transport reads them), forget `remove`; return the peers it knows after."""
         fields: dict[str, Any] = {
-            "addresses": {str(k): _address_text(v) for k, v in (addresses or {}).items()}}
+            "addresses": {str(k): _address_text(v) for k, v in (addresses or {}).items()}
+        }
         if remove:
             fields["remove"] = [str(w) for w in remove]
         result, _ = await self.request(worker, methods.PEERS_UPDATE, fields)
@@ -412,8 +425,14 @@ class Client:
         return its outputs as local tensors (a receive node links them to the graph)."""
         return await self.forward(worker, methods.CALL, {"function": function}, args, kwargs)
 
-    async def forward(self, worker: str, method: str, target: Mapping[str, Any],
-                      args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+    async def forward(
+        self,
+        worker: str,
+        method: str,
+        target: Mapping[str, Any],
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+    ) -> Any:
         """Run a forward method ('call' or 'module.forward') on `worker` under the current
         distributed context; what `call` and remote modules are made of."""
         self.address(worker)  # an unknown worker fails before anything is packed
@@ -429,20 +448,30 @@ class Client:
                     f"tensors sent to worker {worker!r} that require grad must be on one "
                     f"device, found {names}"
                 )
-        fields: dict[str, Any] = {**target, "args": specs, "kwargs": dict(kwargs),
-                                  "requires_grad": flags}
+        fields: dict[str, Any] = {
+            **target,
+            "args": specs,
+            "kwargs": dict(kwargs),
+            "requires_grad": flags,
+        }
         context_id = None
         if ctx is not None:
             ctx.check_open()
             ctx.touch(worker, self)
             context_id = fields["context_id"] = ctx.id
             fields["record"] = record
-        result, received = await self.request(worker, method, fields, arrays,
-                                              context_id=context_id)
+        result, received = await self.request(worker, method, fields, arrays, context_id=context_id)
         return self._outputs(worker, ctx if record else None, result, received, tensors, flags)
 
-    def _outputs(self, worker: str, ctx: ContextBase | None, result: dict[str, Any],
-                 received: list[np.ndarray], tensors: list, flags: list[bool]) -> Any:
+    def _outputs(
+        self,
+        worker: str,
+        ctx: ContextBase | None,
+        result: dict[str, Any],
+        received: list[np.ndarray],
+        tensors: list,
+        flags: list[bool],
+    ) -> Any:
         device = output_device(tensors)
         values: list[Any] = []
         made: list[tuple[int, Tensor]] = []
@@ -460,8 +489,15 @@ class Client:
             grad_inputs = [t for t, f in zip(tensors, flags, strict=True) if f]
             if not grad_inputs:  # only the worker's parameters require grad
                 grad_inputs = [ctx.anchor(device)]
-            call = RemoteCall(self, worker, ctx, call_id, [t for _, t in made], differentiable,
-                              [(t.device, t.dtype) for t in grad_inputs])
+            call = RemoteCall(
+                self,
+                worker,
+                ctx,
+                call_id,
+                [t for _, t in made],
+                differentiable,
+                [(t.device, t.dtype) for t in grad_inputs],
+            )
             linked = Recv.apply(call, *grad_inputs)
             for (position, _), t in zip(made, linked, strict=True):
                 values[position] = t

@@ -91,10 +91,20 @@ class ConnectionInfo:
 
 
 class _ClientProtocol(FrameProtocol):
-    def __init__(self, token: bytes, name: str, registry: MessageRegistry | None,
-                 max_frame_bytes: int, max_header_bytes: int) -> None:
-        super().__init__(registry=registry, max_frame_bytes=max_frame_bytes,
-                         max_header_bytes=max_header_bytes, **_PREAUTH_LIMITS)
+    def __init__(
+        self,
+        token: bytes,
+        name: str,
+        registry: MessageRegistry | None,
+        max_frame_bytes: int,
+        max_header_bytes: int,
+    ) -> None:
+        super().__init__(
+            registry=registry,
+            max_frame_bytes=max_frame_bytes,
+            max_header_bytes=max_header_bytes,
+            **_PREAUTH_LIMITS,
+        )
         self.handshake = ClientHandshake(token, name)
         self.handshake_done: asyncio.Future[None] = self.loop.create_future()
         self.pending: dict[int, asyncio.Future[Any]] = {}
@@ -120,8 +130,9 @@ class _ClientProtocol(FrameProtocol):
             error = RemoteError.from_fields(event.fields, self.peer_name)
             self._fail(event.id, error, f"server {self.peer_name!r} reported {error}")
         else:
-            logger.warning("ignoring unexpected %r message from server %r", event.msg,
-                           self.peer_name)
+            logger.warning(
+                "ignoring unexpected %r message from server %r", event.msg, self.peer_name
+            )
 
     def _on_handshake(self, event: Frame | BadFrame) -> None:
         try:
@@ -205,14 +216,20 @@ class Connection:
         if self._protocol.closed.done():
             raise self._protocol.lost_error()
 
-    async def request(self, method: str, arrays: Sequence[Any] = (), /,
-                      **kwargs: Any) -> tuple[dict[str, Any], Arrays]:
+    async def request(
+        self, method: str, arrays: Sequence[Any] = (), /, **kwargs: Any
+    ) -> tuple[dict[str, Any], Arrays]:
         """Call `method` on the server with kwargs and arrays; return (result, arrays)."""
         return await self.call(method, kwargs, arrays)
 
-    async def call(self, method: str, kwargs: Mapping[str, Any] | None = None,
-                   arrays: Sequence[Any] = (), *,
-                   timeout: float | None = None) -> tuple[dict[str, Any], Arrays]:
+    async def call(
+        self,
+        method: str,
+        kwargs: Mapping[str, Any] | None = None,
+        arrays: Sequence[Any] = (),
+        *,
+        timeout: float | None = None,
+    ) -> tuple[dict[str, Any], Arrays]:
         """Like `request`, with kwargs as a map and a per-call timeout in seconds."""
         fields = {"method": method, "kwargs": dict(kwargs or {})}
         return await self._roundtrip("request", fields, arrays, timeout, what=repr(method))
@@ -223,8 +240,14 @@ class Connection:
         end = await self._roundtrip("ping", {}, (), timeout, what="ping")
         return end - start
 
-    async def _roundtrip(self, msg: str, fields: dict[str, Any], arrays: Sequence[Any],
-                         timeout: float | None, what: str) -> Any:
+    async def _roundtrip(
+        self,
+        msg: str,
+        fields: dict[str, Any],
+        arrays: Sequence[Any],
+        timeout: float | None,
+        what: str,
+    ) -> Any:
         self._check_open()
         protocol = self._protocol
         request_id = next(self._ids)
@@ -315,7 +338,10 @@ async def connect(
     try:
         async with asyncio.timeout(timeout):
             _, protocol = await loop.create_connection(
-                factory, host, port, ssl=ssl,
+                factory,
+                host,
+                port,
+                ssl=ssl,
                 server_hostname=server_hostname if ssl is not None else None,
             )
             await protocol.handshake_done
@@ -323,9 +349,7 @@ async def connect(
         if protocol is not None and protocol.transport is not None:
             protocol.transport.abort()  # never leak a half-open socket
         if isinstance(exc, TimeoutError):
-            raise TimeoutError(
-                f"connecting to {host}:{port} timed out after {timeout} s"
-            ) from None
+            raise TimeoutError(f"connecting to {host}:{port} timed out after {timeout} s") from None
         if isinstance(exc, WorkerLostError):
             # Closed during the handshake: most often the server refused us.
             raise AuthenticationError(

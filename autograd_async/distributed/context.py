@@ -93,8 +93,9 @@ class ContextBase:
 
         async def release_one(worker: str, client: Client) -> None:
             try:
-                await client.request(worker, methods.CONTEXT_RELEASE, {"context_id": self.id},
-                                     timeout=timeout)
+                await client.request(
+                    worker, methods.CONTEXT_RELEASE, {"context_id": self.id}, timeout=timeout
+                )
             except Exception as exc:  # noqa: BLE001 - a dead worker's contexts died with it
                 logger.info("releasing context %d on worker %r failed: %s", self.id, worker, exc)
 
@@ -152,8 +153,9 @@ class DistributedContext(ContextBase):
             raise TypeError(
                 f"get_gradients takes a RemoteModule or a worker name, got {type(target).__name__}"
             )
-        result, arrays = await client.request(worker, methods.CONTEXT_GRADIENTS, kwargs,
-                                              context_id=self.id)
+        result, arrays = await client.request(
+            worker, methods.CONTEXT_GRADIENTS, kwargs, context_id=self.id
+        )
         tensors = [as_tensor(a) for a in arrays]
         pairs = zip(result["modules"], result["names"], tensors, strict=True)
         if isinstance(target, RemoteModule):

@@ -45,8 +45,9 @@ class ResourceExhausted(DistributedError):
     """A server refused work that would take it over a quota: bytes held for one peer or in
     total, or contexts per peer. The message names the quota, the figures and the flag."""
 
-    def __init__(self, message: str, *, worker: str | None = None,
-                 context_id: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, worker: str | None = None, context_id: int | None = None
+    ) -> None:
         self.worker = worker
         self.context_id = context_id
         super().__init__(message)
@@ -55,8 +56,9 @@ class ResourceExhausted(DistributedError):
         return (_rebuild_exhausted, (self.args[0], self.worker, self.context_id))
 
 
-def _rebuild_exhausted(message: str, worker: str | None,
-                       context_id: int | None) -> ResourceExhausted:
+def _rebuild_exhausted(
+    message: str, worker: str | None, context_id: int | None
+) -> ResourceExhausted:
     return ResourceExhausted(message, worker=worker, context_id=context_id)
 
 
@@ -132,8 +134,13 @@ class RemoteError(DistributedError):
     @classmethod
     def from_fields(cls, fields: Mapping[str, Any], worker: str | None = None) -> RemoteError:
         """Rebuild from the fields of an `error` frame; `worker` fills in a missing one."""
-        return cls(fields["type"], fields["message"], node=fields.get("node"),
-                   worker=fields.get("worker", worker), context_id=fields.get("context_id"))
+        return cls(
+            fields["type"],
+            fields["message"],
+            node=fields.get("node"),
+            worker=fields.get("worker", worker),
+            context_id=fields.get("context_id"),
+        )
 
     def __reduce__(self):
         return (

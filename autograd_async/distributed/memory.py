@@ -125,8 +125,10 @@ class _MemoryEnd(asyncio.Transport):
         loop = self._pipe.loop
         loop.call_soon(self._connection_lost, None)
         if self.peer is not None:
-            loop.call_soon(self.peer._connection_lost,
-                           ConnectionResetError("connection reset by peer (in-memory)"))
+            loop.call_soon(
+                self.peer._connection_lost,
+                ConnectionResetError("connection reset by peer (in-memory)"),
+            )
 
     # -- delivery ----------------------------------------------------------------------
     def _schedule_flush(self) -> None:
@@ -178,8 +180,13 @@ class MemoryPipe:
 
     _ids = itertools.count(1)
 
-    def __init__(self, client: asyncio.BufferedProtocol, server: asyncio.BufferedProtocol,
-                 client_name: str = "client", server_name: str = "server") -> None:
+    def __init__(
+        self,
+        client: asyncio.BufferedProtocol,
+        server: asyncio.BufferedProtocol,
+        client_name: str = "client",
+        server_name: str = "server",
+    ) -> None:
         self.loop = asyncio.get_running_loop()
         self.id = next(self._ids)
         self.client = _MemoryEnd(self, client, f"{client_name}#{self.id}")
@@ -197,8 +204,12 @@ class MemoryPipe:
 class MemoryTransport:
     """Channels to servers registered by name in this process (see the module docstring)."""
 
-    def __init__(self, *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-                 max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES) -> None:
+    def __init__(
+        self,
+        *,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+    ) -> None:
         self.max_frame_bytes = max_frame_bytes
         self.max_header_bytes = max_header_bytes
         self._servers: dict[str, Acceptor] = {}
@@ -217,16 +228,21 @@ class MemoryTransport:
             raise ValueError(f"an in-memory address is a non-empty str, got {address!r}")
         return address
 
-    async def open(self, address: str, *, token: bytes, name: str,
-                   timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
-                   request_timeout: float = DEFAULT_REQUEST_TIMEOUT) -> Connection:
+    async def open(
+        self,
+        address: str,
+        *,
+        token: bytes,
+        name: str,
+        timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    ) -> Connection:
         """Connect to the server added under `address` and run the handshake."""
         token = check_token(token)
         server = self._servers.get(address)
         if server is None:
             raise ConnectionRefusedError(f"no in-memory server at {address!r}")
-        protocol = _ClientProtocol(token, name, None, self.max_frame_bytes,
-                                   self.max_header_bytes)
+        protocol = _ClientProtocol(token, name, None, self.max_frame_bytes, self.max_header_bytes)
         pipe = MemoryPipe(protocol, server.accept(), client_name=name, server_name=address)
         try:
             async with asyncio.timeout(timeout):
@@ -234,8 +250,9 @@ class MemoryTransport:
         except BaseException as exc:
             pipe.client.abort()
             if isinstance(exc, TimeoutError):
-                raise TimeoutError(f"connecting to {address!r} in memory timed out after "
-                                   f"{timeout} s") from None
+                raise TimeoutError(
+                    f"connecting to {address!r} in memory timed out after {timeout} s"
+                ) from None
             if isinstance(exc, WorkerLostError):
                 raise AuthenticationError(
                     f"handshake with {address!r} failed: connection closed ({exc.reason})"

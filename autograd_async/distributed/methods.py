@@ -47,8 +47,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 METHODS = MessageRegistry()
 
 
-def _declare(name: str, *, required: Mapping[str, Any] | None = None,
-             optional: Mapping[str, Any] | None = None, arrays: bool = False) -> str:
+def _declare(
+    name: str,
+    *,
+    required: Mapping[str, Any] | None = None,
+    optional: Mapping[str, Any] | None = None,
+    arrays: bool = False,
+) -> str:
     METHODS.register(name, required=required, optional=optional, arrays=arrays)
     return name
 
@@ -57,36 +62,49 @@ _FORWARD = {"args": list[dict], "kwargs": dict, "requires_grad": list[bool]}
 _IN_CONTEXT = {"context_id": NonNegativeInt, "record": bool}
 
 # Forward calls: a registered function, or the forward of a module created on the worker.
-CALL = _declare("call", required={"function": str, **_FORWARD}, optional=_IN_CONTEXT,
-                arrays=True)
-MODULE_FORWARD = _declare("module.forward",
-                          required={"module_id": NonNegativeInt, **_FORWARD},
-                          optional=_IN_CONTEXT, arrays=True)
+CALL = _declare("call", required={"function": str, **_FORWARD}, optional=_IN_CONTEXT, arrays=True)
+MODULE_FORWARD = _declare(
+    "module.forward",
+    required={"module_id": NonNegativeInt, **_FORWARD},
+    optional=_IN_CONTEXT,
+    arrays=True,
+)
 # Backward of one recorded call: gradients for some of its tensor outputs (by position).
-BACKWARD = _declare("backward", required={"context_id": NonNegativeInt,
-                                          "call_id": NonNegativeInt,
-                                          "outputs": list[NonNegativeInt],
-                                          "retain_graph": bool},
-                    arrays=True)
+BACKWARD = _declare(
+    "backward",
+    required={
+        "context_id": NonNegativeInt,
+        "call_id": NonNegativeInt,
+        "outputs": list[NonNegativeInt],
+        "retain_graph": bool,
+    },
+    arrays=True,
+)
 CONTEXT_RELEASE = _declare("context.release", required={"context_id": NonNegativeInt})
-CONTEXT_GRADIENTS = _declare("context.gradients", required={"context_id": NonNegativeInt},
-                             optional={"module_id": NonNegativeInt})
+CONTEXT_GRADIENTS = _declare(
+    "context.gradients",
+    required={"context_id": NonNegativeInt},
+    optional={"module_id": NonNegativeInt},
+)
 MODULE_CREATE = _declare("module.create", required={"class_name": str, "kwargs": dict})
 MODULE_DELETE = _declare("module.delete", required={"module_id": NonNegativeInt})
 MODULE_TRAIN = _declare("module.train", required={"module_id": NonNegativeInt, "mode": bool})
 MODULE_STATE_DICT = _declare("module.state_dict", required={"module_id": NonNegativeInt})
 MODULE_LOAD_STATE_DICT = _declare(
     "module.load_state_dict",
-    required={"module_id": NonNegativeInt, "names": list[str], "strict": bool}, arrays=True)
-OPTIM_CREATE = _declare("optim.create",
-                        required={"class_name": str, "kwargs": dict, "params": list[dict]})
-OPTIM_STEP = _declare("optim.step",
-                      required={"optimizer_id": NonNegativeInt, "context_id": NonNegativeInt})
+    required={"module_id": NonNegativeInt, "names": list[str], "strict": bool},
+    arrays=True,
+)
+OPTIM_CREATE = _declare(
+    "optim.create", required={"class_name": str, "kwargs": dict, "params": list[dict]}
+)
+OPTIM_STEP = _declare(
+    "optim.step", required={"optimizer_id": NonNegativeInt, "context_id": NonNegativeInt}
+)
 OPTIM_DELETE = _declare("optim.delete", required={"optimizer_id": NonNegativeInt})
 STATS = _declare("stats")
 # Where the worker's peers are: add or move some (name -> address), forget others.
-PEERS_UPDATE = _declare("peers.update",
-                        optional={"addresses": dict, "remove": list[str]})
+PEERS_UPDATE = _declare("peers.update", optional={"addresses": dict, "remove": list[str]})
 
 
 def handles(method: str) -> Callable[[F], F]:

@@ -25,10 +25,12 @@ __all__ = ["DistributedOptimizer"]
 class DistributedOptimizer:
     """Steps remote parameters on their owners with the gradients of a distributed context."""
 
-    def __init__(self, optimizer_class: type | str, params: Iterable[ParameterRef],
-                 **defaults: Any) -> None:
-        self.class_name = optimizer_class if isinstance(optimizer_class, str) else (
-            optimizer_class.__name__)
+    def __init__(
+        self, optimizer_class: type | str, params: Iterable[ParameterRef], **defaults: Any
+    ) -> None:
+        self.class_name = (
+            optimizer_class if isinstance(optimizer_class, str) else (optimizer_class.__name__)
+        )
         check_simple(defaults, f"hyperparameters of {self.class_name}")
         self.defaults = defaults
         self._owners: dict[tuple[int, str], tuple[Client, list[ParameterRef]]] = {}
@@ -53,8 +55,11 @@ class DistributedOptimizer:
     async def _create(self) -> None:
         async def create(key: tuple[int, str], client: Client, refs: list[ParameterRef]) -> None:
             params = [{"module_id": r.module_id, "name": r.name} for r in refs]
-            result, _ = await client.request(key[1], methods.OPTIM_CREATE, {
-                "class_name": self.class_name, "kwargs": self.defaults, "params": params})
+            result, _ = await client.request(
+                key[1],
+                methods.OPTIM_CREATE,
+                {"class_name": self.class_name, "kwargs": self.defaults, "params": params},
+            )
             self._remote_ids[key] = result["optimizer_id"]
 
         async with self._lock:
@@ -67,19 +72,24 @@ class DistributedOptimizer:
         await self._create()
 
         async def step_one(key: tuple[int, str], client: Client) -> None:
-            await client.request(key[1], methods.OPTIM_STEP, {
-                "optimizer_id": self._remote_ids[key], "context_id": ctx.id},
-                context_id=ctx.id)
+            await client.request(
+                key[1],
+                methods.OPTIM_STEP,
+                {"optimizer_id": self._remote_ids[key], "context_id": ctx.id},
+                context_id=ctx.id,
+            )
 
         await asyncio.gather(*(step_one(k, c) for k, (c, _) in self._owners.items()))
 
     async def aclose(self) -> None:
         """Delete the optimizers on their workers."""
         ids, self._remote_ids = self._remote_ids, {}
-        await asyncio.gather(*(
-            self._owners[key][0].request(key[1], methods.OPTIM_DELETE, {"optimizer_id": oid})
-            for key, oid in ids.items()
-        ))
+        await asyncio.gather(
+            *(
+                self._owners[key][0].request(key[1], methods.OPTIM_DELETE, {"optimizer_id": oid})
+                for key, oid in ids.items()
+            )
+        )
 
     def __repr__(self) -> str:
         return f"DistributedOptimizer({self.class_name}, workers={self.workers}, {self.defaults})"

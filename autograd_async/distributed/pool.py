@@ -34,8 +34,12 @@ _IDLE_REFS = 2
 class ReceivePool:
     """Allocates receive arrays, reusing idle pooled buffers of at least `min_bytes`."""
 
-    def __init__(self, max_bytes: int = DEFAULT_POOL_BYTES, min_bytes: int = MIN_POOLED_BYTES,
-                 max_buffers: int = 8) -> None:
+    def __init__(
+        self,
+        max_bytes: int = DEFAULT_POOL_BYTES,
+        min_bytes: int = MIN_POOLED_BYTES,
+        max_buffers: int = 8,
+    ) -> None:
         self.max_bytes = max_bytes
         self.min_bytes = min_bytes
         self.max_buffers = max_buffers
@@ -59,8 +63,11 @@ class ReceivePool:
         best = -1
         for i in range(len(self._buffers)):  # by index: a loop variable would add a reference
             size = self._buffers[i].nbytes
-            if nbytes <= size <= 2 * nbytes and self._idle(i) and (
-                    best < 0 or size < self._buffers[best].nbytes):
+            if (
+                nbytes <= size <= 2 * nbytes
+                and self._idle(i)
+                and (best < 0 or size < self._buffers[best].nbytes)
+            ):
                 best = i
         if best >= 0:
             self.reused += 1
@@ -79,7 +86,8 @@ class ReceivePool:
         held = self.pooled_bytes
         for i in order:
             if len(self._buffers) - len(doomed) < self.max_buffers and held + nbytes <= (
-                    self.max_bytes):
+                self.max_bytes
+            ):
                 break
             if self._idle(i):
                 doomed.add(i)

@@ -34,8 +34,13 @@ def format_bytes(n: int) -> str:
 class ByteBudget:
     """Bytes held per peer (at most `per_peer`) and in total (at most `total`)."""
 
-    def __init__(self, per_peer: int = DEFAULT_MAX_PEER_BYTES,
-                 total: int = DEFAULT_MAX_TOTAL_BYTES, *, owner: str = "server") -> None:
+    def __init__(
+        self,
+        per_peer: int = DEFAULT_MAX_PEER_BYTES,
+        total: int = DEFAULT_MAX_TOTAL_BYTES,
+        *,
+        owner: str = "server",
+    ) -> None:
         if per_peer <= 0 or total <= 0:
             raise ValueError(f"byte quotas must be positive, got {per_peer} and {total}")
         self.per_peer = per_peer
@@ -94,8 +99,13 @@ class ByteBudget:
             return
         left = self._held[peer] - nbytes
         if left < 0:  # a bookkeeping bug: never let it refuse work forever
-            logger.error("%s: released %d bytes for %r, which held only %d", self.owner,
-                         nbytes, peer, left + nbytes)
+            logger.error(
+                "%s: released %d bytes for %r, which held only %d",
+                self.owner,
+                nbytes,
+                peer,
+                left + nbytes,
+            )
             nbytes, left = nbytes + left, 0
         if left:
             self._held[peer] = left

@@ -18,8 +18,14 @@ __all__ = ["LogLimiter"]
 class LogLimiter:
     """Rate-limited logging to one logger; `clock` is injectable for tests."""
 
-    def __init__(self, logger: logging.Logger, *, burst: int = 10, period: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        logger: logging.Logger,
+        *,
+        burst: int = 10,
+        period: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.logger = logger
         self.burst = burst
         self.period = period
@@ -34,8 +40,9 @@ class LogLimiter:
         if now - self._window_start >= self.period:
             self._window_start, self._in_window = now, 0
             if self.suppressed:
-                self.logger.log(level, "%d similar messages suppressed since the last report",
-                                self.suppressed)
+                self.logger.log(
+                    level, "%d similar messages suppressed since the last report", self.suppressed
+                )
                 self.suppressed = 0
         if self._in_window >= self.burst:
             self.suppressed += 1

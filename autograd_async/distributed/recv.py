@@ -29,8 +29,15 @@ __all__ = ["Recv", "RemoteCall"]
 class RemoteCall:
     """One forward call recorded on a worker: what its receive node needs for backward."""
 
-    __slots__ = ("client", "worker", "context", "call_id", "outputs", "differentiable",
-                 "input_meta")
+    __slots__ = (
+        "client",
+        "worker",
+        "context",
+        "call_id",
+        "outputs",
+        "differentiable",
+        "input_meta",
+    )
 
     def __init__(
         self,
@@ -58,11 +65,16 @@ class RemoteCall:
         slots = [i for i, g in enumerate(grads) if g is not None]
         if not slots:
             return [None] * n_inputs
-        kwargs = {"context_id": ctx.id, "call_id": self.call_id, "outputs": slots,
-                  "retain_graph": ctx.retain_graph}
+        kwargs = {
+            "context_id": ctx.id,
+            "call_id": self.call_id,
+            "outputs": slots,
+            "retain_graph": ctx.retain_graph,
+        }
         arrays = [host_array(grads[i]) for i in slots]
-        result, received = await self.client.request(self.worker, methods.BACKWARD, kwargs, arrays,
-                                                      context_id=ctx.id)
+        result, received = await self.client.request(
+            self.worker, methods.BACKWARD, kwargs, arrays, context_id=ctx.id
+        )
         out: list[Tensor | None] = [None] * n_inputs
         for slot, array in zip(result["inputs"], received, strict=True):
             if not 0 <= slot < n_inputs:

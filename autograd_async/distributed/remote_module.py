@@ -37,8 +37,15 @@ class ParameterRef:
 class RemoteModule:
     """A handle on a module living on a worker; `await rm(x)` runs its forward there."""
 
-    def __init__(self, client: Client, worker: str, module_id: int, class_name: str,
-                 parameters: list[dict[str, Any]], text: str) -> None:
+    def __init__(
+        self,
+        client: Client,
+        worker: str,
+        module_id: int,
+        class_name: str,
+        parameters: list[dict[str, Any]],
+        text: str,
+    ) -> None:
         self.client = client
         self.worker = worker
         self.module_id = module_id
@@ -48,14 +55,17 @@ class RemoteModule:
         self.closed = False
 
     @classmethod
-    async def create(cls, client: Client, worker: str, class_name: str, /,
-                     **kwargs: Any) -> RemoteModule:
+    async def create(
+        cls, client: Client, worker: str, class_name: str, /, **kwargs: Any
+    ) -> RemoteModule:
         """Build `class_name(**kwargs)` from the worker's allow-list; return a handle on it."""
         check_simple(kwargs, f"arguments of {class_name}")
-        result, _ = await client.request(worker, methods.MODULE_CREATE,
-                                         {"class_name": class_name, "kwargs": kwargs})
-        return cls(client, worker, result["module_id"], class_name, result["parameters"],
-                   result["repr"])
+        result, _ = await client.request(
+            worker, methods.MODULE_CREATE, {"class_name": class_name, "kwargs": kwargs}
+        )
+        return cls(
+            client, worker, result["module_id"], class_name, result["parameters"], result["repr"]
+        )
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the module's forward on its worker (see `forward`)."""
@@ -64,13 +74,16 @@ class RemoteModule:
     async def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Send the inputs, run forward on the worker, return local tensors."""
         self._check_open()
-        return await self.client.forward(self.worker, methods.MODULE_FORWARD,
-                                         {"module_id": self.module_id}, args, kwargs)
+        return await self.client.forward(
+            self.worker, methods.MODULE_FORWARD, {"module_id": self.module_id}, args, kwargs
+        )
 
     def parameter_refs(self) -> list[ParameterRef]:
         """References to the module's parameters, for a `DistributedOptimizer`."""
-        return [ParameterRef(self.worker, self.module_id, p["name"], self.client)
-                for p in self._parameters]
+        return [
+            ParameterRef(self.worker, self.module_id, p["name"], self.client)
+            for p in self._parameters
+        ]
 
     def parameter_info(self) -> list[dict[str, Any]]:
         """Name, shape, dtype and device of each parameter, as the worker reported them."""
@@ -79,26 +92,33 @@ class RemoteModule:
     async def state_dict(self) -> dict[str, Tensor]:
         """Copies of the module's parameters and buffers, as local cpu tensors."""
         self._check_open()
-        result, arrays = await self.client.request(self.worker, methods.MODULE_STATE_DICT,
-                                                   {"module_id": self.module_id})
+        result, arrays = await self.client.request(
+            self.worker, methods.MODULE_STATE_DICT, {"module_id": self.module_id}
+        )
         return {name: as_tensor(a) for name, a in zip(result["names"], arrays, strict=True)}
 
-    async def load_state_dict(self, state_dict: dict[str, Tensor | np.ndarray],
-                              strict: bool = True) -> None:
+    async def load_state_dict(
+        self, state_dict: dict[str, Tensor | np.ndarray], strict: bool = True
+    ) -> None:
         """Copy values into the remote module's parameters and buffers."""
         self._check_open()
         names = list(state_dict)
-        arrays = [host_array(v.detach() if isinstance(v, Tensor) else v)
-                  for v in state_dict.values()]
-        await self.client.request(self.worker, methods.MODULE_LOAD_STATE_DICT,
-                                  {"module_id": self.module_id, "names": names,
-                                   "strict": strict}, arrays)
+        arrays = [
+            host_array(v.detach() if isinstance(v, Tensor) else v) for v in state_dict.values()
+        ]
+        await self.client.request(
+            self.worker,
+            methods.MODULE_LOAD_STATE_DICT,
+            {"module_id": self.module_id, "names": names, "strict": strict},
+            arrays,
+        )
 
     async def train(self, mode: bool = True) -> RemoteModule:
         """Set training mode on the worker (dropout and the like); returns self."""
         self._check_open()
-        await self.client.request(self.worker, methods.MODULE_TRAIN,
-                                  {"module_id": self.module_id, "mode": bool(mode)})
+        await self.client.request(
+            self.worker, methods.MODULE_TRAIN, {"module_id": self.module_id, "mode": bool(mode)}
+        )
         return self
 
     async def eval(self) -> RemoteModule:

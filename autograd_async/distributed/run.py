@@ -59,8 +59,9 @@ def is_hydra(mpiexec: str) -> bool:
     return "HYDRA" in out.stdout
 
 
-def mpiexec_command(mpiexec: str, n: int, target: Sequence[str], hosts: str | None = None,
-                    hydra: bool = False) -> list[str]:
+def mpiexec_command(
+    mpiexec: str, n: int, target: Sequence[str], hosts: str | None = None, hydra: bool = False
+) -> list[str]:
     """The MPI launch line: n ranks of this interpreter running `target`."""
     command = [mpiexec]
     if hydra:
@@ -98,8 +99,11 @@ class Supervisor:
     def serve(self, conn: socket.socket) -> None:
         reader = conn.makefile("rb")
         hello = read_message(reader)
-        if not hello or hello.get("t") != "hello" or not check_token(hello.get("token"),
-                                                                      self.token):
+        if (
+            not hello
+            or hello.get("t") != "hello"
+            or not check_token(hello.get("token"), self.token)
+        ):
             conn.close()
             return
         rank = int(hello["rank"])
@@ -164,8 +168,10 @@ class Supervisor:
             time.sleep(0.01)
         with self.lock:
             got = self.answers.pop(ident, {})
-        self.send(asker, {"t": "whereabouts", "id": query["id"],
-                          "ranks": {str(r): g for r, g in got.items()}})
+        self.send(
+            asker,
+            {"t": "whereabouts", "id": query["id"], "ranks": {str(r): g for r, g in got.items()}},
+        )
 
     def close(self) -> None:
         self.server.close()
@@ -175,16 +181,27 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m autograd_async.distributed.run",
         description="Run a training script on N ranks under MPI, supervised: a failing rank "
-                    "stops the others with its traceback shown.",
+        "stops the others with its traceback shown.",
     )
-    parser.add_argument("-n", "--nproc", "--nproc-per-node", type=int, default=1,
-                        help="number of ranks (torchrun's --nproc-per-node)")
+    parser.add_argument(
+        "-n",
+        "--nproc",
+        "--nproc-per-node",
+        type=int,
+        default=1,
+        help="number of ranks (torchrun's --nproc-per-node)",
+    )
     parser.add_argument("--hosts", default=None, help="comma-separated hosts (MPI's -hosts)")
     parser.add_argument("--mpiexec", default=None, help="the MPI launcher to wrap")
-    parser.add_argument("--grace", type=float, default=10.0,
-                        help="seconds the other ranks get to stop after one fails")
-    parser.add_argument("-m", dest="module", action="store_true",
-                        help="run the target as a module (python -m)")
+    parser.add_argument(
+        "--grace",
+        type=float,
+        default=10.0,
+        help="seconds the other ranks get to stop after one fails",
+    )
+    parser.add_argument(
+        "-m", dest="module", action="store_true", help="run the target as a module (python -m)"
+    )
     parser.add_argument("script", help="the script (or module, with -m) to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
     return parser.parse_args(argv)
@@ -196,8 +213,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     mpiexec = find_mpiexec(options.mpiexec)
     host = socket.gethostname() if options.hosts else "127.0.0.1"
     supervisor = Supervisor(options.nproc, "0.0.0.0" if options.hosts else host)
-    address = supervisor.address if not options.hosts else (
-        f"{host}:{supervisor.address.rpartition(':')[2]}")
+    address = (
+        supervisor.address
+        if not options.hosts
+        else (f"{host}:{supervisor.address.rpartition(':')[2]}")
+    )
     target = (["-m", options.script] if options.module else [options.script]) + options.args
     command = mpiexec_command(mpiexec, options.nproc, target, options.hosts, is_hydra(mpiexec))
     env = dict(os.environ, **{ADDRESS_ENV: address, TOKEN_ENV: supervisor.token})

@@ -50,8 +50,20 @@ MAX_VALUE_DEPTH = 16
 ALLOWED_DTYPES: dict[str, np.dtype] = {
     name: np.dtype(name).newbyteorder("<")
     for name in (
-        "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-        "float16", "float32", "float64", "complex64", "complex128",
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+        "complex64",
+        "complex128",
     )
 }
 _HEADER_KEYS = ("msg", "arrays")
@@ -60,9 +72,7 @@ _HEADER_KEYS = ("msg", "arrays")
 # Both byte orders map to the same wire name (the sender swaps big-endian data). A dict
 # lookup, because `dtype.name` is slow Python code inside NumPy and runs for every array.
 _WIRE_NAMES: dict[np.dtype, str] = {
-    dt: name
-    for name, little in ALLOWED_DTYPES.items()
-    for dt in (little, little.newbyteorder(">"))
+    dt: name for name, little in ALLOWED_DTYPES.items() for dt in (little, little.newbyteorder(">"))
 }
 
 
@@ -70,9 +80,7 @@ def wire_dtype_name(dtype: np.dtype) -> str:
     """Return the wire name of a numeric dtype, or raise ProtocolError for any other dtype."""
     name = _WIRE_NAMES.get(dtype)
     if name is None:
-        raise ProtocolError(
-            f"dtype {str(dtype)!r} cannot be sent: only numeric dtypes are allowed"
-        )
+        raise ProtocolError(f"dtype {str(dtype)!r} cannot be sent: only numeric dtypes are allowed")
     return name
 
 
@@ -365,9 +373,7 @@ class MessageRegistry:
         """Return the registered message type names."""
         return list(self._specs)
 
-    def validate(
-        self, header: Any, lengths: Sequence[int], max_frame_bytes: int
-    ) -> Message:
+    def validate(self, header: Any, lengths: Sequence[int], max_frame_bytes: int) -> Message:
         """Check a decoded header against its spec and the buffer lengths of its prefix."""
         if not isinstance(header, dict):
             raise ProtocolError(f"header must be a map, got {_kind(header)}")
@@ -420,11 +426,13 @@ def register_core_messages(registry: MessageRegistry) -> None:
     reg("challenge", required={"nonce": str, "version": NonNegativeInt})
     reg("auth", required={"nonce": str, "proof": str})
     reg("auth_ok", required={"name": str, "proof": str})
-    reg("request", required={"id": NonNegativeInt, "method": str, "kwargs": SimpleMap},
-        arrays=True)
+    reg("request", required={"id": NonNegativeInt, "method": str, "kwargs": SimpleMap}, arrays=True)
     reg("response", required={"id": NonNegativeInt, "result": SimpleMap}, arrays=True)
-    reg("error", required={"id": _Nullable(NonNegativeInt), "type": str, "message": str},
-        optional={"node": str, "worker": str, "context_id": int})
+    reg(
+        "error",
+        required={"id": _Nullable(NonNegativeInt), "type": str, "message": str},
+        optional={"node": str, "worker": str, "context_id": int},
+    )
     reg("ping", required={"id": NonNegativeInt})
     reg("pong", required={"id": NonNegativeInt})
     reg("cancel", required={"id": NonNegativeInt})

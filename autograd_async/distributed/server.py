@@ -39,10 +39,15 @@ from .wire import (
 
 __all__ = ["Server", "serve"]
 
+
 class _ServerProtocol(FrameProtocol):
     def __init__(self, server: Server, connection_id: int) -> None:
-        super().__init__(registry=server.registry, max_frame_bytes=server.max_frame_bytes,
-                         max_header_bytes=server.max_header_bytes, **_PREAUTH_LIMITS)
+        super().__init__(
+            registry=server.registry,
+            max_frame_bytes=server.max_frame_bytes,
+            max_header_bytes=server.max_header_bytes,
+            **_PREAUTH_LIMITS,
+        )
         self.server = server
         self.connection_id = connection_id
         self.handshake = ServerHandshake(server.token, server.name)
@@ -64,7 +69,11 @@ class _ServerProtocol(FrameProtocol):
             # Strangers cannot make us hold more than max_handshakes half-open connections.
             server.handshake_log.warning(
                 "server %r: refusing connection from %s: %d handshakes already pending "
-                "(max_handshakes)", server.name, self._peer, server.handshaking)
+                "(max_handshakes)",
+                server.name,
+                self._peer,
+                server.handshaking,
+            )
             self.abort("too many pending handshakes")
             return
         server.handshaking += 1
@@ -82,8 +91,9 @@ class _ServerProtocol(FrameProtocol):
 
     def _handshake_expired(self) -> None:
         if not self.handshake.done:
-            self.server.handshake_log.warning("server %r: handshake with %s timed out",
-                                              self.server.name, self._peer)
+            self.server.handshake_log.warning(
+                "server %r: handshake with %s timed out", self.server.name, self._peer
+            )
             self.abort("handshake timed out")
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -119,10 +129,15 @@ class _ServerProtocol(FrameProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         self._last_data = self.loop.time()
         super().buffer_updated(nbytes)
-        if (self._idle_timer is None and self.handshake.done and self.reader.mid_frame
-                and not self.is_closing):
+        if (
+            self._idle_timer is None
+            and self.handshake.done
+            and self.reader.mid_frame
+            and not self.is_closing
+        ):
             self._idle_timer = self.loop.call_at(
-                self._last_data + self.server.frame_idle_timeout, self._check_idle)
+                self._last_data + self.server.frame_idle_timeout, self._check_idle
+            )
 
     def _check_idle(self) -> None:
         # A peer that stops in the middle of a frame must not hold its buffers forever.
@@ -133,9 +148,14 @@ class _ServerProtocol(FrameProtocol):
         if self._read_paused:
             self._last_data = now  # we stopped reading (backpressure): not the peer's fault
         elif now - self._last_data >= limit:
-            logger.warning("server %r: %r sent part of a frame of %s and nothing for %s s; "
-                           "closing the connection", self.server.name, self.peer_name,
-                           format_bytes(self.reader.frame_size), limit)
+            logger.warning(
+                "server %r: %r sent part of a frame of %s and nothing for %s s; "
+                "closing the connection",
+                self.server.name,
+                self.peer_name,
+                format_bytes(self.reader.frame_size),
+                limit,
+            )
             self.abort(f"partial frame idle for {limit} s")
             return
         self._idle_timer = self.loop.call_at(self._last_data + limit, self._check_idle)
@@ -147,8 +167,12 @@ class _ServerProtocol(FrameProtocol):
         if not self.handshake.done:
             self._on_handshake(event)
         elif isinstance(event, BadFrame):
-            logger.info("server %r: refused a frame from %r: %s", self.server.name,
-                        self.handshake.peer_name, event.error)
+            logger.info(
+                "server %r: refused a frame from %r: %s",
+                self.server.name,
+                self.handshake.peer_name,
+                event.error,
+            )
             self._send_error(event.error, event.request_id)
         elif event.msg == "request":
             self._start_request(event)
@@ -171,7 +195,11 @@ class _ServerProtocol(FrameProtocol):
         except AuthenticationError as exc:
             self.server.handshake_log.warning(
                 "server %r: authentication failed for %r from %s: %s",
-                self.server.name, peer, self._peer, exc)
+                self.server.name,
+                peer,
+                self._peer,
+                exc,
+            )
             self._send_error(AuthenticationError("authentication failed: wrong token"), None)
             assert self.transport is not None
             self.transport.close()  # after the error frame is written
@@ -180,7 +208,10 @@ class _ServerProtocol(FrameProtocol):
             # Nothing from an unauthenticated peer is processed, not even for an error reply.
             self.server.handshake_log.warning(
                 "server %r: closing unauthenticated connection from %s: %s",
-                self.server.name, self._peer, exc)
+                self.server.name,
+                self._peer,
+                exc,
+            )
             self.abort(str(exc))
             return
         if reply is not None:
@@ -189,8 +220,9 @@ class _ServerProtocol(FrameProtocol):
             self._end_handshake()
             self.open_limits()
             self.reader.admit = self._admit
-            self.info = ConnectionInfo(self.handshake.peer_name or "?", self._peer,
-                                       self.server.name, self.connection_id)
+            self.info = ConnectionInfo(
+                self.handshake.peer_name or "?", self._peer, self.server.name, self.connection_id
+            )
             logger.debug("server %r: %r authenticated", self.server.name, self.info.peer_name)
 
     def _send_error(self, exc: BaseException, request_id: int | None) -> None:
@@ -220,21 +252,23 @@ class _ServerProtocol(FrameProtocol):
         assert self.info is not None
         reply_charge = 0
         try:
-            result = self.server.handler(self.info, frame.fields["method"],
-                                         frame.fields["kwargs"], frame.arrays)
+            result = self.server.handler(
+                self.info, frame.fields["method"], frame.fields["kwargs"], frame.arrays
+            )
             del frame  # let the request's arrays go as soon as the handler drops them
             if inspect.isawaitable(result):
                 result = await result
-            if not (isinstance(result, tuple) and len(result) == 2
-                    and isinstance(result[0], dict)):
-                raise TypeError("handler must return (result_map, arrays), got "
-                                f"{type(result).__name__}")
+            if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], dict)):
+                raise TypeError(
+                    f"handler must return (result_map, arrays), got {type(result).__name__}"
+                )
             arrays = list(result[1])
             reply_bytes = sum(getattr(a, "nbytes", 0) for a in arrays)
             if self.server.budget is not None:
                 # Held until written out; a reply over the quota is refused, not sent.
-                self.server.budget.reserve(self.peer_name, reply_bytes,
-                                           f"a reply of {format_bytes(reply_bytes)}")
+                self.server.budget.reserve(
+                    self.peer_name, reply_bytes, f"a reply of {format_bytes(reply_bytes)}"
+                )
                 reply_charge = reply_bytes
             self.send("response", {"id": request_id, "result": result[0]}, arrays)
             del arrays, result
@@ -255,8 +289,11 @@ class _ServerProtocol(FrameProtocol):
         # bytes, and answers it does not read.
         if self.transport is None or self.transport.is_closing():
             return
-        full = (self._write_paused or len(self.tasks) >= self.server.max_pending
-                or self.inflight_bytes >= self.server.max_frame_bytes)
+        full = (
+            self._write_paused
+            or len(self.tasks) >= self.server.max_pending
+            or self.inflight_bytes >= self.server.max_frame_bytes
+        )
         if full and not self._read_paused:
             self._read_paused = True
             self.transport.pause_reading()
@@ -269,13 +306,23 @@ class _ServerProtocol(FrameProtocol):
 class Server:
     """A listening server; create it with `serve`. Closing it drops every connection."""
 
-    def __init__(self, handler: Handler, *, token: bytes, name: str,
-                 ssl: ssl_module.SSLContext | None, max_frame_bytes: int,
-                 max_header_bytes: int, max_pending: int, handshake_timeout: float,
-                 registry: MessageRegistry | None,
-                 max_handshakes: int = DEFAULT_MAX_HANDSHAKES, insecure: bool = False,
-                 budget: ByteBudget | None = None,
-                 frame_idle_timeout: float = DEFAULT_FRAME_IDLE_TIMEOUT) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        token: bytes,
+        name: str,
+        ssl: ssl_module.SSLContext | None,
+        max_frame_bytes: int,
+        max_header_bytes: int,
+        max_pending: int,
+        handshake_timeout: float,
+        registry: MessageRegistry | None,
+        max_handshakes: int = DEFAULT_MAX_HANDSHAKES,
+        insecure: bool = False,
+        budget: ByteBudget | None = None,
+        frame_idle_timeout: float = DEFAULT_FRAME_IDLE_TIMEOUT,
+    ) -> None:
         self.handler = handler
         self.token = check_token(token)
         self.name = name
@@ -313,8 +360,9 @@ class Server:
         if self._state is not ConnectionState.OPEN:
             raise ConnectionClosedError(f"server {self.name!r} is {self._state.value}")
         if self._server is None:
-            raise ConnectionClosedError(f"server {self.name!r} does not listen (open(): "
-                                        "in-memory connections only)")
+            raise ConnectionClosedError(
+                f"server {self.name!r} does not listen (open(): in-memory connections only)"
+            )
         return self._server.sockets[0].getsockname()[:2]
 
     @property
@@ -326,8 +374,10 @@ class Server:
         """The protocol for one new connection from any transport: the TCP listener's, or an
         in-memory pipe's (memory.py). It authenticates the peer before serving it."""
         if self._state is not ConnectionState.OPEN or self.draining:
-            raise ConnectionRefusedError(f"server {self.name!r} is not accepting connections "
-                                         f"({'draining' if self.draining else self._state.value})")
+            raise ConnectionRefusedError(
+                f"server {self.name!r} is not accepting connections "
+                f"({'draining' if self.draining else self._state.value})"
+            )
         return _ServerProtocol(self, next(self._ids))
 
     async def open(self) -> None:
@@ -385,8 +435,12 @@ class Server:
             if tasks:
                 _, late = await asyncio.wait(tasks, timeout=grace)
                 if late:
-                    logger.warning("server %r: %d handlers still running after %s s; "
-                                   "cancelling them", self.name, len(late), grace)
+                    logger.warning(
+                        "server %r: %d handlers still running after %s s; cancelling them",
+                        self.name,
+                        len(late),
+                        grace,
+                    )
             await asyncio.sleep(0)  # let the last answers reach the transports
         await self.aclose()
 
@@ -401,8 +455,11 @@ class Server:
                 if not conn.closed.done() and conn.transport is not None:
                     conn.transport.abort()
             if late:
-                logger.warning("server %r: %d connections or handlers did not finish in time",
-                               self.name, len(late))
+                logger.warning(
+                    "server %r: %d connections or handlers did not finish in time",
+                    self.name,
+                    len(late),
+                )
         if self._server is not None:
             try:
                 async with asyncio.timeout(_CLOSE_GRACE):
@@ -452,11 +509,21 @@ async def serve(
     Without `ssl` it listens only on loopback addresses, unless `insecure` is true. With a
     `budget`, request frames and replies count against its byte quotas. With `listen=False` it
     binds no socket and serves only connections handed to it by `accept` (in memory)."""
-    server = Server(handler, token=token, name=name, ssl=ssl, max_frame_bytes=max_frame_bytes,
-                    max_header_bytes=max_header_bytes, max_pending=max_pending,
-                    handshake_timeout=handshake_timeout, registry=registry,
-                    max_handshakes=max_handshakes, insecure=insecure, budget=budget,
-                    frame_idle_timeout=frame_idle_timeout)
+    server = Server(
+        handler,
+        token=token,
+        name=name,
+        ssl=ssl,
+        max_frame_bytes=max_frame_bytes,
+        max_header_bytes=max_header_bytes,
+        max_pending=max_pending,
+        handshake_timeout=handshake_timeout,
+        registry=registry,
+        max_handshakes=max_handshakes,
+        insecure=insecure,
+        budget=budget,
+        frame_idle_timeout=frame_idle_timeout,
+    )
     if listen:
         await server.start(host, port)
     else:

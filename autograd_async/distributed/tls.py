@@ -31,8 +31,9 @@ def server_context(cert: PathLike, key: PathLike, ca: PathLike | None = None) ->
     return ctx
 
 
-def client_context(ca: PathLike | None = None, cert: PathLike | None = None,
-                   key: PathLike | None = None) -> ssl.SSLContext:
+def client_context(
+    ca: PathLike | None = None, cert: PathLike | None = None, key: PathLike | None = None
+) -> ssl.SSLContext:
     """A client-side context that verifies servers against `ca` (the system's CAs when None)
     and, given `cert` and `key`, presents that certificate (for mutual TLS)."""
     if (cert is None) != (key is None):

@@ -129,9 +129,7 @@ def encode_frame(
         raise ProtocolError("fields 'msg' and 'arrays' are reserved by the wire format")
     header = {"msg": msg, **fields}
     if wire_arrays:
-        header["arrays"] = [
-            {"dtype": name, "shape": list(arr.shape)} for arr, name in converted
-        ]
+        header["arrays"] = [{"dtype": name, "shape": list(arr.shape)} for arr, name in converted]
     raw = pack_header(header)
     if len(raw) > max_header_bytes:
         raise ProtocolError(
@@ -464,15 +462,25 @@ class FrameProtocol(asyncio.BufferedProtocol):
     reader enforces the (smaller) `first_*` limits, e.g. while a peer is unauthenticated.
     """
 
-    def __init__(self, *, registry: MessageRegistry | None, max_frame_bytes: int,
-                 max_header_bytes: int, first_frame_bytes: int,
-                 first_header_bytes: int) -> None:
+    def __init__(
+        self,
+        *,
+        registry: MessageRegistry | None,
+        max_frame_bytes: int,
+        max_header_bytes: int,
+        first_frame_bytes: int,
+        first_header_bytes: int,
+    ) -> None:
         self.registry = registry
         self.max_frame_bytes = max_frame_bytes
         self.max_header_bytes = max_header_bytes
-        self.reader = FrameReader(registry=registry, max_frame_bytes=first_frame_bytes,
-                                  max_header_bytes=first_header_bytes, pool=ReceivePool(),
-                                  staging_bytes=PREAUTH_STAGING_BYTES)
+        self.reader = FrameReader(
+            registry=registry,
+            max_frame_bytes=first_frame_bytes,
+            max_header_bytes=first_header_bytes,
+            pool=ReceivePool(),
+            staging_bytes=PREAUTH_STAGING_BYTES,
+        )
         self.transport: asyncio.Transport | None = None
         self.loop = asyncio.get_running_loop()
         self.closed = self.loop.create_future()
@@ -506,8 +514,11 @@ class FrameProtocol(asyncio.BufferedProtocol):
             try:
                 self.on_event(event)
             except Exception as exc:  # noqa: BLE001 - a bug in a handler of this side
-                logger.error("dropping connection after an error handling a %s frame: %r",
-                             getattr(event, "msg", "refused"), exc)
+                logger.error(
+                    "dropping connection after an error handling a %s frame: %r",
+                    getattr(event, "msg", "refused"),
+                    exc,
+                )
                 self.abort(f"internal error: {type(exc).__name__}: {exc}")
         while events:
             self.on_discard(events.popleft())
@@ -558,9 +569,14 @@ class FrameProtocol(asyncio.BufferedProtocol):
 
     def send(self, msg: str, fields: Mapping[str, Any], arrays: Sequence[Any] = ()) -> None:
         """Encode and write one frame; the arrays' memory is handed to the transport."""
-        chunks = encode_frame(msg, fields, arrays, registry=self.registry,
-                              max_frame_bytes=self.max_frame_bytes,
-                              max_header_bytes=self.max_header_bytes)
+        chunks = encode_frame(
+            msg,
+            fields,
+            arrays,
+            registry=self.registry,
+            max_frame_bytes=self.max_frame_bytes,
+            max_header_bytes=self.max_header_bytes,
+        )
         if self.is_closing:
             raise self.lost_error()
         assert self.transport is not None

@@ -191,6 +191,7 @@ class MixtureSameFamilyConstraint(Constraint):
 
 class _Boolean(Constraint):
     """Values that are 0 or 1."""
+
     is_discrete = True
 
     def check(self, value: Tensor) -> Tensor:
@@ -199,6 +200,7 @@ class _Boolean(Constraint):
 
 class _OneHot(Constraint):
     """One-hot vectors: 0s and a single 1 along the last dimension."""
+
     is_discrete = True
     event_dim = 1
 
@@ -210,6 +212,7 @@ class _OneHot(Constraint):
 
 class _IntegerInterval(Constraint):
     """Integers in `[lower_bound, upper_bound]`."""
+
     is_discrete = True
 
     def __init__(self, lower_bound: Any, upper_bound: Any) -> None:
@@ -229,6 +232,7 @@ class _IntegerInterval(Constraint):
 
 class _IntegerLessThan(Constraint):
     """Integers at most `upper_bound`."""
+
     is_discrete = True
 
     def __init__(self, upper_bound: Any) -> None:
@@ -244,6 +248,7 @@ class _IntegerLessThan(Constraint):
 
 class _IntegerGreaterThan(Constraint):
     """Integers at least `lower_bound`."""
+
     is_discrete = True
 
     def __init__(self, lower_bound: Any) -> None:
@@ -326,6 +331,7 @@ class _HalfOpenInterval(_Interval):
 
 class _Simplex(Constraint):
     """Nonnegative vectors along the last dimension that sum to 1."""
+
     event_dim = 1
 
     def check(self, value: Tensor) -> Tensor:
@@ -334,6 +340,7 @@ class _Simplex(Constraint):
 
 class _Multinomial(Constraint):
     """Nonnegative vectors along the last dimension summing to at most `upper_bound`."""
+
     is_discrete = True
     event_dim = 1
 
@@ -346,6 +353,7 @@ class _Multinomial(Constraint):
 
 class _LowerTriangular(Constraint):
     """Lower-triangular square matrices."""
+
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:
@@ -354,6 +362,7 @@ class _LowerTriangular(Constraint):
 
 class _LowerCholesky(Constraint):
     """Lower-triangular matrices with a positive diagonal."""
+
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:
@@ -364,6 +373,7 @@ class _LowerCholesky(Constraint):
 
 class _CorrCholesky(Constraint):
     """Lower Cholesky factors of correlation matrices: rows of unit norm."""
+
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:
@@ -375,6 +385,7 @@ class _CorrCholesky(Constraint):
 
 class _Square(Constraint):
     """Square matrices."""
+
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:

@@ -275,9 +275,15 @@ class DeviceWorker:
             src_worker = future.src_worker
             sink.record(
                 Handoff(
-                    task.id, str(src_worker.device), str(self.device), id(future.src_node),
-                    id(node), future.sent_ns, time.perf_counter_ns(),
-                    src_worker.thread.ident or 0, threading.get_ident(),
+                    task.id,
+                    str(src_worker.device),
+                    str(self.device),
+                    id(future.src_node),
+                    id(node),
+                    future.sent_ns,
+                    time.perf_counter_ns(),
+                    src_worker.thread.ident or 0,
+                    threading.get_ident(),
                 )
             )
         inputs = task.deposit(node, future.input_nr, grad)
@@ -396,8 +402,14 @@ class DeviceWorker:
                 begun = perf_counter_ns()
                 if not self._host and getattr(sink, "gpu_timing", False):
                     outputs = timed_on_stream(
-                        backend, stream, self._device_name, node, task.id, begun,
-                        lambda: task.evaluate(node, inputs), sink,
+                        backend,
+                        stream,
+                        self._device_name,
+                        node,
+                        task.id,
+                        begun,
+                        lambda: task.evaluate(node, inputs),
+                        sink,
                     )
                 else:
                     outputs = task.evaluate(node, inputs)
@@ -416,8 +428,9 @@ class DeviceWorker:
         self.nodes_run += 1
         return self._route_or_fail(task, node, outputs)
 
-    def _settle_when_copied(self, node: Node, target: DeviceWorker, future: GradientFuture,
-                            grad: Any) -> None:
+    def _settle_when_copied(
+        self, node: Node, target: DeviceWorker, future: GradientFuture, grad: Any
+    ) -> None:
         """Settle `future` with a gradient copied to host memory once its copy has completed.
 
         The copy runs on the node's stream without the host waiting; an event recorded after it

@@ -236,8 +236,9 @@ class Engine:
         if sink is not None:
             thread = threading.current_thread()
             sink.record(
-                CallerAwait(task.id, thread.ident or 0, thread.name, kind, begun,
-                            time.perf_counter_ns())
+                CallerAwait(
+                    task.id, thread.ident or 0, thread.name, kind, begun, time.perf_counter_ns()
+                )
             )
 
     # ------------------------------------------------------- task completion
@@ -286,8 +287,7 @@ class Engine:
         task = task_of(item)
         if self._state == "open":
             text = (
-                f"the {worker.device} worker is no longer running; "
-                f"graph task {task.id} cannot run"
+                f"the {worker.device} worker is no longer running; graph task {task.id} cannot run"
             )
         else:
             text = f"the engine shut down while graph task {task.id} ran"
@@ -365,9 +365,7 @@ def _annotate(error: BaseException, node: Node, worker: DeviceWorker, task: Grap
         return
     if node._metadata and "traceback_" in node._metadata:
         trace = "".join(node._metadata["traceback_"])
-        error.add_note(
-            f"Traceback of forward call that caused the error (anomaly mode):\n{trace}"
-        )
+        error.add_note(f"Traceback of forward call that caused the error (anomaly mode):\n{trace}")
         # PyTorch's warning too, for code and logs that look for it.
         message = (
             f"Error detected in {node.name()}. Traceback of forward call that caused the "

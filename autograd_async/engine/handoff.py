@@ -34,11 +34,29 @@ class GradientFuture:
     a gradient the consumer may already have summed.
     """
 
-    __slots__ = ("task", "node", "input_nr", "src_node", "src_worker", "sent_ns",
-                 "_deliver", "_unset", "_value", "_error")
+    __slots__ = (
+        "task",
+        "node",
+        "input_nr",
+        "src_node",
+        "src_worker",
+        "sent_ns",
+        "_deliver",
+        "_unset",
+        "_value",
+        "_error",
+    )
 
-    def __init__(self, task: Any, node: Any, input_nr: int, src_node: Any, src_worker: Any,
-                 sent_ns: int, deliver: Callable[[GradientFuture], None]) -> None:
+    def __init__(
+        self,
+        task: Any,
+        node: Any,
+        input_nr: int,
+        src_node: Any,
+        src_worker: Any,
+        sent_ns: int,
+        deliver: Callable[[GradientFuture], None],
+    ) -> None:
         self.task = task
         self.node = node
         self.input_nr = input_nr
@@ -82,8 +100,10 @@ class GradientFuture:
 
     def __repr__(self) -> str:
         state = "set" if self.done() else "in flight"
-        return (f"<GradientFuture for input {self.input_nr} of {self.node!r}, "
-                f"graph task {getattr(self.task, 'id', '?')}, {state}>")
+        return (
+            f"<GradientFuture for input {self.input_nr} of {self.node!r}, "
+            f"graph task {getattr(self.task, 'id', '?')}, {state}>"
+        )
 
 
 class BlockingWaiter:

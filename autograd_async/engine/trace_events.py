@@ -50,8 +50,17 @@ class RawNodeRun(NamedTuple):
             None if nxt is None else nxt._out_meta[nr][0] for nxt, nr in node.next_functions
         )
         return NodeRun(
-            worker._device_name, self.thread_id, worker.thread_name(self.thread_id), node.name(),
-            node._seq, self.task_id, id(node), self.start_ns, self.end_ns, received, produced,
+            worker._device_name,
+            self.thread_id,
+            worker.thread_name(self.thread_id),
+            node.name(),
+            node._seq,
+            self.task_id,
+            id(node),
+            self.start_ns,
+            self.end_ns,
+            received,
+            produced,
         )
 
 
@@ -126,8 +135,13 @@ class PendingGpuSpan(NamedTuple):
         self.backend.synchronize_event(self.end_event)
         elapsed_ns = int(self.backend.elapsed_ms(self.start_event, self.end_event) * 1e6)
         return GpuKernelSpan(
-            self.device, self.name, self.sequence_nr, self.task_id, self.node_id,
-            self.host_start_ns, self.host_start_ns + elapsed_ns,
+            self.device,
+            self.name,
+            self.sequence_nr,
+            self.task_id,
+            self.node_id,
+            self.host_start_ns,
+            self.host_start_ns + elapsed_ns,
         )
 
 

@@ -78,10 +78,15 @@ def _cross_entropy_like(fn: Callable, level: int, args: tuple, kwargs: dict, nam
     x, target = given["input"], given["target"]
     weight = given.get("weight")
     simple = (
-        isinstance(target, Tensor) and target.dtype.kind in "iu" and x.ndim in (1, 2)
-        and not given.get("label_smoothing") and not isinstance(weight, Tensor)
-        and given.get("size_average") is None and given.get("reduce") is None
-        and unwrap(x, level)[1] and unwrap(target, level)[1]
+        isinstance(target, Tensor)
+        and target.dtype.kind in "iu"
+        and x.ndim in (1, 2)
+        and not given.get("label_smoothing")
+        and not isinstance(weight, Tensor)
+        and given.get("size_average") is None
+        and given.get("reduce") is None
+        and unwrap(x, level)[1]
+        and unwrap(target, level)[1]
     )
     if not simple:
         keys = list(given)
@@ -91,8 +96,9 @@ def _cross_entropy_like(fn: Callable, level: int, args: tuple, kwargs: dict, nam
     vx, vt = unwrap(x, level)[0], unwrap(target, level)[0]
     classes = vx.shape[-1]
     ignore_index = given.get("ignore_index", -100)
-    losses = fn(vx.reshape((-1, classes)), vt.reshape((-1,)), ignore_index=ignore_index,
-                reduction="none").reshape(tuple(vt.shape))
+    losses = fn(
+        vx.reshape((-1, classes)), vt.reshape((-1,)), ignore_index=ignore_index, reduction="none"
+    ).reshape(tuple(vt.shape))
     reduction = given.get("reduction", "mean")
     if reduction == "none" or x.ndim == 1 and reduction == "sum":
         return wrap_out(losses, level)

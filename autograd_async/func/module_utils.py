@@ -18,8 +18,13 @@ def _owner(module: Module, name: str) -> tuple[Module, str]:
 
 
 def functional_call(
-    module: Module, parameter_and_buffer_dicts: Any, args: Any = None, kwargs: Any = None, *,
-    tie_weights: bool = True, strict: bool = False,
+    module: Module,
+    parameter_and_buffer_dicts: Any,
+    args: Any = None,
+    kwargs: Any = None,
+    *,
+    tie_weights: bool = True,
+    strict: bool = False,
 ) -> Any:
     """`module(*args, **kwargs)` with its parameters and buffers replaced by those given."""
     dicts = parameter_and_buffer_dicts
@@ -62,8 +67,7 @@ def functional_call(
             if missing:
                 lines.append("Missing key(s): " + ", ".join(f"'{k}'" for k in missing) + ".")
             raise RuntimeError(
-                f"Error(s) in reparametrizing for {type(module).__name__}:\n\t"
-                + "\n\t".join(lines)
+                f"Error(s) in reparametrizing for {type(module).__name__}:\n\t" + "\n\t".join(lines)
             )
     swapped = []
     try:

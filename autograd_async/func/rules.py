@@ -59,18 +59,42 @@ def aligned(inputs: tuple, level: int) -> list:
 
 _ELEMENTWISE = _subclasses(special._Unary, special._ZeroSlope, activations._Activation)
 _ELEMENTWISE += [
-    elementwise.AbsBackward0, elementwise.ExpBackward0, elementwise.LogBackward0,
-    elementwise.SqrtBackward0, elementwise.ReciprocalBackward0, elementwise.SinBackward0,
-    elementwise.CosBackward0, elementwise.TanhBackward0, elementwise.SigmoidBackward0,
-    elementwise.ReluBackward0, elementwise.ClampBackward0, elementwise.ClampBackward1,
-    elementwise.MaximumBackward0, elementwise.MinimumBackward0, elementwise.WhereBackward0,
-    arithmetic.AddBackward0, arithmetic.SubBackward0, arithmetic.RsubBackward1,
-    arithmetic.MulBackward0, arithmetic.DivBackward0, arithmetic.NegBackward0,
-    arithmetic.PowBackward0, arithmetic.PowBackward1, arithmetic.PowBackward2,
-    nn_ops.ErfBackward0, nn_ops.GeluBackward0, shape.CloneBackward0,
-    transfer.ToCopyBackward0, triangular.TrilBackward0, triangular.TriuBackward0,
-    pointwise.Atan2Backward0, pointwise.FmodBackward0, pointwise.HypotBackward0,
-    pointwise.LerpBackward0, pointwise.RemainderBackward0, pointwise.XlogyBackward0,
+    elementwise.AbsBackward0,
+    elementwise.ExpBackward0,
+    elementwise.LogBackward0,
+    elementwise.SqrtBackward0,
+    elementwise.ReciprocalBackward0,
+    elementwise.SinBackward0,
+    elementwise.CosBackward0,
+    elementwise.TanhBackward0,
+    elementwise.SigmoidBackward0,
+    elementwise.ReluBackward0,
+    elementwise.ClampBackward0,
+    elementwise.ClampBackward1,
+    elementwise.MaximumBackward0,
+    elementwise.MinimumBackward0,
+    elementwise.WhereBackward0,
+    arithmetic.AddBackward0,
+    arithmetic.SubBackward0,
+    arithmetic.RsubBackward1,
+    arithmetic.MulBackward0,
+    arithmetic.DivBackward0,
+    arithmetic.NegBackward0,
+    arithmetic.PowBackward0,
+    arithmetic.PowBackward1,
+    arithmetic.PowBackward2,
+    nn_ops.ErfBackward0,
+    nn_ops.GeluBackward0,
+    shape.CloneBackward0,
+    transfer.ToCopyBackward0,
+    triangular.TrilBackward0,
+    triangular.TriuBackward0,
+    pointwise.Atan2Backward0,
+    pointwise.FmodBackward0,
+    pointwise.HypotBackward0,
+    pointwise.LerpBackward0,
+    pointwise.RemainderBackward0,
+    pointwise.XlogyBackward0,
 ]
 
 
@@ -97,10 +121,17 @@ def _full_reduction(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> A
 
 
 @op_rule(
-    reduction.SumBackward1, reduction.MeanBackward1, reduction.AmaxBackward0,
-    reduction.AminBackward0, reduction.MaxBackward1, reduction.MinBackward1,
-    reduction.LogsumexpBackward0, reduction.VarBackward0, reduction.StdBackward0,
-    rearrange.FlipBackward0, linalg.NormBackward1,
+    reduction.SumBackward1,
+    reduction.MeanBackward1,
+    reduction.AmaxBackward0,
+    reduction.AminBackward0,
+    reduction.MaxBackward1,
+    reduction.MinBackward1,
+    reduction.LogsumexpBackward0,
+    reduction.VarBackward0,
+    reduction.StdBackward0,
+    rearrange.FlipBackward0,
+    linalg.NormBackward1,
 )
 def _dims_reduction(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
     x = inputs[0]
@@ -109,10 +140,19 @@ def _dims_reduction(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> A
 
 
 @op_rule(
-    reduction.MaxBackward0, reduction.MinBackward0, nn_ops.SoftmaxBackward0,
-    nn_ops.LogSoftmaxBackward0, scan.CumsumBackward0, scan.CumprodBackward0,
-    scan.ProdBackward1, views.UnbindBackward0, sorting.SortBackward0, sorting.SortBackward1,
-    sorting.KthvalueBackward0, sorting.TopkBackward0, shape.SplitBackward0,
+    reduction.MaxBackward0,
+    reduction.MinBackward0,
+    nn_ops.SoftmaxBackward0,
+    nn_ops.LogSoftmaxBackward0,
+    scan.CumsumBackward0,
+    scan.CumprodBackward0,
+    scan.ProdBackward1,
+    views.UnbindBackward0,
+    sorting.SortBackward0,
+    sorting.SortBackward1,
+    sorting.KthvalueBackward0,
+    sorting.TopkBackward0,
+    shape.SplitBackward0,
     shape.SplitWithSizesBackward0,
 )
 def _one_dim(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
@@ -150,8 +190,12 @@ def _permute(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
 
 
 @op_rule(
-    shape.ViewBackward0, shape.UnsafeViewBackward0, shape.SqueezeBackward0,
-    shape.SqueezeBackward1, shape.SqueezeBackward2, shape.UnsqueezeBackward0,
+    shape.ViewBackward0,
+    shape.UnsafeViewBackward0,
+    shape.SqueezeBackward0,
+    shape.SqueezeBackward1,
+    shape.SqueezeBackward2,
+    shape.UnsqueezeBackward0,
 )
 def _reshape(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
     v = unwrap(inputs[0], level)[0]

@@ -34,7 +34,9 @@ def _loop(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
 
 
 @op_rule(
-    arithmetic.MmBackward0, arithmetic.MvBackward0, arithmetic.DotBackward0,
+    arithmetic.MmBackward0,
+    arithmetic.MvBackward0,
+    arithmetic.DotBackward0,
     arithmetic.BmmBackward0,
 )
 def _matmul(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
@@ -83,8 +85,7 @@ def _linear(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
     vb, b_batched = unwrap(b, level) if b is not None else (None, False)
     if not w_batched and not b_batched:
         return wrap_out(cls.apply(vx, *inputs[1:]), level)
-    if (x_batched and w_batched and is_shared(vw)
-            and (b is None or (b_batched and is_shared(vb)))):
+    if x_batched and w_batched and is_shared(vw) and (b is None or (b_batched and is_shared(vb))):
         return wrap_out(SharedWeightLinear.apply(vx, *((vw,) if b is None else (vw, vb))), level)
     out = matmul(x, w.transpose(0, 1))  # composed of batched ops: a weight per example
     return out if b is None else out + b
@@ -108,7 +109,9 @@ def _flattened(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
 
 
 @op_rule(
-    max_pool.MaxPoolWithIndicesBackward0, conv.Im2ColBackward0, conv.Col2ImBackward0,
+    max_pool.MaxPoolWithIndicesBackward0,
+    conv.Im2ColBackward0,
+    conv.Col2ImBackward0,
 )
 def _pooling(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
     if any(unwrap(x, level)[1] for x in inputs[1:]):
@@ -173,8 +176,9 @@ def _cross_entropy(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> An
     if x.ndim > 2 or kwargs.get("ignore_index") is not None or not (x_batched and t_batched):
         return _loop(cls, level, inputs, kwargs)
     classes = vx.shape[-1]
-    losses = cls.apply(vx.reshape((-1, classes)), vt.reshape((-1,)), reduction="none",
-                       ignore_index=None)
+    losses = cls.apply(
+        vx.reshape((-1, classes)), vt.reshape((-1,)), reduction="none", ignore_index=None
+    )
     losses = losses.reshape(tuple(vt.shape))
     return wrap_out(_reduced(losses, kwargs["reduction"]), level)
 
@@ -211,8 +215,9 @@ def _layer_norm(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
 @op_rule(linalg.EinsumBackward0)
 def _einsum(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
     used = set("".join(kwargs["terms"]) + kwargs["out"])
-    letter = next(c for c in "zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIHGFEDCBA"
-                  if c not in used)
+    letter = next(
+        c for c in "zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIHGFEDCBA" if c not in used
+    )
     values, terms = [], []
     for x, term in zip(inputs, kwargs["terms"]):
         v, is_batched = unwrap(x, level)
@@ -241,8 +246,11 @@ def _binary_cross_entropy(cls: type[Op], level: int, inputs: tuple, kwargs: dict
 
 
 @op_rule(
-    random_draws.BernoulliBackward0, random_draws.BernoulliWithP, random_draws._Normal,
-    random_draws.PoissonBackward0, random_fills.RandomFill,
+    random_draws.BernoulliBackward0,
+    random_draws.BernoulliWithP,
+    random_draws._Normal,
+    random_draws.PoissonBackward0,
+    random_fills.RandomFill,
 )
 def _random(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
     """Draws shaped by batched inputs: one per element of the batch ("different")."""

@@ -17,8 +17,10 @@ from ..ops import dual
 def is_shared(value: Any) -> bool:
     """True for a plain tensor whose dim 0 repeats one array (a broadcast along the batch)."""
     return (
-        isinstance(value, Tensor) and not value._vmap_level
-        and value._data.ndim > 0 and value._data.strides[0] == 0
+        isinstance(value, Tensor)
+        and not value._vmap_level
+        and value._data.ndim > 0
+        and value._data.strides[0] == 0
     )
 
 

@@ -43,7 +43,7 @@ def _lifted(x: Tensor, levels: list[int] | None = None) -> tuple[Tensor, list[in
     p = physical(x)
     if have == levels:
         return p, have
-    logical = tuple(p.shape[len(have):])
+    logical = tuple(p.shape[len(have) :])
     shape, sizes = [], []
     for level in levels:
         if level in have:
@@ -103,17 +103,18 @@ def _check_argnums(argnums: Any, count: int) -> tuple[int, ...]:
 
 def _create_graph(values: list) -> bool:
     """Whether the gradients must be differentiable: inside a transform, or inputs that need it."""
-    return _depth.get() > 0 or any(
-        isinstance(v, Tensor) and v.requires_grad for v in values
-    )
+    return _depth.get() > 0 or any(isinstance(v, Tensor) and v.requires_grad for v in values)
 
 
 def _engine_grad(outputs: list, inputs: list[_Input], cotangents: list, create: bool) -> list:
     # Outputs and cotangents broadcast over the vmaps the inputs were made under, as they are.
     levels = inputs[0].levels if inputs else None
     grads = autograd_grad(
-        [_lifted(o, levels)[0] for o in outputs], [i.leaf for i in inputs],
-        [_lifted(c, levels)[0] for c in cotangents], retain_graph=True, create_graph=create,
+        [_lifted(o, levels)[0] for o in outputs],
+        [i.leaf for i in inputs],
+        [_lifted(c, levels)[0] for c in cotangents],
+        retain_graph=True,
+        create_graph=create,
         allow_unused=True,
     )
     return [i.result(g if create or g is None else g.detach()) for i, g in zip(inputs, grads)]
@@ -136,7 +137,7 @@ def _prepare(args: tuple, argnums: tuple[int, ...]) -> tuple[list, list[_Input],
 def _regroup(grads: list, specs: list, many: bool) -> Any:
     out, start = [], 0
     for spec, count in specs:
-        out.append(tree_unflatten(grads[start:start + count], spec))
+        out.append(tree_unflatten(grads[start : start + count], spec))
         start += count
     return tuple(out) if many else out[0]
 
@@ -233,8 +234,9 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
 
     def vjp_fn(cotangents: Any) -> tuple:
         cts, ct_spec = tree_flatten(cotangents)
-        newer = [lv for c in cts if isinstance(c, Tensor) for lv in _levels_of(c)
-                 if lv not in made_under]
+        newer = [
+            lv for c in cts if isinstance(c, Tensor) for lv in _levels_of(c) if lv not in made_under
+        ]
         if newer:  # cotangents batched by a vmap entered since: one product per example
             flat_spec: list = []
 
@@ -260,8 +262,9 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
         make = create or _depth.get() > 0 or any(c.requires_grad for c in cts)
         with enable_grad():
             grads = _engine_grad(out_leaves, inputs, cts, make)
-        return tuple(tree_unflatten(grads[s:s + n], spec)
-                     for (spec, n), s in zip(specs, _starts(specs)))
+        return tuple(
+            tree_unflatten(grads[s : s + n], spec) for (spec, n), s in zip(specs, _starts(specs))
+        )
 
     value = tree_map(lambda x: x if create else x.detach(), out)
     if has_aux:
@@ -304,8 +307,10 @@ class _ForwardProducts:
 
     def __call__(self, tangents: list) -> tuple[list, bool]:
         """J·t for flat tangents, one per input, and whether it is differentiable."""
-        make = self.create or _depth.get() > 0 or any(
-            isinstance(t, Tensor) and t.requires_grad for t in tangents
+        make = (
+            self.create
+            or _depth.get() > 0
+            or any(isinstance(t, Tensor) and t.requires_grad for t in tangents)
         )
         with enable_grad():
             pairs = [(v, t) for v, t in zip(self.vjps, tangents) if physical(v).requires_grad]
@@ -318,16 +323,21 @@ class _ForwardProducts:
         return results, make
 
 
-def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
-        has_aux: bool = False) -> tuple:
+def jvp(
+    func: Callable, primals: Any, tangents: Any, *, strict: bool = False, has_aux: bool = False
+) -> tuple:
     """`func(*primals)` and the Jacobian-vector product with `tangents` (forward mode, computed
     as the transpose of a vector-Jacobian product)."""
     if not isinstance(primals, tuple):
-        raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it "
-                           "should be valid to call f(*primals).")
+        raise RuntimeError(
+            "jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it "
+            "should be valid to call f(*primals)."
+        )
     if not isinstance(tangents, tuple) or len(tangents) != len(primals):
-        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the "
-                           "same python structure.")
+        raise RuntimeError(
+            "jvp(f, primals, tangents): Expected primals and tangents to have the "
+            "same python structure."
+        )
     products = _ForwardProducts(func, primals, has_aux)
     results, make = products(tree_flatten(tangents)[0])
     value = products.value(make)
@@ -361,8 +371,9 @@ def _basis(like: Tensor) -> list[Tensor]:
     return out
 
 
-def jacrev(func: Callable, argnums: Any = 0, *, has_aux: bool = False,
-           chunk_size: int | None = None) -> Callable:
+def jacrev(
+    func: Callable, argnums: Any = 0, *, has_aux: bool = False, chunk_size: int | None = None
+) -> Callable:
     """The Jacobian of `func` with respect to inputs `argnums`, one reverse pass per output
     element."""
 
@@ -405,13 +416,19 @@ def _group_inputs(jac: list, primals: tuple, argnums: Any) -> Any:
     out, at = [], 0
     for p in primals:
         leaves, spec = tree_flatten(p)
-        out.append(tree_unflatten(jac[at:at + len(leaves)], spec))
+        out.append(tree_unflatten(jac[at : at + len(leaves)], spec))
         at += len(leaves)
     return tuple(out) if isinstance(argnums, tuple) else out[0]
 
 
-def jacfwd(func: Callable, argnums: Any = 0, has_aux: bool = False, *,
-           randomness: str = "error", chunk_size: int | None = None) -> Callable:
+def jacfwd(
+    func: Callable,
+    argnums: Any = 0,
+    has_aux: bool = False,
+    *,
+    randomness: str = "error",
+    chunk_size: int | None = None,
+) -> Callable:
     """The Jacobian of `func` with respect to inputs `argnums`, one forward product per input
     element."""
 

@@ -20,7 +20,11 @@ def _name(func: Callable) -> str:
 
 
 def vmap(
-    func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error", *,
+    func: Callable,
+    in_dims: Any = 0,
+    out_dims: Any = 0,
+    randomness: str = "error",
+    *,
     chunk_size: int | None = None,
 ) -> Callable:
     """`func` mapped over dim `in_dims` of its inputs, its outputs stacked along `out_dims`."""
@@ -30,9 +34,7 @@ def vmap(
             f"Got {randomness}"
         )
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
-        raise ValueError(
-            f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})"
-        )
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
 
     @functools.wraps(func)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -50,8 +52,9 @@ def vmap(
         chunks = []
         for start in range(0, size, chunk_size):
             stop = min(start + chunk_size, size)
-            part = [x.narrow(d, start, stop - start) if d is not None else x
-                    for x, d in zip(flat, dims)]
+            part = [
+                x.narrow(d, start, stop - start) if d is not None else x for x, d in zip(flat, dims)
+            ]
             chunks.append(
                 _run(func, name, part, spec, dims, stop - start, kwargs, out_dims, randomness)
             )
@@ -115,8 +118,15 @@ def _batch_size(name: str, in_dims: Any, flat: list, dims: list) -> int:
 
 
 def _run(
-    func: Callable, name: str, flat: list, spec: Any, dims: list, size: int, kwargs: dict,
-    out_dims: Any, randomness: str,
+    func: Callable,
+    name: str,
+    flat: list,
+    spec: Any,
+    dims: list,
+    size: int,
+    kwargs: dict,
+    out_dims: Any,
+    randomness: str,
 ) -> Any:
     active = vmap_levels.get()
     level = (active[-1].level if active else 0) + 1

@@ -209,27 +209,39 @@ def cross_entropy(
     _require_tensor(input, "cross_entropy", "input", 1)
     _require_tensor(target, "cross_entropy", "target", 2)
     # Class indices have one dim fewer than the input; anything else takes the general path.
-    if (weight is not None or label_smoothing or target.dtype.kind not in "iu"
-            or target.ndim == input.ndim):
-        return _losses.cross_entropy(input, target, weight, ignore_index, reduction,
-                                     label_smoothing)
+    if (
+        weight is not None
+        or label_smoothing
+        or target.dtype.kind not in "iu"
+        or target.ndim == input.ndim
+    ):
+        return _losses.cross_entropy(
+            input, target, weight, ignore_index, reduction, label_smoothing
+        )
     expected = input.shape[:1] + input.shape[2:] if input.ndim > 1 else ()
     if target.shape != expected:
-        raise ValueError(
-            f"Expected target size {tuple(expected)}, got {tuple(target.shape)}"
-        )
+        raise ValueError(f"Expected target size {tuple(expected)}, got {tuple(target.shape)}")
     # One host synchronisation: the targets' bounds and how many are not ignored, together.
     kept = _losses.check_target_bounds(
         target._data, input.shape[1] if input.ndim > 1 else input.shape[0], ignore_index
     )
     return CrossEntropyLossBackward0.apply(
-        input, target, reduction=reduction,
-        ignore_index=ignore_index if kept != target._data.size else None, kept=kept,
+        input,
+        target,
+        reduction=reduction,
+        ignore_index=ignore_index if kept != target._data.size else None,
+        kept=kept,
     )
 
 
-def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
-             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+def mse_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+    weight: Tensor | None = None,
+) -> Tensor:
     """Mean (or sum, or elementwise) squared error; with `weight`, the weighted mean."""
     reduction = _losses.legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
@@ -249,7 +261,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
         dtype = result_type(input._data, target._data)
         if dtype.kind not in "fc":
             raise NotImplementedError(
-                f'"mse_loss" not implemented for \'{torch_type_name(dtype)}\''
+                f"\"mse_loss\" not implemented for '{torch_type_name(dtype)}'"
             )
         input, target = input.to(dtype=dtype), target.to(dtype=dtype)
     if weight is not None:  # PyTorch's weighted form: composed, divided by the weights' sum

@@ -21,8 +21,13 @@ def _deprecated(name: str) -> None:
     )
 
 
-def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
-             align_corners: bool | None = None) -> Tensor:
+def upsample(
+    input: Tensor,
+    size: Any = None,
+    scale_factor: Any = None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+) -> Tensor:
     """Deprecated: `interpolate`."""
     require_tensor("upsample", input)
     _deprecated("upsample")

@@ -38,15 +38,31 @@ def _project(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
 
 
 def multi_head_attention_forward(
-    query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
-    in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None,
-    bias_v: Tensor | None, add_zero_attn: bool, dropout_p: float, out_proj_weight: Tensor,
-    out_proj_bias: Tensor | None, training: bool = True, key_padding_mask: Tensor | None = None,
-    need_weights: bool = True, attn_mask: Tensor | None = None,
-    use_separate_proj_weight: bool = False, q_proj_weight: Tensor | None = None,
-    k_proj_weight: Tensor | None = None, v_proj_weight: Tensor | None = None,
-    static_k: Tensor | None = None, static_v: Tensor | None = None,
-    average_attn_weights: bool = True, is_causal: bool = False,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    embed_dim_to_check: int,
+    num_heads: int,
+    in_proj_weight: Tensor | None,
+    in_proj_bias: Tensor | None,
+    bias_k: Tensor | None,
+    bias_v: Tensor | None,
+    add_zero_attn: bool,
+    dropout_p: float,
+    out_proj_weight: Tensor,
+    out_proj_bias: Tensor | None,
+    training: bool = True,
+    key_padding_mask: Tensor | None = None,
+    need_weights: bool = True,
+    attn_mask: Tensor | None = None,
+    use_separate_proj_weight: bool = False,
+    q_proj_weight: Tensor | None = None,
+    k_proj_weight: Tensor | None = None,
+    v_proj_weight: Tensor | None = None,
+    static_k: Tensor | None = None,
+    static_v: Tensor | None = None,
+    average_attn_weights: bool = True,
+    is_causal: bool = False,
 ) -> tuple[Tensor, Tensor | None]:
     """Multi-head attention of (L, N, E) queries over (S, N, E) keys and values (or unbatched
     (L, E), (S, E)): the output and, with need_weights, the attention weights."""
@@ -98,10 +114,16 @@ def multi_head_attention_forward(
         attn_mask = None if attn_mask is None else pad(attn_mask, (0, 1))
         key_padding_mask = None if key_padding_mask is None else pad(key_padding_mask, (0, 1))
     q = q.reshape((tgt_len, bsz * num_heads, head_dim)).transpose(0, 1)
-    k = static_k if static_k is not None else (
-        k.reshape((k.shape[0], bsz * num_heads, head_dim)).transpose(0, 1))
-    v = static_v if static_v is not None else (
-        v.reshape((v.shape[0], bsz * num_heads, head_dim)).transpose(0, 1))
+    k = (
+        static_k
+        if static_k is not None
+        else (k.reshape((k.shape[0], bsz * num_heads, head_dim)).transpose(0, 1))
+    )
+    v = (
+        static_v
+        if static_v is not None
+        else (v.reshape((v.shape[0], bsz * num_heads, head_dim)).transpose(0, 1))
+    )
     if add_zero_attn:
         zeros = creation.zeros(bsz * num_heads, 1, head_dim, dtype=dtype, device=q.device)
         k, v = cat([k, zeros], 1), cat([v, zeros], 1)
@@ -109,8 +131,11 @@ def multi_head_attention_forward(
         key_padding_mask = None if key_padding_mask is None else pad(key_padding_mask, (0, 1))
     src_len = k.shape[1]
     if key_padding_mask is not None:
-        padding = key_padding_mask.reshape((bsz, 1, 1, src_len)).expand(
-            bsz, num_heads, 1, src_len).reshape((bsz * num_heads, 1, src_len))
+        padding = (
+            key_padding_mask.reshape((bsz, 1, 1, src_len))
+            .expand(bsz, num_heads, 1, src_len)
+            .reshape((bsz * num_heads, 1, src_len))
+        )
         attn_mask = padding if attn_mask is None else attn_mask + padding
     if not training:
         dropout_p = 0.0

@@ -166,7 +166,6 @@ def kaiming_normal_(
     return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
 
 
-
 def _norm_cdf(x: float) -> float:
     return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
@@ -221,7 +220,9 @@ def orthogonal_(
 
 
 def sparse_(
-    tensor: Tensor, sparsity: float, std: float = 0.01,
+    tensor: Tensor,
+    sparsity: float,
+    std: float = 0.01,
     generator: creation.Generator | None = None,
 ) -> Tensor:
     """Fill a 2-D tensor with N(0, std**2) samples and zero a `sparsity` share of each column."""

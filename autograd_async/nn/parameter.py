@@ -32,8 +32,6 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
 
-
-
 _SHAPE_UNKNOWN = (
     "Can't access the shape of an uninitialized parameter or buffer. This error usually happens "
     "in `load_state_dict` when trying to load an uninitialized parameter into an initialized "
@@ -86,8 +84,7 @@ class UninitializedParameter(_Uninitialized, Parameter):
     __slots__ = ()
     cls_to_become = Parameter
 
-    def __init__(self, requires_grad: bool = True, device: Any = None,
-                 dtype: Any = None) -> None:
+    def __init__(self, requires_grad: bool = True, device: Any = None, dtype: Any = None) -> None:
         super().__init__(empty(0, device=device, dtype=dtype), requires_grad)
 
 
@@ -97,8 +94,13 @@ class UninitializedBuffer(_Uninitialized, Tensor):
     __slots__ = ()
     cls_to_become = Tensor
 
-    def __init__(self, requires_grad: bool = False, device: Any = None, dtype: Any = None,
-                 persistent: bool = True) -> None:
+    def __init__(
+        self,
+        requires_grad: bool = False,
+        device: Any = None,
+        dtype: Any = None,
+        persistent: bool = True,
+    ) -> None:
         data = empty(0, device=device, dtype=dtype)
         self._init(data._data, data.device, None, 0, None)
         if requires_grad:

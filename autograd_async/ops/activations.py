@@ -117,15 +117,21 @@ class EluBackward0(_Activation):
     __slots__ = ()
 
     def compute(self, a: Any) -> Any:
-        alpha, scale, input_scale = self._args["alpha"], self._args["scale"], self._args[
-            "input_scale"]
+        alpha, scale, input_scale = (
+            self._args["alpha"],
+            self._args["scale"],
+            self._args["input_scale"],
+        )
         xp = xp_of(a)
         negative = xp.expm1(xp.minimum(a, 0) * input_scale) * alpha
         return xp.where(a > 0, a, negative) * scale
 
     def slope(self, x: Any) -> Any:
-        alpha, scale, input_scale = self._args["alpha"], self._args["scale"], self._args[
-            "input_scale"]
+        alpha, scale, input_scale = (
+            self._args["alpha"],
+            self._args["scale"],
+            self._args["input_scale"],
+        )
         positive = data_of(x) > 0
         # exp of the negative part only: exp(large x) would be inf, and inf * 0 a nan gradient
         negative = x.clamp(max=0) if isinstance(x, Tensor) else xp_of(x).minimum(x, 0)
@@ -242,8 +248,16 @@ def _checked_input(input: Any, name: str, integers: str, kernel: str | None = No
     raise NotImplementedError(f"\"{kernel or name}_cpu\" not implemented for '{got}'")
 
 
-def _run(op: type[_Activation], name: str, input: Tensor, inplace: bool, *,
-         integers: str = "refuse", kernel: str | None = None, **args: Any) -> Tensor:
+def _run(
+    op: type[_Activation],
+    name: str,
+    input: Tensor,
+    inplace: bool,
+    *,
+    integers: str = "refuse",
+    kernel: str | None = None,
+    **args: Any,
+) -> Tensor:
     input = _checked_input(input, name, integers, kernel)
     if inplace:
         return _through_copy(input, lambda t: op.apply(t, **args))
@@ -264,8 +278,15 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 
 def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     """leaky_relu in place; its backward refuses a negative slope, as PyTorch's."""
-    return _run(LeakyReluBackward0, "leaky_relu_", input, True, kernel="leaky_relu",
-                negative_slope=negative_slope, in_place=True)
+    return _run(
+        LeakyReluBackward0,
+        "leaky_relu_",
+        input,
+        True,
+        kernel="leaky_relu",
+        negative_slope=negative_slope,
+        in_place=True,
+    )
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
@@ -275,16 +296,32 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """scale * elu(x, alpha) with the self-normalising constants."""
-    return _run(EluBackward0, "selu", input, inplace, kernel="elu", alpha=SELU_ALPHA,
-                scale=SELU_SCALE, input_scale=1.0)
+    return _run(
+        EluBackward0,
+        "selu",
+        input,
+        inplace,
+        kernel="elu",
+        alpha=SELU_ALPHA,
+        scale=SELU_SCALE,
+        input_scale=1.0,
+    )
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: celu: alpha must not be 0")
-    return _run(EluBackward0, "celu", input, inplace, kernel="elu", alpha=alpha, scale=1.0,
-                input_scale=1 / alpha)
+    return _run(
+        EluBackward0,
+        "celu",
+        input,
+        inplace,
+        kernel="elu",
+        alpha=alpha,
+        scale=1.0,
+        input_scale=1 / alpha,
+    )
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -297,19 +334,35 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
     return _run(MishBackward0, "mish", input, inplace)
 
 
-def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
-             inplace: bool = False) -> Tensor:
+def hardtanh(
+    input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
+) -> Tensor:
     """x clipped to [min_val, max_val]; the gradient passes strictly inside."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    return _run(HardtanhBackward0, "hardtanh", input, inplace, integers="keep", min_val=min_val,
-                max_val=max_val)
+    return _run(
+        HardtanhBackward0,
+        "hardtanh",
+        input,
+        inplace,
+        integers="keep",
+        min_val=min_val,
+        max_val=max_val,
+    )
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """min(max(0, x), 6)."""
-    return _run(HardtanhBackward0, "relu6", input, inplace, integers="keep", kernel="hardtanh",
-                min_val=0, max_val=6)
+    return _run(
+        HardtanhBackward0,
+        "relu6",
+        input,
+        inplace,
+        integers="keep",
+        kernel="hardtanh",
+        min_val=0,
+        max_val=6,
+    )
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
@@ -346,9 +399,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     axis = normalize_dim(dim, input.ndim)
     size = input.shape[axis]
     if size % 2:
-        raise RuntimeError(
-            f"Halving dimension must be even, but dimension {axis} is size {size}"
-        )
+        raise RuntimeError(f"Halving dimension must be even, but dimension {axis} is size {size}")
     first, second = input.chunk(2, axis)
     return first * _sigmoid(second)
 
@@ -361,8 +412,9 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
         got = torch_type_name(input.dtype)
         raise NotImplementedError(f"\"prelu_cpu\" not implemented for '{got}'")
     if weight.ndim > 1:
-        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
-                           f"ndim = {weight.ndim}")
+        raise RuntimeError(
+            f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}"
+        )
     count = weight.numel()
     channels = input.shape[1] if input.ndim >= 2 else 1  # PyTorch: no channels below 2-D
     if count != 1 and count != channels:

@@ -404,8 +404,10 @@ def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 
 def _refuse_bool_subtraction(input: Any, other: Any) -> None:
     """PyTorch's error for subtracting with a bool operand (tensor or Python bool)."""
-    bools = [x is True or x is False or (isinstance(x, Tensor) and x.dtype.kind == "b")
-             for x in (input, other)]
+    bools = [
+        x is True or x is False or (isinstance(x, Tensor) and x.dtype.kind == "b")
+        for x in (input, other)
+    ]
     if all(bools) and isinstance(input, Tensor) and isinstance(other, Tensor):
         raise RuntimeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
@@ -492,9 +494,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 def dot(input: Tensor, tensor: Tensor) -> Tensor:
     """Inner product of two 1-D tensors of one dtype (PyTorch does not promote here)."""
     if input.ndim != 1 or tensor.ndim != 1:
-        raise RuntimeError(
-            f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D tensors"
-        )
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D tensors")
     if input.shape != tensor.shape:
         raise RuntimeError(
             f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "

@@ -25,13 +25,16 @@ from .shape import cat, stack
 
 def _tensors(name: str, tensors: Any) -> list[Tensor]:
     if isinstance(tensors, Tensor):
-        raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, "
-                        "not Tensor")
+        raise TypeError(
+            f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor"
+        )
     tensors = list(tensors)
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
-            raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of "
-                            f"Tensors, not {type(t).__name__} at index {i}")
+            raise TypeError(
+                f"{name}(): argument 'tensors' (position 1) must be tuple of "
+                f"Tensors, not {type(t).__name__} at index {i}"
+            )
     return tensors
 
 
@@ -47,8 +50,10 @@ def atleast_1d(*tensors: Any) -> Any:
 
 def atleast_2d(*tensors: Any) -> Any:
     """Each tensor with at least two dims (new leading dims of size 1)."""
-    out = [t.reshape((1,) * (2 - t.ndim) + tuple(t.shape)) if t.ndim < 2 else t
-           for t in _unpack(tensors)]
+    out = [
+        t.reshape((1,) * (2 - t.ndim) + tuple(t.shape)) if t.ndim < 2 else t
+        for t in _unpack(tensors)
+    ]
     return out[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else tuple(out)
 
 
@@ -98,18 +103,21 @@ def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple
     if isinstance(indices_or_sections, int):
         sections = indices_or_sections
         if sections <= 0:
-            raise RuntimeError(
-                f"number of sections must be larger than 0, got {sections}"
-            )
+            raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
         size, extra = divmod(n, sections)
         bounds = [0]
         for i in range(sections):
             bounds.append(bounds[-1] + size + (1 if i < extra else 0))
     else:
-        bounds = [0] + [min(max(int(i) if i >= 0 else n + int(i), 0), n)
-                        for i in indices_or_sections] + [n]
-    return tuple(input.narrow(dim, lo, max(hi - lo, 0)) if hi > lo else
-                 input.narrow(dim, min(lo, n), 0) for lo, hi in zip(bounds, bounds[1:]))
+        bounds = (
+            [0]
+            + [min(max(int(i) if i >= 0 else n + int(i), 0), n) for i in indices_or_sections]
+            + [n]
+        )
+    return tuple(
+        input.narrow(dim, lo, max(hi - lo, 0)) if hi > lo else input.narrow(dim, min(lo, n), 0)
+        for lo, hi in zip(bounds, bounds[1:])
+    )
 
 
 def _split_like_numpy(name: str, input: Tensor, sections: Any, dim: int, min_dim: int) -> tuple:
@@ -128,8 +136,7 @@ def _split_like_numpy(name: str, input: Tensor, sections: Any, dim: int, min_dim
 
 def hsplit(input: Tensor, indices_or_sections: Any) -> tuple:
     """Split along dim 1 (dim 0 for 1-D tensors)."""
-    return _split_like_numpy("hsplit", input, indices_or_sections,
-                             1 if input.ndim > 1 else 0, 1)
+    return _split_like_numpy("hsplit", input, indices_or_sections, 1 if input.ndim > 1 else 0, 1)
 
 
 def vsplit(input: Tensor, indices_or_sections: Any) -> tuple:
@@ -156,8 +163,9 @@ def broadcast_shapes(*shapes: Any) -> tuple:
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
-        raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape: "
-                           f"{shapes}") from None
+        raise RuntimeError(
+            f"Shape mismatch: objects cannot be broadcast to a single shape: {shapes}"
+        ) from None
 
 
 def broadcast_tensors(*tensors: Any) -> tuple:
@@ -172,7 +180,7 @@ def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple:
     tensors = list(_unpack(tensors))
     if indexing not in ("ij", "xy"):
         raise RuntimeError(
-            f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}"
+            f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}'
         )
     swap = indexing == "xy" and len(tensors) >= 2
     if swap:
@@ -202,8 +210,7 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
     """The length-r combinations of a 1-D tensor's elements, as rows."""
     require_tensor("combinations", input)
     n = input.shape[0]
-    pick = itertools.combinations_with_replacement if with_replacement else (
-        itertools.combinations)
+    pick = itertools.combinations_with_replacement if with_replacement else (itertools.combinations)
     rows = list(pick(range(n), r))
     if not rows:
         return input[:0].reshape(0, r) if r else input[:0]
@@ -255,8 +262,9 @@ def rot90(input: Tensor, k: int = 1, dims: Any = (0, 1)) -> Tensor:
         raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
     d0, d1 = normalize_dim(dims[0], input.ndim), normalize_dim(dims[1], input.ndim)
     if d0 == d1:
-        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
-                           f"dim1 = {d1}")
+        raise RuntimeError(
+            f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}"
+        )
     k %= 4
     if k == 1:
         return input.flip(d1).transpose(d0, d1)
@@ -276,10 +284,11 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     rows = eye(n, n, dtype=input.dtype, device=input.device)
     # element i of the last dim goes to (i, i + offset) (or (i - offset, i) for offset < 0)
     start_row, start_col = max(-offset, 0), max(offset, 0)
-    place = rows[start_row:start_row + input.shape[-1]]  # (m, n): row index one-hot
-    col_place = rows[start_col:start_col + input.shape[-1]]  # (m, n)
-    matrices = (input.unsqueeze(-1).unsqueeze(-1) * place.unsqueeze(-1)
-                * col_place.unsqueeze(-2)).sum(-3)
+    place = rows[start_row : start_row + input.shape[-1]]  # (m, n): row index one-hot
+    col_place = rows[start_col : start_col + input.shape[-1]]  # (m, n)
+    matrices = (
+        input.unsqueeze(-1).unsqueeze(-1) * place.unsqueeze(-1) * col_place.unsqueeze(-2)
+    ).sum(-3)
     order = [d for d in range(ndim) if d not in (d1, d2)]
     result_dims = order + [d1, d2]
     inverse = [result_dims.index(d) for d in range(ndim)]
@@ -291,40 +300,74 @@ def diagflat(input: Tensor, offset: int = 0) -> Tensor:
     return diag_embed(input.reshape(-1), offset)
 
 
-def _triangle_indices(row: int, col: int, offset: int, lower: bool, dtype: Any,
-                      device: Any) -> Tensor:
+def _triangle_indices(
+    row: int, col: int, offset: int, lower: bool, dtype: Any, device: Any
+) -> Tensor:
     i, j = np.indices((row, col)).reshape(2, -1)
     keep = (j - i <= offset) if lower else (j - i >= offset)
     out = np.stack([i[keep], j[keep]]).astype(np.dtype(dtype) if dtype is not None else np.int64)
     return Tensor._wrap(np.ascontiguousarray(out), as_device(device or "cpu"))
 
 
-def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None,
-                 device: Any = None, **_: Any) -> Tensor:
+def tril_indices(
+    row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None, **_: Any
+) -> Tensor:
     """The (2, N) coordinates of the lower triangle (with diagonal `offset`) of a row x col
     matrix, row by row."""
     out = _triangle_indices(row, col, offset, True, dtype, None)
     return out if device is None else out.to(device)
 
 
-def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None,
-                 device: Any = None, **_: Any) -> Tensor:
+def triu_indices(
+    row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None, **_: Any
+) -> Tensor:
     """The (2, N) coordinates of the upper triangle (from diagonal `offset`), row by row."""
     out = _triangle_indices(row, col, offset, False, dtype, None)
     return out if device is None else out.to(device)
 
 
 FUNCTIONS: dict[str, Any] = {
-    "atleast_1d": atleast_1d, "atleast_2d": atleast_2d, "atleast_3d": atleast_3d,
-    "vstack": vstack, "row_stack": vstack, "hstack": hstack, "dstack": dstack,
-    "column_stack": column_stack, "tensor_split": tensor_split, "hsplit": hsplit,
-    "vsplit": vsplit, "dsplit": dsplit, "broadcast_tensors": broadcast_tensors,
-    "broadcast_shapes": broadcast_shapes, "meshgrid": meshgrid, "cartesian_prod": cartesian_prod,
-    "combinations": combinations, "block_diag": block_diag, "tile": tile, "kron": kron,
-    "rot90": rot90, "diag_embed": diag_embed, "diagflat": diagflat,
-    "tril_indices": tril_indices, "triu_indices": triu_indices,
+    "atleast_1d": atleast_1d,
+    "atleast_2d": atleast_2d,
+    "atleast_3d": atleast_3d,
+    "vstack": vstack,
+    "row_stack": vstack,
+    "hstack": hstack,
+    "dstack": dstack,
+    "column_stack": column_stack,
+    "tensor_split": tensor_split,
+    "hsplit": hsplit,
+    "vsplit": vsplit,
+    "dsplit": dsplit,
+    "broadcast_tensors": broadcast_tensors,
+    "broadcast_shapes": broadcast_shapes,
+    "meshgrid": meshgrid,
+    "cartesian_prod": cartesian_prod,
+    "combinations": combinations,
+    "block_diag": block_diag,
+    "tile": tile,
+    "kron": kron,
+    "rot90": rot90,
+    "diag_embed": diag_embed,
+    "diagflat": diagflat,
+    "tril_indices": tril_indices,
+    "triu_indices": triu_indices,
 }
 # Functions of several tensors or of none, which PyTorch has no Tensor method for.
-NOT_METHODS = ("vstack", "row_stack", "hstack", "dstack", "column_stack", "broadcast_tensors",
-               "broadcast_shapes", "meshgrid", "cartesian_prod", "block_diag", "atleast_1d",
-               "atleast_2d", "atleast_3d", "tril_indices", "triu_indices")
+NOT_METHODS = (
+    "vstack",
+    "row_stack",
+    "hstack",
+    "dstack",
+    "column_stack",
+    "broadcast_tensors",
+    "broadcast_shapes",
+    "meshgrid",
+    "cartesian_prod",
+    "block_diag",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "tril_indices",
+    "triu_indices",
+)

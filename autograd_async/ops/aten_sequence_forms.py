@@ -23,28 +23,59 @@ from .torch_nn_forms import reduction_name
 _BAG_MODES = ("sum", "mean", "max")
 
 
-def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any,
-             blank: int = 0, reduction: int = 0, zero_infinity: bool = False) -> Tensor:
+def ctc_loss(
+    log_probs: Tensor,
+    targets: Tensor,
+    input_lengths: Any,
+    target_lengths: Any,
+    blank: int = 0,
+    reduction: int = 0,
+    zero_infinity: bool = False,
+) -> Tensor:
     """The CTC loss, ATen's form: reduction 0 (none), 1 (mean over target lengths) or 2."""
-    return _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=blank,
-                     reduction=reduction_name(reduction), zero_infinity=zero_infinity)
+    return _ctc_loss(
+        log_probs,
+        targets,
+        input_lengths,
+        target_lengths,
+        blank=blank,
+        reduction=reduction_name(reduction),
+        zero_infinity=zero_infinity,
+    )
 
 
-def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor,
-                  scale_grad_by_freq: bool = False, mode: int = 0, sparse: bool = False,
-                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
-                  padding_idx: int | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def embedding_bag(
+    weight: Tensor,
+    indices: Tensor,
+    offsets: Tensor,
+    scale_grad_by_freq: bool = False,
+    mode: int = 0,
+    sparse: bool = False,
+    per_sample_weights: Tensor | None = None,
+    include_last_offset: bool = False,
+    padding_idx: int | None = None,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """(output, offset2bag, bag_size, max_indices) of bags of rows of `weight`."""
     if not isinstance(offsets, Tensor):
-        raise TypeError("embedding_bag(): argument 'offsets' (position 3) must be Tensor, not "
-                        f"{type(offsets).__name__}")
+        raise TypeError(
+            "embedding_bag(): argument 'offsets' (position 3) must be Tensor, not "
+            f"{type(offsets).__name__}"
+        )
     if not isinstance(mode, int) or not 0 <= mode <= 2:
         raise RuntimeError(f"Unknown mode for embedding_bag: {mode}")
     padding = None if padding_idx is None or padding_idx < 0 else padding_idx
     name = _BAG_MODES[mode]
-    output = _embedding_bag(indices, weight, offsets, scale_grad_by_freq=scale_grad_by_freq,
-                            mode=name, sparse=sparse, per_sample_weights=per_sample_weights,
-                            include_last_offset=include_last_offset, padding_idx=padding)
+    output = _embedding_bag(
+        indices,
+        weight,
+        offsets,
+        scale_grad_by_freq=scale_grad_by_freq,
+        mode=name,
+        sparse=sparse,
+        per_sample_weights=per_sample_weights,
+        include_last_offset=include_last_offset,
+        padding_idx=padding,
+    )
     flat = np.asarray(indices.detach().cpu().__array__()).reshape(-1).astype(np.int64)
     starts = np.asarray(offsets.detach().cpu().__array__()).reshape(-1).astype(np.int64)
     if include_last_offset:
@@ -67,8 +98,9 @@ def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor,
     return (output, *(_like(a, weight) for a in (offset2bag, sizes, max_indices)))
 
 
-def _argmax_rows(weight: Tensor, flat: np.ndarray, bag_of: np.ndarray, kept: np.ndarray,
-                 bags: int) -> np.ndarray:
+def _argmax_rows(
+    weight: Tensor, flat: np.ndarray, bag_of: np.ndarray, kept: np.ndarray, bags: int
+) -> np.ndarray:
     """For each bag and feature, the index whose row holds the maximum (0 for an empty bag)."""
     rows = np.asarray(weight.detach().cpu().__array__())
     out = np.zeros((bags, rows.shape[1]), np.int64)

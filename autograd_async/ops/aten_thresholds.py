@@ -23,8 +23,11 @@ class ThresholdBackward0(_MaskedSlope):
     __slots__ = ()
 
     def compute(self, a: Any) -> Any:
-        return xp_of(a).where(a > self._args["threshold"], a, self._args["value"]).astype(
-            a.dtype, copy=False)
+        return (
+            xp_of(a)
+            .where(a > self._args["threshold"], a, self._args["value"])
+            .astype(a.dtype, copy=False)
+        )
 
     def slope(self, x: Any) -> Any:
         return x > self._args["threshold"]
@@ -60,8 +63,9 @@ class RreluWithNoiseBackward0(Op):
 def threshold(input: Tensor, threshold: float, value: float) -> Tensor:
     """x where x > threshold, else value."""
     x = _checked_input(input, "threshold", "keep")
-    return _run(ThresholdBackward0, "threshold", x, False, integers="keep", threshold=threshold,
-                value=value)
+    return _run(
+        ThresholdBackward0, "threshold", x, False, integers="keep", threshold=threshold, value=value
+    )
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
@@ -69,8 +73,13 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     return _run(HardshrinkBackward0, "hardshrink", input, False, lambd=lambd)
 
 
-def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
-          generator: Any = None) -> Tensor:
+def rrelu(
+    input: Tensor,
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    training: bool = False,
+    generator: Any = None,
+) -> Tensor:
     """Leaky ReLU whose negative slope is drawn from U(lower, upper) per element when training,
     and is (lower + upper) / 2 otherwise."""
     x = _checked_input(input, "rrelu", "refuse", "leaky_relu")
@@ -84,8 +93,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     return RreluWithNoiseBackward0.apply(x, noise=noise)
 
 
-def _dropout(name: str, input: Tensor, p: float, train: bool, feature: bool,
-             alpha: bool) -> Tensor:
+def _dropout(name: str, input: Tensor, p: float, train: bool, feature: bool, alpha: bool) -> Tensor:
     """ATen's dropout forms: nn.functional's implementation, with ATen's error for a bad p."""
     require_tensor(name, input)
     if not 0 <= p <= 1:
@@ -122,5 +130,11 @@ FUNCTIONS: dict[str, Any] = {
     "alpha_dropout": alpha_dropout,
     "feature_alpha_dropout": feature_alpha_dropout,
 }
-NOT_METHODS = ("threshold", "rrelu", "dropout", "feature_dropout", "alpha_dropout",
-               "feature_alpha_dropout")
+NOT_METHODS = (
+    "threshold",
+    "rrelu",
+    "dropout",
+    "feature_dropout",
+    "alpha_dropout",
+    "feature_alpha_dropout",
+)

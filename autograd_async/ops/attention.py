@@ -93,7 +93,13 @@ def _product(a: Any, b: Any, out: Any) -> Any:
 
 
 def attention_vjp(
-    g: Any, q: Any, k: Any, v: Any, weights: Any, scale: float, want_mask: bool = False,
+    g: Any,
+    q: Any,
+    k: Any,
+    v: Any,
+    weights: Any,
+    scale: float,
+    want_mask: bool = False,
     into: tuple[Any, Any, Any] | None = None,
 ) -> tuple[Any, Any, Any, Any]:
     """Gradients of q, k, v (and of an additive mask, when wanted) from the output's gradient.
@@ -149,8 +155,12 @@ class ScaledDotProductAttentionBackward0(Op):
         g_q, g_k, g_v, g_mask = attention_vjp(g, q, k, v, weights, self._scale, need[3])
         if g_mask is not None:
             g_mask = sum_to(g_mask, mask.shape)
-        return (g_q if need[0] else None, g_k if need[1] else None,
-                g_v if need[2] else None, g_mask)
+        return (
+            g_q if need[0] else None,
+            g_k if need[1] else None,
+            g_v if need[2] else None,
+            g_mask,
+        )
 
 
 def _head_order(batch_first: bool) -> tuple[int, int, int, int]:
@@ -200,8 +210,9 @@ class NativeSelfAttentionBackward0(Op):
             weights = self._weights
         a, b, width = g.shape
         heads = self._heads
-        g_out = dual.permute(g.reshape((a, b, heads, width // heads)),
-                             _head_order(self._batch_first))
+        g_out = dual.permute(
+            g.reshape((a, b, heads, width // heads)), _head_order(self._batch_first)
+        )
         if isinstance(g, Tensor):
             grads = attention_vjp(g_out, q, k, v, weights, self._scale)[:3]
             packed = dual.concat([dual.unsqueeze(self._merge(x), 2) for x in grads], 2)
@@ -237,8 +248,10 @@ def _check_shapes(query: Tensor, key: Tensor, value: Tensor) -> None:
     op = "scaled_dot_product_attention"
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, Tensor) or t.ndim < 2:
-            raise RuntimeError(f"{op}: expected {name} of at least 2 dims (..., L, E), got "
-                               f"{list(t.shape) if isinstance(t, Tensor) else type(t).__name__}")
+            raise RuntimeError(
+                f"{op}: expected {name} of at least 2 dims (..., L, E), got "
+                f"{list(t.shape) if isinstance(t, Tensor) else type(t).__name__}"
+            )
     if query.shape[-1] != key.shape[-1]:
         raise RuntimeError(
             f"{op}: expected query and key with the same embedding size (last dim), but got "
@@ -256,8 +269,7 @@ def _check_shapes(query: Tensor, key: Tensor, value: Tensor) -> None:
         )
 
 
-def _additive_mask(query: Tensor, key: Tensor, attn_mask: Tensor | None,
-                   is_causal: bool) -> Any:
+def _additive_mask(query: Tensor, key: Tensor, attn_mask: Tensor | None, is_causal: bool) -> Any:
     """The mask as the fused node takes it: a float Tensor as is, a bool or causal one as an
     additive constant array (0 where attention is allowed, -inf elsewhere), or None."""
     xp = xp_of(query._data)
@@ -273,8 +285,15 @@ def _additive_mask(query: Tensor, key: Tensor, attn_mask: Tensor | None,
         return xp.where(keep, 0.0, -math.inf).astype(query.dtype)
 
 
-def _composed(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None,
-              dropout_p: float, is_causal: bool, factor: float) -> Tensor:
+def _composed(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None,
+    dropout_p: float,
+    is_causal: bool,
+    factor: float,
+) -> Tensor:
     """Attention from differentiable ops: the path for dropout and unusual masks."""
     scores = (query @ key.transpose(-2, -1)) * factor
     length, source = query.shape[-2], key.shape[-2]
@@ -299,7 +318,9 @@ def _composed(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | Non
 def _check_mask_shape(query: Tensor, key: Tensor, attn_mask: Tensor) -> None:
     """PyTorch's error for a mask that does not broadcast to the (..., L, S) scores."""
     scores = np.broadcast_shapes(query.shape[:-2], key.shape[:-2]) + (
-        query.shape[-2], key.shape[-2])
+        query.shape[-2],
+        key.shape[-2],
+    )
     try:
         np.broadcast_shapes(scores, tuple(attn_mask.shape))
     except ValueError:
@@ -338,8 +359,10 @@ def scaled_dot_product_attention(
     fusable = (
         dropout_p == 0
         and query.dtype.kind == "f"
-        and (attn_mask is None or (attn_mask.device is query.device
-                                   and attn_mask.dtype in (np.bool_, query.dtype)))
+        and (
+            attn_mask is None
+            or (attn_mask.device is query.device and attn_mask.dtype in (np.bool_, query.dtype))
+        )
     )
     if not fusable:
         return _composed(query, key, value, attn_mask, dropout_p, is_causal, factor)

@@ -101,8 +101,17 @@ POLICIES: dict[str, dict[str, str]] = {
 }
 # Ops PyTorch runs in their input's dtype that NumPy has no half-precision loops for (einsum,
 # BLAS): on NumPy backends they compute in float32 and round back, as LOWER ops do there.
-_KEEP = ("batch_norm", "layer_norm", "group_norm", "softmax", "log_softmax", "logsumexp",
-         "max_pool", "cross_entropy", "embedding")
+_KEEP = (
+    "batch_norm",
+    "layer_norm",
+    "group_norm",
+    "softmax",
+    "log_softmax",
+    "logsumexp",
+    "max_pool",
+    "cross_entropy",
+    "embedding",
+)
 for _policies in POLICIES.values():
     for _name in _KEEP:
         _policies.setdefault(_name, KEEP)
@@ -162,8 +171,10 @@ def _run(policy: str, low: Any, device: Any, call: Any, values: list, state: Aut
         if native or first.itemsize != 2:
             return NOT_ROUTED
         low = first  # the result keeps the input's dtype
-        cast = [_cast(x, FLOAT32_DTYPE) if _floating(x) and x._data.dtype.itemsize == 2 else x
-                for x in values]
+        cast = [
+            _cast(x, FLOAT32_DTYPE) if _floating(x) and x._data.dtype.itemsize == 2 else x
+            for x in values
+        ]
     else:
         cast = _cast_inputs(values, policy, low, native, state)
     token = autocast_state.set(None)  # the op itself, and the casts, run as they are
@@ -185,7 +196,6 @@ def autocast_call(cls: Any, inputs: tuple, kwargs: dict, state: AutocastState) -
     if policy is None or not any(_floating(x) for x in inputs):
         return NOT_ROUTED
     return _run(policy, low, device, lambda cast: cls.apply(*cast, **kwargs), list(inputs), state)
-
 
 
 def autocast_function(name: str, fn: Any) -> Any:
@@ -275,13 +285,28 @@ for _name in ("addmm", "baddbmm", "addbmm"):
 for _kind, _names in COMPOSITES.items():
     for _name in _names:
         POLICIES[_kind].setdefault(_name, FLOAT32)
-_FUNCTIONS_LOWER = ("matmul", "mm", "bmm", "mv", "linear", "conv1d", "conv2d", "conv3d",
-                    "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "einsum",
-                    "scaled_dot_product_attention", "prelu")
+_FUNCTIONS_LOWER = (
+    "matmul",
+    "mm",
+    "bmm",
+    "mv",
+    "linear",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    "einsum",
+    "scaled_dot_product_attention",
+    "prelu",
+)
 for _policies in POLICIES.values():
     _policies.update(dict.fromkeys(_FUNCTIONS_LOWER, LOWER))
 WRAPPED = (
-    frozenset(COMPOSITES["cpu"]) | frozenset(COMPOSITES["cuda"]) | frozenset(_FUNCTIONS_LOWER)
+    frozenset(COMPOSITES["cpu"])
+    | frozenset(COMPOSITES["cuda"])
+    | frozenset(_FUNCTIONS_LOWER)
     | {"batch_norm", "instance_norm", "group_norm", "layer_norm"}
 )
 """Public functions routed as a whole: those that check their operands' dtypes before their op

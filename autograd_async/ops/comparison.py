@@ -98,17 +98,22 @@ def _bitwise(name: str, ufunc: str, kernel: str, kinds: str = "biu") -> Any:
             raise TypeError(f"{name}(): expected at least one Tensor argument")
         for value in (input, other):
             if not isinstance(value, (Tensor, Number)):
-                raise TypeError(f"{name}(): expected a Tensor or a number, got "
-                                f"{type(value).__name__}")
-        dtype = result_type(*(v._data if isinstance(v, Tensor) else scalar(v)
-                              for v in (input, other)))
+                raise TypeError(
+                    f"{name}(): expected a Tensor or a number, got {type(value).__name__}"
+                )
+        dtype = result_type(
+            *(v._data if isinstance(v, Tensor) else scalar(v) for v in (input, other))
+        )
         if dtype.kind not in kinds:
             raise NotImplementedError(
                 f"\"{kernel}_cpu\" not implemented for '{torch_type_name(dtype)}'"
             )
         return _no_grad_op(
-            name, lambda a, b: getattr(xp_of(b if isinstance(a, Number) else a), ufunc)(
-                *promote(a, b)), input, other)
+            name,
+            lambda a, b: getattr(xp_of(b if isinstance(a, Number) else a), ufunc)(*promote(a, b)),
+            input,
+            other,
+        )
 
     bitwise.__name__ = name
     bitwise.__doc__ = f"Elementwise `{ufunc}` of bool or integer tensors and numbers."
@@ -129,8 +134,9 @@ def bitwise_not(input: Tensor) -> Tensor:
     return _no_grad_op("bitwise_not", lambda a: xp_of(a).invert(a), input)
 
 
-def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8,
-             equal_nan: bool = False) -> bool:
+def allclose(
+    input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False
+) -> bool:
     """True when all elements are close (|a - b| <= atol + rtol * |b|)."""
     require_tensor("allclose", input)
     require_tensor("allclose", other, "other", 2)
@@ -146,8 +152,9 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-
     return bool(xp_of(a).allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
-def isclose(input: Tensor, other: Any, rtol: float = 1e-5, atol: float = 1e-8,
-            equal_nan: bool = False) -> Tensor:
+def isclose(
+    input: Tensor, other: Any, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False
+) -> Tensor:
     """Elementwise |input - other| <= atol + rtol * |other|, as a bool tensor."""
     if isinstance(other, Tensor) and input.dtype != other.dtype:
         raise RuntimeError(
@@ -157,7 +164,8 @@ def isclose(input: Tensor, other: Any, rtol: float = 1e-5, atol: float = 1e-8,
     return _no_grad_op(
         "isclose",
         lambda a, b: xp_of(a).isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan),
-        input, other,
+        input,
+        other,
     )
 
 
@@ -206,23 +214,45 @@ def _reflected(fn: Any) -> Any:
     def method(self: Tensor, other: Any) -> Any:
         if not isinstance(other, (Tensor, Number)):
             return NotImplemented
-        return fn(other, self) if isinstance(other, Tensor) else fn(
-            Tensor._wrap(xp_of(self._data).asarray(other), self.device), self
+        return (
+            fn(other, self)
+            if isinstance(other, Tensor)
+            else fn(Tensor._wrap(xp_of(self._data).asarray(other), self.device), self)
         )
 
     return method
 
 
 FUNCTIONS = {
-    "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
-    "not_equal": ne, "less": lt, "less_equal": le, "greater": gt, "greater_equal": ge,
-    "isnan": isnan, "isinf": isinf, "isfinite": isfinite,
-    "logical_not": logical_not, "logical_and": logical_and, "logical_or": logical_or,
-    "logical_xor": logical_xor, "bitwise_and": bitwise_and, "bitwise_or": bitwise_or,
-    "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not,
-    "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,
-    "allclose": allclose, "equal": equal,
-    "isclose": isclose, "all": all, "any": any,
+    "eq": eq,
+    "ne": ne,
+    "lt": lt,
+    "le": le,
+    "gt": gt,
+    "ge": ge,
+    "not_equal": ne,
+    "less": lt,
+    "less_equal": le,
+    "greater": gt,
+    "greater_equal": ge,
+    "isnan": isnan,
+    "isinf": isinf,
+    "isfinite": isfinite,
+    "logical_not": logical_not,
+    "logical_and": logical_and,
+    "logical_or": logical_or,
+    "logical_xor": logical_xor,
+    "bitwise_and": bitwise_and,
+    "bitwise_or": bitwise_or,
+    "bitwise_xor": bitwise_xor,
+    "bitwise_not": bitwise_not,
+    "bitwise_left_shift": bitwise_left_shift,
+    "bitwise_right_shift": bitwise_right_shift,
+    "allclose": allclose,
+    "equal": equal,
+    "isclose": isclose,
+    "all": all,
+    "any": any,
 }
 METHODS = {
     "__eq__": _binary_method(eq),

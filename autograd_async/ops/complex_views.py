@@ -21,8 +21,10 @@ from .dual import as_array, data_of, xp_of
 from .elementwise import where
 from .views import element_offset, element_strides
 
-_COMPLEX_OF = {np.dtype(np.float32): np.dtype(np.complex64),
-               np.dtype(np.float64): np.dtype(np.complex128)}
+_COMPLEX_OF = {
+    np.dtype(np.float32): np.dtype(np.complex64),
+    np.dtype(np.float64): np.dtype(np.complex128),
+}
 
 
 def _complex_dtype(dtype: Any) -> Any:

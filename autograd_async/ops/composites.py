@@ -71,25 +71,11 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     return input * factor
 
 
-
-
-
-
-
-
-
-
-
-
-
-
 def unravel_index(indices: Tensor, shape: Any) -> tuple[Tensor, ...]:
     """The coordinates in `shape` of flat `indices` (taken modulo the number of elements)."""
     require_tensor("unravel_index", indices, "indices")
     if indices.dtype.kind not in "iu":
-        raise TypeError(
-            f"expected 'indices' to be integer dtype, but got torch.{indices.dtype}"
-        )
+        raise TypeError(f"expected 'indices' to be integer dtype, but got torch.{indices.dtype}")
     sizes = (int(shape),) if isinstance(shape, int) else tuple(int(n) for n in shape)
     if any(n < 0 for n in sizes):
         raise ValueError("'shape' cannot have negative values, but got " + str(tuple(sizes)))
@@ -116,21 +102,23 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     return vector_norm(input[first] - input[second], p, dim=1)
 
 
-def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
-             bias: Tensor | None = None) -> Tensor:
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """y[..., o] = input1[..., i] weight[o, i, j] input2[..., j] (+ bias[o])."""
     require_tensor("bilinear", input1, "input1")
     require_tensor("bilinear", input2, "input2", 2)
     require_tensor("bilinear", weight, "weight", 3)
     if weight.ndim != 3:
-        raise RuntimeError(f"bilinear(): weight must be three-dimensional, but got "
-                           f"{weight.ndim}D")
+        raise RuntimeError(f"bilinear(): weight must be three-dimensional, but got {weight.ndim}D")
     if input1.shape[-1] != weight.shape[1]:
-        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
-                           f"{input1.shape[-1]} but expected {weight.shape[1]}")
+        raise RuntimeError(
+            f"bilinear(): input1 size does not match weight size: got "
+            f"{input1.shape[-1]} but expected {weight.shape[1]}"
+        )
     if input2.shape[-1] != weight.shape[2]:
-        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
-                           f"{input2.shape[-1]} but expected {weight.shape[2]}")
+        raise RuntimeError(
+            f"bilinear(): input2 size does not match weight size: got "
+            f"{input2.shape[-1]} but expected {weight.shape[2]}"
+        )
     out = einsum("...i,oij,...j->...o", input1, weight, input2)
     return out if bias is None else out + bias
 

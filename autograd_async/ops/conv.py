@@ -206,8 +206,9 @@ class ConvTransposeBackward0(Op):
     def _array_backward(self, g: Any, x: Any, w: Any) -> tuple:
         need = self.needs_input_grad
         if self._by_parts:
-            return conv_items.transposed_backward(g, w, x, self._win, self._groups,
-                                                  self._w_shape, need)
+            return conv_items.transposed_backward(
+                g, w, x, self._win, self._groups, self._w_shape, need
+            )
         g_cols = self._grouped(im2col_cf(g, self._win))
         gx = gw = None
         if need[0]:
@@ -308,7 +309,10 @@ def _check_fits(win: Windows) -> None:
 
 
 def _conv_padding(
-    padding: Any, kernel: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...],
+    padding: Any,
+    kernel: tuple[int, ...],
+    stride: tuple[int, ...],
+    dilation: tuple[int, ...],
     op: str,
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(before, after) padding per spatial dim from an int, a sequence, 'same' or 'valid'."""
@@ -330,8 +334,15 @@ def _conv_padding(
 
 
 def _convolution(
-    input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any,
-    dilation: Any, groups: int, dims: int, op: str,
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: Any,
+    padding: Any,
+    dilation: Any,
+    groups: int,
+    dims: int,
+    op: str,
 ) -> Tensor:
     batched = check_input_rank(input, dims, op)
     _check_weight(input, weight, bias, dims, op)
@@ -357,27 +368,56 @@ def _convolution(
     return out if batched else out.squeeze(0)
 
 
-def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
-           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+def conv1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> Tensor:
     """1-D convolution (cross-correlation) of (N, C, L) with (O, C / groups, K)."""
     return _convolution(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
-def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
-           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+def conv2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> Tensor:
     """2-D convolution (cross-correlation) of (N, C, H, W) with (O, C / groups, KH, KW)."""
     return _convolution(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
-def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
-           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> Tensor:
     """3-D convolution (cross-correlation) of (N, C, D, H, W) with (O, C / groups, *kernel)."""
     return _convolution(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
 
 
 def _transposed(
-    input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any,
-    output_padding: Any, groups: int, dilation: Any, dims: int, op: str,
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: Any,
+    padding: Any,
+    output_padding: Any,
+    groups: int,
+    dilation: Any,
+    dims: int,
+    op: str,
 ) -> Tensor:
     batched = check_input_rank(input, dims, op)
     _check_weight(input, weight, bias, dims, op)
@@ -403,8 +443,12 @@ def _transposed(
         raise RuntimeError(
             f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
             f"{list(x.shape)} to have {weight.shape[0]} channels, but got {x.shape[1]} channels "
-            f"instead" + (f" (and {weight.shape[0]} divisible by groups={groups})"
-                          if weight.shape[0] % groups else "")
+            f"instead"
+            + (
+                f" (and {weight.shape[0]} divisible by groups={groups})"
+                if weight.shape[0] % groups
+                else ""
+            )
         )
     _check_bias(bias, weight, weight.shape[1] * groups)
     kernel = tuple(weight.shape[2:])
@@ -423,28 +467,79 @@ def _transposed(
     return out if batched else out.squeeze(0)
 
 
-def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
-                     padding: Any = 0, output_padding: Any = 0, groups: int = 1,
-                     dilation: Any = 1) -> Tensor:
+def conv_transpose1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: int = 1,
+    dilation: Any = 1,
+) -> Tensor:
     """1-D transposed convolution of (N, C, L) with (C, O / groups, K)."""
-    return _transposed(input, weight, bias, stride, padding, output_padding, groups, dilation, 1,
-                       "conv_transpose1d")
+    return _transposed(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+        1,
+        "conv_transpose1d",
+    )
 
 
-def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
-                     padding: Any = 0, output_padding: Any = 0, groups: int = 1,
-                     dilation: Any = 1) -> Tensor:
+def conv_transpose2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: int = 1,
+    dilation: Any = 1,
+) -> Tensor:
     """2-D transposed convolution of (N, C, H, W) with (C, O / groups, KH, KW)."""
-    return _transposed(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
-                       "conv_transpose2d")
+    return _transposed(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+        2,
+        "conv_transpose2d",
+    )
 
 
-def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
-                     padding: Any = 0, output_padding: Any = 0, groups: int = 1,
-                     dilation: Any = 1) -> Tensor:
+def conv_transpose3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: int = 1,
+    dilation: Any = 1,
+) -> Tensor:
     """3-D transposed convolution of (N, C, D, H, W) with (C, O / groups, KD, KH, KW)."""
-    return _transposed(input, weight, bias, stride, padding, output_padding, groups, dilation, 3,
-                       "conv_transpose3d")
+    return _transposed(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+        3,
+        "conv_transpose3d",
+    )
 
 
 # ------------------------------------------------------------ unfold / fold
@@ -452,8 +547,9 @@ def _pair(value: Any, name: str, op: str) -> tuple[int, int]:
     return expand_param(value, 2, name, op)  # type: ignore[return-value]
 
 
-def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
-           stride: Any = 1) -> Tensor:
+def unfold(
+    input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1
+) -> Tensor:
     """Sliding blocks of (N, C, H, W) as columns (N, C * KH * KW, L) (im2col)."""
     if input.ndim not in (3, 4):
         raise NotImplementedError(
@@ -461,8 +557,8 @@ def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
         )
     kernel = _pair(kernel_size, "kernel_size", "unfold")
     dilation, pads, stride = (
-        _pair(v, n, "unfold") for v, n in ((dilation, "dilation"), (padding, "padding"),
-                                             (stride, "stride"))
+        _pair(v, n, "unfold")
+        for v, n in ((dilation, "dilation"), (padding, "padding"), (stride, "stride"))
     )
     _check_positive(kernel + stride + dilation, "kernel_size, stride or dilation")
     if any(p < 0 for p in pads):
@@ -478,8 +574,14 @@ def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
     return out if input.ndim == 4 else out.squeeze(0)
 
 
-def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
-         stride: Any = 1) -> Tensor:
+def fold(
+    input: Tensor,
+    output_size: Any,
+    kernel_size: Any,
+    dilation: Any = 1,
+    padding: Any = 0,
+    stride: Any = 1,
+) -> Tensor:
     """Columns (N, C * KH * KW, L) summed back into (N, C, H, W) (col2im)."""
     if input.ndim not in (2, 3):
         raise NotImplementedError(
@@ -489,8 +591,8 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, p
     size = _pair(output_size, "output_size", "fold")
     kernel = _pair(kernel_size, "kernel_size", "fold")
     dilation, pads, stride = (
-        _pair(v, n, "fold") for v, n in ((dilation, "dilation"), (padding, "padding"),
-                                           (stride, "stride"))
+        _pair(v, n, "fold")
+        for v, n in ((dilation, "dilation"), (padding, "padding"), (stride, "stride"))
     )
     _check_positive(kernel + stride + dilation, "kernel_size, stride or dilation")
     x = input if input.ndim == 3 else input.unsqueeze(0)

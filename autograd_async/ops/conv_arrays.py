@@ -50,7 +50,12 @@ def conv_forward(
 
 
 def conv_backward(
-    g: Any, w: Any, cols: Any, win: Windows, groups: int, w_shape: tuple[int, ...],
+    g: Any,
+    w: Any,
+    cols: Any,
+    win: Windows,
+    groups: int,
+    w_shape: tuple[int, ...],
     need: tuple[bool, ...],
 ) -> tuple[Any, Any, Any]:
     """Gradients of the input (from `w`), the weight (from the forward's columns) and the bias.

@@ -48,8 +48,7 @@ def applies(x: Any, win: Windows, channels: int | None = None) -> bool:
         type(x) is np.ndarray
         and x.shape[0] > 1
         and POOL.threads > 1
-        and channels * win.kernel_numel * x.shape[0] * positions_per_item(win)
-        >= ITEMS_MIN_COLUMNS
+        and channels * win.kernel_numel * x.shape[0] * positions_per_item(win) >= ITEMS_MIN_COLUMNS
         and BLAS.available
     )
 
@@ -124,13 +123,19 @@ def forward(x: Any, w: Any, b: Any, win: Windows, groups: int) -> tuple[Any, Any
         layout.out_into(rows.reshape((o, -1)), out[start:stop], bias)
 
     with BLAS.one_per_caller():
-        POOL.run_parts(part, _parts(n, math.prod(rows_of) * layout.positions),
-                       lambda: _Buffers(x.dtype))
+        POOL.run_parts(
+            part, _parts(n, math.prod(rows_of) * layout.positions), lambda: _Buffers(x.dtype)
+        )
     return out, kept
 
 
 def backward(
-    g: Any, w: Any, kept: Any, win: Windows, groups: int, w_shape: tuple[int, ...],
+    g: Any,
+    w: Any,
+    kept: Any,
+    win: Windows,
+    groups: int,
+    w_shape: tuple[int, ...],
     need: tuple[bool, ...],
 ) -> tuple[Any, Any, Any]:
     """Gradients of the input (from `w`), the weight (from the padded input `kept`) and the
@@ -162,13 +167,17 @@ def backward(
         if need[0]:
             g_cols = bufs.get("g_cols", matrix_t.shape[:-1] + (m * layout.positions,))
             np.matmul(matrix_t, rows, out=g_cols)
-            layout.image_into(g_cols.reshape((ck, -1)), gx[start:stop],
-                              bufs.get("image", layout.image_shape(c, m)))
+            layout.image_into(
+                g_cols.reshape((ck, -1)),
+                gx[start:stop],
+                bufs.get("image", layout.image_shape(c, m)),
+            )
 
     if need[0] or need[1]:
         with BLAS.one_per_caller():
-            _, used = POOL.run_parts(part, _parts(n, ck * layout.positions),
-                                     lambda: _Buffers(g.dtype))
+            _, used = POOL.run_parts(
+                part, _parts(n, ck * layout.positions), lambda: _Buffers(g.dtype)
+            )
         if need[1]:
             gw = np.ascontiguousarray(swap_last(_sum_shares(used))).reshape(w_shape)
     if len(need) > 2 and need[2]:
@@ -197,19 +206,28 @@ def transposed_forward(x: Any, w: Any, b: Any, win: Windows, groups: int) -> Any
         layout.rows_from(x[start:stop], rows)
         cols = bufs.get("cols", matrix_t.shape[:-1] + (m * layout.positions,))
         np.matmul(matrix_t, grouped(rows, groups), out=cols)
-        layout.image_into(cols.reshape((o * win.kernel_numel, -1)), out[start:stop],
-                          bufs.get("image", layout.image_shape(o, m)))
+        layout.image_into(
+            cols.reshape((o * win.kernel_numel, -1)),
+            out[start:stop],
+            bufs.get("image", layout.image_shape(o, m)),
+        )
         if bias is not None:
             out[start:stop] += bias
 
     with BLAS.one_per_caller():
-        POOL.run_parts(part, _parts(n, o * win.kernel_numel * layout.positions),
-                       lambda: _Buffers(x.dtype))
+        POOL.run_parts(
+            part, _parts(n, o * win.kernel_numel * layout.positions), lambda: _Buffers(x.dtype)
+        )
     return out
 
 
 def transposed_backward(
-    g: Any, w: Any, x: Any, win: Windows, groups: int, w_shape: tuple[int, ...],
+    g: Any,
+    w: Any,
+    x: Any,
+    win: Windows,
+    groups: int,
+    w_shape: tuple[int, ...],
     need: tuple[bool, ...],
 ) -> tuple[Any, Any]:
     """Gradients of a transposed convolution's input (from `w`) and weight (from `x`); `w` or
@@ -241,8 +259,7 @@ def transposed_backward(
             bufs.add_to_weight_grad(rows, swap_last(cols))
 
     with BLAS.one_per_caller():
-        _, used = POOL.run_parts(part, _parts(n, ok * layout.positions),
-                                 lambda: _Buffers(g.dtype))
+        _, used = POOL.run_parts(part, _parts(n, ok * layout.positions), lambda: _Buffers(g.dtype))
     if need[1]:
         gw = _sum_shares(used).reshape(w_shape)
     return gx, gw

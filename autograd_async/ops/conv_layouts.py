@@ -55,8 +55,9 @@ class WideRows:
 
     def out_into(self, rows: Any, dest: Any, bias: Any) -> None:
         """Results (O, m * positions) into `dest` (m, O, *out), plus `bias` when given."""
-        result = _moved_out(rows.reshape(rows.shape[:1] + (dest.shape[0],) + self.lay.wide_out)
-                            [self._crop])
+        result = _moved_out(
+            rows.reshape(rows.shape[:1] + (dest.shape[0],) + self.lay.wide_out)[self._crop]
+        )
         if bias is None:
             np.copyto(dest, result)
         else:
@@ -64,8 +65,9 @@ class WideRows:
 
     def rows_from(self, g: Any, rows: Any) -> None:
         """The gradient `g` (m, O, *out) into `rows` (O, m * positions), zero where cropped."""
-        np.copyto(rows.reshape((g.shape[1], g.shape[0]) + self.lay.wide_out)[self._crop],
-                  _moved_out(g))
+        np.copyto(
+            rows.reshape((g.shape[1], g.shape[0]) + self.lay.wide_out)[self._crop], _moved_out(g)
+        )
 
     def image_into(self, g_cols: Any, dest: Any, image: Any) -> None:
         """Gradient columns (C * kernel, m * positions) added back into `dest` (m, C, *size);
@@ -133,4 +135,3 @@ class ExactWindows:
 def layout_of(win: Windows) -> WideRows | ExactWindows:
     """The layout a convolution with windows `win` runs by parts in."""
     return WideRows(win) if unit_stride(win) else ExactWindows(win)
-

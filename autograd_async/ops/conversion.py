@@ -19,9 +19,17 @@ from .transfer import to
 
 # PyTorch's legacy type names: x.type() == 'aa.FloatTensor'.
 TYPE_NAMES = {
-    "float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-    "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
-    "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+    "float32": "Float",
+    "float64": "Double",
+    "float16": "Half",
+    "int64": "Long",
+    "int32": "Int",
+    "int16": "Short",
+    "int8": "Char",
+    "uint8": "Byte",
+    "bool": "Bool",
+    "complex64": "ComplexFloat",
+    "complex128": "ComplexDouble",
 }
 _DTYPE_OF_NAME = {name: np.dtype(dtype) for dtype, name in TYPE_NAMES.items()}
 
@@ -96,9 +104,7 @@ def format_(self: Tensor, spec: str) -> str:
 
 def _exportable(t: Tensor) -> None:
     if t.requires_grad:
-        raise RuntimeError(
-            "Can't export tensors that require gradient, use tensor.detach()"
-        )
+        raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
     if t.device is not CPU and backend_for(t.device).host_memory:  # host memory, other label
         raise BufferError(
             f"__dlpack__: a tensor on {t.device} (a simulated device) cannot be exported; "
@@ -107,7 +113,11 @@ def _exportable(t: Tensor) -> None:
 
 
 def dlpack(
-    self: Tensor, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+    self: Tensor,
+    *,
+    stream: Any = None,
+    max_version: Any = None,
+    dl_device: Any = None,
     copy: Any = None,
 ) -> Any:
     """A DLPack capsule of the tensor's memory (no copy), for `from_dlpack` of any library."""

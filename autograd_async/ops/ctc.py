@@ -36,8 +36,17 @@ class CtcLossBackward0(Op):
     saved_slots = ("_alpha", "_emit", "_lp")
     op_name = "ctc_loss"
 
-    def forward(self, log_probs: Any, *, ext: Any, skip: Any, valid: Any, input_lengths: Any,
-                target_lengths: Any, zero_infinity: bool) -> Any:
+    def forward(
+        self,
+        log_probs: Any,
+        *,
+        ext: Any,
+        skip: Any,
+        valid: Any,
+        input_lengths: Any,
+        target_lengths: Any,
+        zero_infinity: bool,
+    ) -> Any:
         xp = xp_of(log_probs)
         steps, batch, _ = log_probs.shape
         samples = xp.arange(batch)
@@ -130,8 +139,9 @@ def _lengths(value: Any, name: str, batch: int) -> np.ndarray:
     return array.astype(np.int64)
 
 
-def _extended_targets(targets: np.ndarray, target_lengths: np.ndarray, blank: int,
-                      concatenated: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _extended_targets(
+    targets: np.ndarray, target_lengths: np.ndarray, blank: int, concatenated: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each sequence's targets with blanks around and between them, (N, 2 S + 1), the mask of
     positions a path may reach by skipping a blank, and the mask of real positions."""
     batch = target_lengths.shape[0]
@@ -140,7 +150,7 @@ def _extended_targets(targets: np.ndarray, target_lengths: np.ndarray, blank: in
     offsets = np.concatenate([[0], np.cumsum(target_lengths)[:-1]])
     for n in range(batch):
         count = int(target_lengths[n])
-        row = targets[offsets[n]: offsets[n] + count] if concatenated else targets[n, :count]
+        row = targets[offsets[n] : offsets[n] + count] if concatenated else targets[n, :count]
         labels[n, :count] = row
     ext = np.full((batch, 2 * longest + 1), blank, dtype=np.int64)
     ext[:, 1::2] = labels
@@ -150,8 +160,15 @@ def _extended_targets(targets: np.ndarray, target_lengths: np.ndarray, blank: in
     return ext, skip, valid
 
 
-def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any,
-             blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
+def ctc_loss(
+    log_probs: Tensor,
+    targets: Tensor,
+    input_lengths: Any,
+    target_lengths: Any,
+    blank: int = 0,
+    reduction: str = "mean",
+    zero_infinity: bool = False,
+) -> Tensor:
     """The CTC loss of `targets` under per-frame class log probabilities (T, N, C)."""
     require_tensor("ctc_loss", log_probs, "log_probs")
     require_tensor("ctc_loss", targets, "targets", 2)
@@ -182,8 +199,12 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     ext, skip, valid = _extended_targets(target_array, lengths, blank, concatenated)
     xp = xp_of(lp._data)
     nll = CtcLossBackward0.apply(
-        lp, ext=xp.asarray(ext), skip=xp.asarray(skip), valid=xp.asarray(valid),
-        input_lengths=xp.asarray(inputs), target_lengths=xp.asarray(lengths),
+        lp,
+        ext=xp.asarray(ext),
+        skip=xp.asarray(skip),
+        valid=xp.asarray(valid),
+        input_lengths=xp.asarray(inputs),
+        target_lengths=xp.asarray(lengths),
         zero_infinity=zero_infinity,
     )
     if reduction == "mean":

@@ -19,7 +19,7 @@ from .inplace import VIEW_OF_LEAF_MESSAGE, setitem
 
 def diagonal_places(shape: tuple[int, ...], wrap: bool) -> tuple[np.ndarray, ...]:
     """The index arrays of the diagonal's elements in a tensor of `shape`."""
-    step = sum(math.prod(shape[k + 1:]) for k in range(len(shape)))
+    step = sum(math.prod(shape[k + 1 :]) for k in range(len(shape)))
     count = min(shape)
     if wrap and len(shape) == 2 and shape[0] > shape[1] + 1:
         count = -(-math.prod(shape) // step)  # continue every `step` elements to the end

@@ -29,8 +29,9 @@ def _norm(x: Tensor, p: float, dim: Any, keepdim: bool, floor: float = 0.0) -> T
     return total.sqrt() if p == 2 else total ** (1.0 / p)
 
 
-def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
-              out: Any = None) -> Tensor:
+def normalize(
+    input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None
+) -> Tensor:
     """input / max(||input||_p, eps) along `dim`."""
     require_tensor("normalize", input)
     if out is not None:
@@ -66,8 +67,9 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     return (a * b).sum(dim=dim)
 
 
-def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
-                      keepdim: bool = False) -> Tensor:
+def pairwise_distance(
+    x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False
+) -> Tensor:
     """||x1 - x2 + eps||_p along the last dim (broadcasting)."""
     _check_broadcast("pairwise_distance", x1, x2)
     if p <= 0:

@@ -31,8 +31,9 @@ def _noise(input: Tensor, p: float, feature: bool) -> Tensor:
     return creation.empty(shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
 
 
-def _dropout_impl(input: Tensor, p: float, training: bool, inplace: bool, *, feature: bool,
-                  alpha: bool) -> Tensor:
+def _dropout_impl(
+    input: Tensor, p: float, training: bool, inplace: bool, *, feature: bool, alpha: bool
+) -> Tensor:
     """PyTorch's `_dropout_impl`: the identity in eval mode, p = 0 or for empty input."""
     if p == 0 or not training or input.numel() == 0:
         return input
@@ -49,8 +50,9 @@ def _dropout_impl(input: Tensor, p: float, training: bool, inplace: bool, *, fea
     return input.copy_(out) if inplace else out
 
 
-def _feature_dropout_nd(name: str, input: Tensor, p: float, training: bool, inplace: bool,
-                        spatial: int) -> Tensor:
+def _feature_dropout_nd(
+    name: str, input: Tensor, p: float, training: bool, inplace: bool, spatial: int
+) -> Tensor:
     require_tensor(name, input)
     _check_p(p)
     batched = input.ndim == spatial + 2
@@ -61,8 +63,9 @@ def _feature_dropout_nd(name: str, input: Tensor, p: float, training: bool, inpl
     return out.squeeze_(0) if inplace else out.squeeze(0)
 
 
-def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
-              inplace: bool = False) -> Tensor:
+def dropout1d(
+    input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+) -> Tensor:
     """Zero whole channels of (N, C, L) or (C, L) with probability `p`, scaling the rest."""
     require_tensor("dropout1d", input)
     if input.ndim not in (2, 3):
@@ -89,8 +92,9 @@ def _deprecated_rank(name: str, ndim: int, spatial: int) -> None:
         )
 
 
-def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
-              inplace: bool = False) -> Tensor:
+def dropout2d(
+    input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+) -> Tensor:
     """Zero whole channels of (N, C, H, W) with probability `p`, scaling the rest.
 
     As in PyTorch, 3-D input is taken as (N, C, L) (with a warning), not as unbatched.
@@ -110,8 +114,9 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
     return _dropout_impl(input, p, training, inplace, feature=True, alpha=False)
 
 
-def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
-              inplace: bool = False) -> Tensor:
+def dropout3d(
+    input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+) -> Tensor:
     """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) with probability `p`."""
     require_tensor("dropout3d", input)
     _check_p(p)
@@ -119,8 +124,9 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
     return _feature_dropout_nd("dropout3d", input, p, training, inplace, 3)
 
 
-def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
-                  inplace: bool = False) -> Tensor:
+def alpha_dropout(
+    input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False
+) -> Tensor:
     """Dropout that keeps SELU's zero mean and unit variance: dropped elements go to its
     saturation value, then all are scaled and shifted."""
     require_tensor("alpha_dropout", input)
@@ -128,11 +134,10 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
     return _dropout_impl(input, p, training, inplace, feature=False, alpha=True)
 
 
-def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
-                          inplace: bool = False) -> Tensor:
+def feature_alpha_dropout(
+    input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False
+) -> Tensor:
     """`alpha_dropout` of whole channels."""
     require_tensor("feature_alpha_dropout", input)
     _check_p(p)
     return _dropout_impl(input, p, training, inplace, feature=True, alpha=True)
-
-

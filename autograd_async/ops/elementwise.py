@@ -247,12 +247,14 @@ class ClampBackward0(Op):
         g_low = g_high = None
         if need[1]:
             below = a < low
-            g_low = mul_const(g, (below & (low < high) if high is not None else below)
-                              .astype(g.dtype))
+            g_low = mul_const(
+                g, (below & (low < high) if high is not None else below).astype(g.dtype)
+            )
         if need[2]:
             above = a > high
-            g_high = mul_const(g, (above | (high < low) if low is not None else above)
-                               .astype(g.dtype))
+            g_high = mul_const(
+                g, (above | (high < low) if low is not None else above).astype(g.dtype)
+            )
         g_a = mul_const(g, keep.astype(g.dtype)) if need[0] else None
         return g_a, g_low, g_high
 

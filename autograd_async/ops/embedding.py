@@ -58,9 +58,15 @@ def _renorm_rows(weight: Tensor, indices: Any, max_norm: float, norm_type: float
     weight._bump_version()
 
 
-def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
-              max_norm: float | None = None, norm_type: float = 2.0,
-              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
     """Rows of `weight` picked by the integer tensor `input`; padding_idx rows get no gradient."""
     if not isinstance(input, Tensor) or input.dtype.kind not in "iu":
         kind = input.dtype if isinstance(input, Tensor) else type(input).__name__

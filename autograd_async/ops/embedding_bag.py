@@ -134,9 +134,13 @@ def embedding_bag(
     picked = index_select(cat([weight, filler], 0), 0, _on(table.reshape(-1), weight))
     picked = picked.reshape(bags, table.shape[1], dim)
     if per_sample_weights is not None:
-        scale = cat([per_sample_weights.reshape(-1),
-                     creation.zeros(1, dtype=per_sample_weights.dtype,
-                                    device=per_sample_weights.device)], 0)
+        scale = cat(
+            [
+                per_sample_weights.reshape(-1),
+                creation.zeros(1, dtype=per_sample_weights.dtype, device=per_sample_weights.device),
+            ],
+            0,
+        )
         scale = index_select(scale, 0, _on(positions.reshape(-1), weight))
         picked = picked * scale.reshape(bags, table.shape[1], 1)
     if mode == "max":

@@ -92,9 +92,7 @@ class NextafterBackward0(Op):
 def _floating_kernel(name: str, input: Tensor, other: Tensor) -> None:
     dtype = np.result_type(input.dtype, other.dtype)
     if dtype.kind not in "f":
-        raise NotImplementedError(
-            f"\"{name}_cpu\" not implemented for '{torch_type_name(dtype)}'"
-        )
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{torch_type_name(dtype)}'")
 
 
 def logaddexp(input: Tensor, other: Tensor) -> Tensor:
@@ -125,8 +123,7 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:
     _floating_kernel("nextafter", input, other)
     if input.dtype != other.dtype:
         raise RuntimeError(
-            f"expected both inputs to have the same dtype, but got {input.dtype} and "
-            f"{other.dtype}"
+            f"expected both inputs to have the same dtype, but got {input.dtype} and {other.dtype}"
         )
     return NextafterBackward0.apply(input, other)
 

@@ -34,14 +34,19 @@ def _starts(samples: np.ndarray, size: int, out: int, k: int) -> np.ndarray:
     return starts
 
 
-def _fractional_max_pool(input: Tensor, kernel_size: Any, output_size: Any, output_ratio: Any,
-                         return_indices: bool, samples: Tensor | None, dims: int) -> Any:
+def _fractional_max_pool(
+    input: Tensor,
+    kernel_size: Any,
+    output_size: Any,
+    output_ratio: Any,
+    return_indices: bool,
+    samples: Tensor | None,
+    dims: int,
+) -> Any:
     name = f"fractional_max_pool{dims}d"
     require_tensor(name, input)
     if output_size is None and output_ratio is None:
-        raise ValueError(
-            f"{name} requires specifying either an output_size or an output_ratio"
-        )
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
     if output_size is None:
         ratio = output_ratio if isinstance(output_ratio, list | tuple) else (output_ratio,) * dims
         if len(ratio) > dims:
@@ -88,35 +93,57 @@ def _fractional_max_pool(input: Tensor, kernel_size: Any, output_size: Any, outp
     return result, Tensor._wrap(indices, x.device)
 
 
-def fractional_max_pool2d(input: Tensor, kernel_size: Any, output_size: Any = None,
-                          output_ratio: Any = None, return_indices: bool = False,
-                          _random_samples: Tensor | None = None) -> Any:
+def fractional_max_pool2d(
+    input: Tensor,
+    kernel_size: Any,
+    output_size: Any = None,
+    output_ratio: Any = None,
+    return_indices: bool = False,
+    _random_samples: Tensor | None = None,
+) -> Any:
     """Max over pseudo-random windows of (N, C, H, W) that shrink it to `output_size`."""
-    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_indices,
-                                _random_samples, 2)
+    return _fractional_max_pool(
+        input, kernel_size, output_size, output_ratio, return_indices, _random_samples, 2
+    )
 
 
-def fractional_max_pool3d(input: Tensor, kernel_size: Any, output_size: Any = None,
-                          output_ratio: Any = None, return_indices: bool = False,
-                          _random_samples: Tensor | None = None) -> Any:
+def fractional_max_pool3d(
+    input: Tensor,
+    kernel_size: Any,
+    output_size: Any = None,
+    output_ratio: Any = None,
+    return_indices: bool = False,
+    _random_samples: Tensor | None = None,
+) -> Any:
     """Max over pseudo-random windows of (N, C, T, H, W) that shrink it to `output_size`."""
-    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_indices,
-                                _random_samples, 3)
+    return _fractional_max_pool(
+        input, kernel_size, output_size, output_ratio, return_indices, _random_samples, 3
+    )
 
 
 def fractional_max_pool2d_with_indices(
-    input: Tensor, kernel_size: Any, output_size: Any = None, output_ratio: Any = None,
-    return_indices: bool = False, _random_samples: Tensor | None = None,
+    input: Tensor,
+    kernel_size: Any,
+    output_size: Any = None,
+    output_ratio: Any = None,
+    return_indices: bool = False,
+    _random_samples: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """`fractional_max_pool2d` with its indices."""
-    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, True,
-                                _random_samples, 2)
+    return _fractional_max_pool(
+        input, kernel_size, output_size, output_ratio, True, _random_samples, 2
+    )
 
 
 def fractional_max_pool3d_with_indices(
-    input: Tensor, kernel_size: Any, output_size: Any = None, output_ratio: Any = None,
-    return_indices: bool = False, _random_samples: Tensor | None = None,
+    input: Tensor,
+    kernel_size: Any,
+    output_size: Any = None,
+    output_ratio: Any = None,
+    return_indices: bool = False,
+    _random_samples: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """`fractional_max_pool3d` with its indices."""
-    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, True,
-                                _random_samples, 3)
+    return _fractional_max_pool(
+        input, kernel_size, output_size, output_ratio, True, _random_samples, 3
+    )

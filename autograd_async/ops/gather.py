@@ -284,8 +284,9 @@ def _mask(name: str, input: Tensor, mask: Any) -> Any:
             f"{name}(): expected mask on the input's device {input.device}, got {mask.device}"
         )
     if mask.dtype.kind != "b":
-        raise RuntimeError(f"{name} only supports boolean masks, but got mask with dtype "
-                           f"{mask.dtype}")
+        raise RuntimeError(
+            f"{name} only supports boolean masks, but got mask with dtype {mask.dtype}"
+        )
     return mask._data
 
 
@@ -335,8 +336,9 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     axis = normalize_dim(dim, input.ndim)
     src = _source("scatter_add", input, src)
     _check_along("scatter_add", input, idx, axis, src._data)
-    return ScatterAddBackward0.apply(input, src, key=grid_key(idx, axis),
-                                     src_key=_src_key(idx, src))
+    return ScatterAddBackward0.apply(
+        input, src, key=grid_key(idx, axis), src_key=_src_key(idx, src)
+    )
 
 
 def _index_put(name: str, input: Tensor, dim: int, index: Tensor, source: Any) -> tuple:

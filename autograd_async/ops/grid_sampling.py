@@ -51,9 +51,7 @@ def affine_grid(theta: Tensor, size: Any, align_corners: bool | None = None) -> 
         warnings.warn(_ALIGN_WARNING, stacklevel=2)
         align_corners = False
     if not theta.is_floating_point():
-        raise ValueError(
-            f"Expected theta to have floating point type, but got torch.{theta.dtype}"
-        )
+        raise ValueError(f"Expected theta to have floating point type, but got torch.{theta.dtype}")
     size = list(size)
     shape = tuple(theta.shape)
     if len(size) == 4:
@@ -127,8 +125,11 @@ def _padded(coord: Tensor, size: int, padding: str, align_corners: bool) -> Tens
     if padding == "border":
         return _clip(coord, size)
     if padding == "reflection":
-        folded = (_reflect(coord, 0, 2 * (size - 1)) if align_corners
-                  else _reflect(coord, -1, 2 * size - 1))
+        folded = (
+            _reflect(coord, 0, 2 * (size - 1))
+            if align_corners
+            else _reflect(coord, -1, 2 * size - 1)
+        )
         return _clip(folded, size)
     return coord
 
@@ -208,8 +209,13 @@ def _check_grid_inputs(input: Tensor, grid: Tensor, mode: str) -> int:
     return dims
 
 
-def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
-                padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
+def grid_sample(
+    input: Tensor,
+    grid: Tensor,
+    mode: str = "bilinear",
+    padding_mode: str = "zeros",
+    align_corners: bool | None = None,
+) -> Tensor:
     """`input` (N, C, *size) sampled at the normalised positions `grid` (N, *out, dims)."""
     if mode not in _MODES:
         raise ValueError(
@@ -250,8 +256,9 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
     return result
 
 
-def _bicubic(flat: Tensor, sizes: tuple, raw: list[Tensor], out: tuple, padding: str,
-             align_corners: bool) -> Tensor:
+def _bicubic(
+    flat: Tensor, sizes: tuple, raw: list[Tensor], out: tuple, padding: str, align_corners: bool
+) -> Tensor:
     lows = [x.detach().floor() for x in raw]
     weights = [_cubic_coefficients(x - low) for x, low in zip(raw, lows)]
     result = None

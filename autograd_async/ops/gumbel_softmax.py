@@ -10,8 +10,9 @@ from ..core.op import require_tensor
 from ..core.tensor import Tensor
 
 
-def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10,
-                   dim: int = -1) -> Tensor:
+def gumbel_softmax(
+    logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1
+) -> Tensor:
     """A sample from the Gumbel-softmax distribution over `dim` at temperature `tau`."""
     require_tensor("gumbel_softmax", logits, "logits")
     if eps != 1e-10:

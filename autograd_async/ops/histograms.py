@@ -39,8 +39,14 @@ def _wrap(array: Any, like: Tensor) -> Tensor:
     return Tensor._wrap(xp_of(like._data).asarray(array).astype(like.dtype), like.device)
 
 
-def histogram(input: Tensor, bins: Any, *, range: Any = None,  # noqa: A002 - PyTorch's name
-              weight: Tensor | None = None, density: bool = False) -> tuple[Tensor, Tensor]:
+def histogram(
+    input: Tensor,
+    bins: Any,
+    *,
+    range: Any = None,  # noqa: A002 - PyTorch's name
+    weight: Tensor | None = None,
+    density: bool = False,
+) -> tuple[Tensor, Tensor]:
     """(hist, bin_edges) of the flattened input: `bins` equal bins over `range` (the values'
     min and max by default), or the edges a 1-D tensor gives."""
     _checked(input, weight)
@@ -54,13 +60,24 @@ def histogram(input: Tensor, bins: Any, *, range: Any = None,  # noqa: A002 - Py
     values = _host(input).reshape(-1)
     xp = xp_of(values)
     edges = _host(bins) if isinstance(bins, Tensor) else int(bins)
-    hist, edges = xp.histogram(values, bins=edges, range=range, density=density,
-                               weights=None if weight is None else _host(weight).reshape(-1))
+    hist, edges = xp.histogram(
+        values,
+        bins=edges,
+        range=range,
+        density=density,
+        weights=None if weight is None else _host(weight).reshape(-1),
+    )
     return histogram_result(_wrap(hist, input), _wrap(edges, input))
 
 
-def histogramdd(input: Tensor, bins: Any, *, range: Any = None,  # noqa: A002
-                weight: Tensor | None = None, density: bool = False) -> tuple[Tensor, tuple]:
+def histogramdd(
+    input: Tensor,
+    bins: Any,
+    *,
+    range: Any = None,  # noqa: A002
+    weight: Tensor | None = None,
+    density: bool = False,
+) -> tuple[Tensor, tuple]:
     """(hist, bin_edges) of the points in input's last dim: one binning per coordinate."""
     _checked(input, weight)
     points = _host(input)
@@ -69,8 +86,12 @@ def histogramdd(input: Tensor, bins: Any, *, range: Any = None,  # noqa: A002
     if isinstance(bins, Tensor):
         bins = bins.tolist()
     elif isinstance(bins, list | tuple):
-        bins = [np.asarray(_host(b).get() if hasattr(_host(b), "get") else _host(b))
-                if isinstance(b, Tensor) else b for b in bins]
+        bins = [
+            np.asarray(_host(b).get() if hasattr(_host(b), "get") else _host(b))
+            if isinstance(b, Tensor)
+            else b
+            for b in bins
+        ]
     if range is not None:
         flat = list(range)
         range = [(flat[2 * i], flat[2 * i + 1]) for i in np.arange(dims)]
@@ -78,8 +99,7 @@ def histogramdd(input: Tensor, bins: Any, *, range: Any = None,  # noqa: A002
     if weight is not None:
         weights = _host(weight)
         weights = np.asarray(weights.get() if hasattr(weights, "get") else weights).reshape(-1)
-    hist, edges = np.histogramdd(points, bins=bins, range=range, density=density,
-                                 weights=weights)
+    hist, edges = np.histogramdd(points, bins=bins, range=range, density=density, weights=weights)
     return histogramdd_result(_wrap(hist, input), tuple(_wrap(e, input) for e in edges))
 
 

@@ -39,8 +39,10 @@ class GeqrfBackward0(Op):
         for b in range(matrices.shape[0]):
             qr, tau, _, _ = geqrf(matrices[b])
             factors[b], taus[b] = qr, tau
-        return (xp.asarray(factors.reshape(a.shape)),
-                xp.asarray(taus.reshape(a.shape[:-2] + (min(m, n),))))
+        return (
+            xp.asarray(factors.reshape(a.shape)),
+            xp.asarray(taus.reshape(a.shape[:-2] + (min(m, n),))),
+        )
 
     def backward(self, *grads: object) -> tuple:
         raise RuntimeError("the derivative for 'geqrf' is not implemented.")
@@ -64,13 +66,16 @@ def orgqr(input: Tensor, tau: Tensor) -> Tensor:
 
     require_tensor("orgqr", input)
     if input.shape[-1] < tau.shape[-1]:
-        raise RuntimeError("torch.linalg.householder_product: input.shape[-1] must be greater "
-                           "than or equal to tau.shape[-1]")
+        raise RuntimeError(
+            "torch.linalg.householder_product: input.shape[-1] must be greater "
+            "than or equal to tau.shape[-1]"
+        )
     return householder_product(input, tau)
 
 
-def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,
-          transpose: bool = False) -> Tensor:
+def ormqr(
+    input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpose: bool = False
+) -> Tensor:
     """`other` multiplied by the Q of geqrf's reflectors: Q @ other (left), other @ Q, with
     Q^H instead when transpose."""
 

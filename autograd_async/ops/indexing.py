@@ -33,9 +33,13 @@ def _has_int_arrays(key: tuple) -> bool:
 def normalize_key(key: Any, data: Any, device: Device) -> tuple:
     """A tuple key of ints, slices, None, Ellipsis and arrays on `data`'s backend (on `device`),
     its integer arrays checked against the dims they index."""
-    if isinstance(key, list) and len(key) < 32 and any(
-        isinstance(k, (list, tuple, slice, Tensor, np.ndarray, EllipsisType)) or k is None
-        for k in key
+    if (
+        isinstance(key, list)
+        and len(key) < 32
+        and any(
+            isinstance(k, (list, tuple, slice, Tensor, np.ndarray, EllipsisType)) or k is None
+            for k in key
+        )
     ):
         key = tuple(key)  # NumPy's old rule, kept by PyTorch: such a list is a tuple of indices
     if not isinstance(key, tuple):

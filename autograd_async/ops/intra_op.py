@@ -107,8 +107,15 @@ class IntraOpPool:
             executor = self._helpers()
             try:
                 for _ in range(helpers):  # each in a copy of the caller's context, as handoffs go
-                    executor.submit(contextvars.copy_context().run, self._drain, claims, part,
-                                    bounds, scratch, True)
+                    executor.submit(
+                        contextvars.copy_context().run,
+                        self._drain,
+                        claims,
+                        part,
+                        bounds,
+                        scratch,
+                        True,
+                    )
             except RuntimeError:  # closed meanwhile by another thread: the caller takes the rest
                 pass
         try:
@@ -120,8 +127,13 @@ class IntraOpPool:
         return claims.results, claims.scratch
 
     @staticmethod
-    def _drain(claims: _Claims, part: Callable, bounds: Sequence[tuple[int, int]],
-               scratch: Callable[[], Any], on_helper: bool) -> None:
+    def _drain(
+        claims: _Claims,
+        part: Callable,
+        bounds: Sequence[tuple[int, int]],
+        scratch: Callable[[], Any],
+        on_helper: bool,
+    ) -> None:
         mine = ...
         while (index := claims.take(on_helper)) is not None:
             try:
@@ -147,8 +159,9 @@ class IntraOpPool:
         with self._lock:
             wanted = max(1, self._threads - 1)
             if self._executor is None or self._executor_threads < wanted:
-                old, self._executor = self._executor, ThreadPoolExecutor(
-                    wanted, thread_name_prefix="intra-op"
+                old, self._executor = (
+                    self._executor,
+                    ThreadPoolExecutor(wanted, thread_name_prefix="intra-op"),
                 )
                 self._executor_threads = wanted
                 if old is not None:

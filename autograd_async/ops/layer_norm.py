@@ -102,8 +102,9 @@ class NativeLayerNormBackward0(Op):
         return tuple(grads)
 
 
-def fused_layer_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,
-                     shape: tuple[int, ...], eps: float) -> Tensor:
+def fused_layer_norm(
+    input: Tensor, weight: Tensor | None, bias: Tensor | None, shape: tuple[int, ...], eps: float
+) -> Tensor:
     """Layer norm over the trailing dims of sizes `shape`, as one node."""
     # A missing weight or bias goes in as None: an input without an edge or a gradient.
     return NativeLayerNormBackward0.apply(input, weight, bias, shape=shape, eps=eps)

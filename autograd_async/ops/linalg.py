@@ -144,7 +144,7 @@ def _parse_einsum(equation: str, ndims: list[int]) -> tuple[list[str], str]:
     for i, (term, ndim) in enumerate(zip(terms, ndims)):
         if "..." in term:
             rank = ndim - (len(term) - 3)
-            term = term.replace("...", batch[ellipsis_rank - rank:] if rank else "")
+            term = term.replace("...", batch[ellipsis_rank - rank :] if rank else "")
         if len(term) != ndim:
             raise RuntimeError(
                 f"einsum(): the number of subscripts in the equation ({len(term)}) does not match "
@@ -224,8 +224,11 @@ def _spread(grad: Any, term: str, target: str, shape: tuple[int, ...]) -> Any:
 @functools.cache
 def _einsum_node(count: int) -> type[EinsumBackward0]:
     """The einsum node class for `count` operands, all saved (each gradient needs the others)."""
-    return type("EinsumBackward0", (EinsumBackward0,),
-                {"__slots__": (), "saved_inputs": tuple(range(count))})
+    return type(
+        "EinsumBackward0",
+        (EinsumBackward0,),
+        {"__slots__": (), "saved_inputs": tuple(range(count))},
+    )
 
 
 def einsum(equation: str, *operands: Any) -> Tensor:
@@ -337,9 +340,7 @@ def svdvals(A: Tensor) -> Tensor:
     """The singular values of each matrix in `A` (..., m, n), in descending order."""
     _need_tensor("linalg.svdvals", A=A)
     if A.ndim < 2:
-        raise RuntimeError(
-            "linalg.svdvals: The input tensor A must have at least 2 dimensions."
-        )
+        raise RuntimeError("linalg.svdvals: The input tensor A must have at least 2 dimensions.")
     if A.dtype.kind != "f":
         raise RuntimeError(
             "linalg.svdvals: Expected a floating point tensor as input. Got "
@@ -369,10 +370,13 @@ def _check_float(name: str, input: Tensor, dtype: Any) -> Tensor:
     return input
 
 
-
-
 def vector_norm(
-    x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None  # noqa: A002
+    x: Tensor,
+    ord: Any = 2,
+    dim: Any = None,
+    keepdim: bool = False,
+    *,
+    dtype: Any = None,  # noqa: A002
 ) -> Tensor:
     """The vector ord-norm over `dim` (all elements when None): inf, -inf, 0 or any real p."""
     _need_tensor("linalg.vector_norm", x=x)
@@ -400,9 +404,7 @@ def vector_norm(
 
 def _matrix_dims(name: str, A: Tensor, dim: Any) -> tuple[int, int]:
     if A.ndim < 2:
-        raise RuntimeError(
-            f"{name}: The input tensor A must have at least 2 dimensions."
-        )
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
     dims = normalize_dims(dim, A.ndim)
     if dims is None or len(dims) != 2:
         raise RuntimeError(f"{name}: dim must be a 2-tuple. Got {dim}")
@@ -410,7 +412,11 @@ def _matrix_dims(name: str, A: Tensor, dim: Any) -> tuple[int, int]:
 
 
 def matrix_norm(
-    A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,  # noqa: A002
+    A: Tensor,
+    ord: Any = "fro",
+    dim: Any = (-2, -1),
+    keepdim: bool = False,
+    *,  # noqa: A002
     dtype: Any = None,
 ) -> Tensor:
     """The matrix norm over the two dims `dim`: 'fro', 'nuc', 1, -1, 2, -2, inf or -inf."""
@@ -443,7 +449,11 @@ def matrix_norm(
 
 
 def linalg_norm(
-    A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+    A: Tensor,
+    ord: Any = None,
+    dim: Any = None,
+    keepdim: bool = False,
+    *,  # noqa: A002
     dtype: Any = None,
 ) -> Tensor:
     """torch.linalg.norm: a vector norm, or a matrix norm for a 2-D `dim` or a string `ord`."""

@@ -37,12 +37,11 @@ def mh(a: Any) -> Any:
 def check_matrices(name: str, A: Any, square: bool = True, argument: str = "A") -> None:
     """PyTorch's errors for an argument that is not a (batch of square) float matrices."""
     if not isinstance(A, Tensor):
-        raise TypeError(f"{name}(): argument '{argument}' (position 1) must be Tensor, not "
-                        f"{type(A).__name__}")
-    if A.ndim < 2:
-        raise RuntimeError(
-            f"{name}: The input tensor {argument} must have at least 2 dimensions."
+        raise TypeError(
+            f"{name}(): argument '{argument}' (position 1) must be Tensor, not {type(A).__name__}"
         )
+    if A.ndim < 2:
+        raise RuntimeError(f"{name}: The input tensor {argument} must have at least 2 dimensions.")
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(
             f"{name}: {argument} must be batches of square matrices, but they are "
@@ -124,7 +123,6 @@ class LinalgDetBackward0(Op):
     def backward(self, g: Any) -> Any:
         (a,) = self.saved(g)
         if isinstance(g, Tensor):  # differentiable: det(A) A^-H, through recorded ops
-
             cofactors = linalg_solvers.det(a)[..., None, None] * linalg_solvers.inv(a)
             return g[..., None, None] * tensor_mh(cofactors)
         xp = xp_of(a)
@@ -154,7 +152,6 @@ class LinalgSlogdetBackward0(Op):
     def backward(self, g_sign: Any, g: Any) -> Any:
         (a,) = self.saved(g)
         if isinstance(g, Tensor):  # differentiable: A^-H through the recorded inverse
-
             return g[..., None, None] * conj_of(linalg_solvers.inv(a).transpose(-2, -1))
         xp = xp_of(a)
         with quiet():
@@ -296,8 +293,7 @@ class LinalgQrBackward0(Op):
 
 
 # ------------------------------------------------------------ eigenvectors
-def eig_backward(values: Any, vectors: Any, g_values: Any, g_vectors: Any,
-                 hermitian: bool) -> Any:
+def eig_backward(values: Any, vectors: Any, g_values: Any, g_vectors: Any, hermitian: bool) -> Any:
     """The gradient of an eigendecomposition A = V diag(L) V^-1, PyTorch's rule."""
     xp = xp_of(vectors)
     vhgv = mh(vectors) @ g_vectors
@@ -427,9 +423,7 @@ class LinalgSvdBackward0(Op):
             inner = (uhgu * s[..., None, :] + s[..., :, None] * vhgv) / gaps
         inner[..., range(k), range(k)] = gs
         if u.dtype.kind == "c":  # the phase of each singular pair
-            inner[..., range(k), range(k)] += (
-                xp.einsum("...ii->...i", mh(u) @ gu).imag * 1j / s
-            )
+            inner[..., range(k), range(k)] += xp.einsum("...ii->...i", mh(u) @ gu).imag * 1j / s
         grad = u @ inner @ vh
         m, n = u.shape[-2], vh.shape[-1]
         with quiet():
@@ -487,10 +481,11 @@ class LinalgMatrixExpBackward0(Op):
     def backward(self, g: Any) -> Any:
         (a,) = self.saved(g)
         if isinstance(g, Tensor):  # differentiable: the same block, exponentiated on the graph
-
             ah = tensor_mh(a)
-            block = cat([cat([ah, g.to(dtype=a.dtype)], -1),
-                         cat([ah.new_zeros(tuple(ah.shape)), ah], -1)], -2)
+            block = cat(
+                [cat([ah, g.to(dtype=a.dtype)], -1), cat([ah.new_zeros(tuple(ah.shape)), ah], -1)],
+                -2,
+            )
             n = a.shape[-1]
             return linalg_solvers.matrix_exp(block)[..., :n, n:]
         xp = xp_of(a)

@@ -21,8 +21,13 @@ triangular_solve_result = namedtuple("triangular_solve", ["solution", "cloned_co
 lu_unpack_result = namedtuple("lu_unpack", ["P", "L", "U"])
 
 
-def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,  # noqa: N803
-                     unitriangular: bool = False) -> tuple[Tensor, Tensor]:
+def triangular_solve(
+    input: Tensor,
+    A: Tensor,
+    upper: bool = True,
+    transpose: bool = False,  # noqa: N803
+    unitriangular: bool = False,
+) -> tuple[Tensor, Tensor]:
     """(X, A's copy) with A X = input (A^T X = input with transpose), A triangular."""
     warnings.warn(
         "torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangularand will "
@@ -33,8 +38,9 @@ def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bo
     require_tensor("triangular_solve", input)
     require_tensor("triangular_solve", A, "A", 2)
     matrix = A.transpose(-2, -1) if transpose else A
-    solution = solve_triangular(matrix, input, upper=upper != transpose,
-                                unitriangular=unitriangular)
+    solution = solve_triangular(
+        matrix, input, upper=upper != transpose, unitriangular=unitriangular
+    )
     return triangular_solve_result(solution, A.clone())
 
 
@@ -66,8 +72,12 @@ def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:  # noqa: 
     return _linalg_lu_solve(LU_data, LU_pivots, b)
 
 
-def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,  # noqa: N803
-              unpack_pivots: bool = True) -> tuple[Tensor, Tensor, Tensor]:
+def lu_unpack(
+    LU_data: Tensor,
+    LU_pivots: Tensor,
+    unpack_data: bool = True,  # noqa: N803
+    unpack_pivots: bool = True,
+) -> tuple[Tensor, Tensor, Tensor]:
     """(P, L, U) from lu_factor's (LU, pivots): A = P L U, L unit lower, U upper."""
     require_tensor("lu_unpack", LU_data)
     require_tensor("lu_unpack", LU_pivots, "LU_pivots", 2)

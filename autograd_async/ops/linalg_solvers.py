@@ -143,7 +143,7 @@ def _inverse_from_lu(p: Any, lower: Any, upper: Any) -> Any:
     y = xp.linalg.solve(lower, eye)
     x = xp.empty_like(y)
     for i in range(n - 1, -1, -1):
-        rest = (upper[..., i, i + 1:, None] * x[..., i + 1:, :]).sum(-2)
+        rest = (upper[..., i, i + 1 :, None] * x[..., i + 1 :, :]).sum(-2)
         x[..., i, :] = (y[..., i, :] - rest) / upper[..., i, i, None]
     return x @ p.swapaxes(-1, -2)
 
@@ -221,12 +221,12 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     return matmul(inverse, B)
 
 
-def solve_ex(A: Tensor, B: Tensor, *, left: bool = True,
-             check_errors: bool = False) -> tuple[Tensor, Tensor]:
+def solve_ex(
+    A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False
+) -> tuple[Tensor, Tensor]:
     """(solve(A, B), info)."""
     inverse, info = inv_ex(A, check_errors=check_errors)
-    x = matmul(inverse, B.unsqueeze(-1)).squeeze(-1) if _is_vector_rhs(A, B) else matmul(
-        inverse, B)
+    x = matmul(inverse, B.unsqueeze(-1)).squeeze(-1) if _is_vector_rhs(A, B) else matmul(inverse, B)
     return x, info
 
 
@@ -239,8 +239,9 @@ def _triangle(A: Tensor, upper: bool, unitriangular: bool) -> Tensor:
     return part
 
 
-def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
-                     unitriangular: bool = False) -> Tensor:
+def solve_triangular(
+    A: Tensor, B: Tensor, *, upper: bool, left: bool = True, unitriangular: bool = False
+) -> Tensor:
     """X with A X = B (X A = B when left=False) for triangular A (only that triangle is read)."""
     check_matrices("linalg.solve_triangular", A)
     require_tensor("linalg.solve_triangular", B, "B", 2)
@@ -288,8 +289,9 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
 def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     """(L L^H)^-1 from a Cholesky factor L (U^H U when upper)."""
     xp = xp_of(L._data)
-    eye = Tensor._wrap(xp.broadcast_to(xp.eye(L.shape[-1], dtype=L.dtype), L.shape).copy(),
-                       L.device)
+    eye = Tensor._wrap(
+        xp.broadcast_to(xp.eye(L.shape[-1], dtype=L.dtype), L.shape).copy(), L.device
+    )
     return cholesky_solve(eye, L, upper)
 
 
@@ -343,8 +345,9 @@ def old_svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> OldSvd
         m, n = input.shape[-2:]
         zeros_u = xp.zeros(input.shape[:-2] + (m, m), input.dtype)
         zeros_v = xp.zeros(input.shape[:-2] + (n, n), input.dtype)
-        return OldSvdResult(Tensor._wrap(zeros_u, input.device), s,
-                            Tensor._wrap(zeros_v, input.device))
+        return OldSvdResult(
+            Tensor._wrap(zeros_u, input.device), s, Tensor._wrap(zeros_v, input.device)
+        )
     return OldSvdResult(u, s, _mh(vh))
 
 
@@ -407,8 +410,14 @@ def _permutation(pivots: Tensor, m: int) -> Any:
     return out.reshape(pivots.shape[:-1] + (m, m))
 
 
-def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,  # noqa: N803
-             adjoint: bool = False) -> Tensor:
+def lu_solve(
+    LU: Tensor,
+    pivots: Tensor,
+    B: Tensor,
+    *,
+    left: bool = True,  # noqa: N803
+    adjoint: bool = False,
+) -> Tensor:
     """X with A X = B from A's lu_factor (A^H X = B with adjoint; X A = B when left=False)."""
     n = LU.shape[-1]
     p = Tensor._wrap(_permutation(pivots, n).astype(LU.dtype), LU.device)
@@ -431,8 +440,11 @@ def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = Fal
         u, scale, vh = svd(A, full_matrices=False)
     largest = scale.amax(-1, keepdim=True) if scale.shape[-1] else scale.sum(-1, keepdim=True)
     if rtol is None:
-        rtol = (max(A.shape[-2:]) * np.finfo(np.empty(0, A.dtype).real.dtype).eps
-                if atol is None or atol == 0 else 0.0)
+        rtol = (
+            max(A.shape[-2:]) * np.finfo(np.empty(0, A.dtype).real.dtype).eps
+            if atol is None or atol == 0
+            else 0.0
+        )
     cutoff = largest * rtol
     if atol is not None:
         cutoff = cutoff.clamp_min(atol) if not isinstance(atol, Tensor) else cutoff.maximum(atol)
@@ -463,15 +475,19 @@ def lstsq(A: Tensor, B: Tensor, rcond: Any = None, *, driver: Any = None) -> Lst
     return LstsqResult(solution, empty, matrix_rank(A, rtol=rcond), empty)
 
 
-def matrix_rank(A: Tensor, *, atol: Any = None, rtol: Any = None,
-                hermitian: bool = False) -> Tensor:
+def matrix_rank(
+    A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False
+) -> Tensor:
     """How many singular values exceed max(atol, rtol * the largest) (int64)."""
     check_matrices("linalg.matrix_rank", A, square=False)
     values = eigvalsh(A).abs() if hermitian else svdvals(A)
     largest = values.amax(-1, keepdim=True) if values.shape[-1] else values.sum(-1, keepdim=True)
     if rtol is None:
-        rtol = (max(A.shape[-2:]) * np.finfo(np.empty(0, A.dtype).real.dtype).eps
-                if atol is None or atol == 0 else 0.0)
+        rtol = (
+            max(A.shape[-2:]) * np.finfo(np.empty(0, A.dtype).real.dtype).eps
+            if atol is None or atol == 0
+            else 0.0
+        )
     cutoff = (largest * rtol).detach()
     if atol is not None:
         cutoff = cutoff.clamp_min(atol)

@@ -17,8 +17,9 @@ from .pooling import avg_pool2d, avg_pool3d
 from .sampling import pad
 
 
-def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
-                        k: float = 1.0) -> Tensor:
+def local_response_norm(
+    input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0
+) -> Tensor:
     """x / (k + alpha * mean of x**2 over `size` neighbouring channels) ** beta."""
     require_tensor("local_response_norm", input)
     dim = input.ndim
@@ -61,15 +62,14 @@ def _channel_window(channels: int, size: int) -> np.ndarray:
     return window
 
 
-def cross_map_lrn2d(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
-                    k: float = 1.0) -> Tensor:
+def cross_map_lrn2d(
+    input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0
+) -> Tensor:
     """CrossMapLRN2d's normalisation of (N, C, H, W): x * (k + alpha / size * window sum of
     x**2) ** -beta."""
     require_tensor("CrossMapLRN2d", input)
     if input.ndim != 4:
-        raise ValueError(
-            f"CrossMapLRN2d: Expected input to be 4D, got {input.ndim}D instead."
-        )
+        raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.ndim}D instead.")
     channels = input.shape[1]
     xp = xp_of(input._data)
     window = Tensor._wrap(

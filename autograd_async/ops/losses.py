@@ -96,8 +96,7 @@ class NllLossBackward0(Op):
     saved_slots = ("_coef", "_index")
     op_name = "nll_loss"
 
-    def forward(self, x: Any, target: Any, weight: Any, ignore_index: int,
-                reduction: str) -> Any:
+    def forward(self, x: Any, target: Any, weight: Any, ignore_index: int, reduction: str) -> Any:
         xp = xp_of(x)
         axis = 1 if x.ndim > 1 else 0
         keep = target != ignore_index
@@ -132,8 +131,13 @@ class NllLossBackward0(Op):
 
 @batchable
 def nll_loss(
-    input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
-    ignore_index: int = -100, reduce: Any = None, reduction: str = "mean",
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: Any = None,
+    ignore_index: int = -100,
+    reduce: Any = None,
+    reduction: str = "mean",
 ) -> Tensor:
     """Negative log likelihood of class indices under log-probabilities `input`, with class
     weights and ignored targets; input (C), (N, C) or (N, C, d1, ...)."""
@@ -145,8 +149,9 @@ def nll_loss(
     if input.ndim == 1:
         target = target.reshape(())
     _check_target_values(target._data, classes, ignore_index)
-    return NllLossBackward0.apply(input, target, weight=w, ignore_index=ignore_index,
-                                  reduction=reduction)
+    return NllLossBackward0.apply(
+        input, target, weight=w, ignore_index=ignore_index, reduction=reduction
+    )
 
 
 def _check_class_targets(name: str, input: Tensor, target: Tensor) -> int:
@@ -205,11 +210,13 @@ def target_summary(data: Any, ignore_index: int) -> tuple[int, int, int]:
             return low, high, data.size
     keep = data != ignore_index
     limits = np.iinfo(data.dtype)
-    summary = xp.stack((
-        xp.where(keep, data, limits.max).min().astype(np.int64),
-        xp.where(keep, data, limits.min).max().astype(np.int64),
-        keep.sum().astype(np.int64),
-    ))
+    summary = xp.stack(
+        (
+            xp.where(keep, data, limits.max).min().astype(np.int64),
+            xp.where(keep, data, limits.min).max().astype(np.int64),
+            keep.sum().astype(np.int64),
+        )
+    )
     low, high, kept = (int(v) for v in summary.tolist())  # the host synchronisation
     return low, high, kept
 
@@ -230,15 +237,17 @@ def _check_target_values(data: Any, classes: int, ignore_index: int) -> None:
 # ------------------------------------------------------------ cross entropy
 @batchable
 def cross_entropy(
-    input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
-    reduction: str = "mean", label_smoothing: float = 0.0,
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
 ) -> Tensor:
     """Cross entropy beyond the fused class-index case: class weights, label smoothing and
     probability targets, composed of log_softmax and nll_loss as PyTorch defines it."""
     if not 0.0 <= label_smoothing <= 1.0:
-        raise RuntimeError(
-            f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
-        )
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     _tensor_args("cross_entropy", input=input, target=target)
     if input.ndim < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
@@ -277,8 +286,9 @@ def _along(w: Any, axis: int, ndim: int) -> Any:
     return w.reshape((-1,) + (1,) * (ndim - axis - 1))
 
 
-def _probability_targets(logp: Tensor, target: Tensor, weight: Any, axis: int, reduction: str,
-                         label_smoothing: float) -> Tensor:
+def _probability_targets(
+    logp: Tensor, target: Tensor, weight: Any, axis: int, reduction: str, label_smoothing: float
+) -> Tensor:
     classes = logp.shape[axis]
     if label_smoothing > 0:
         target = target * (1 - label_smoothing) + label_smoothing / classes
@@ -339,8 +349,12 @@ class BinaryCrossEntropyBackward0(Op):
 
 
 def binary_cross_entropy(
-    input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
-    reduce: Any = None, reduction: str = "mean",
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
 ) -> Tensor:
     """Binary cross entropy between probabilities `input` and `target` (same shape)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -348,8 +362,10 @@ def binary_cross_entropy(
     _tensor_args("binary_cross_entropy", input=input, target=target)
     _same_size("binary_cross_entropy", input, target)
     if target.dtype != input.dtype:  # PyTorch's kernel takes one dtype for both
-        raise RuntimeError(f"Found dtype {torch_type_name(target.dtype)} but expected "
-                           f"{torch_type_name(input.dtype)}")
+        raise RuntimeError(
+            f"Found dtype {torch_type_name(target.dtype)} but expected "
+            f"{torch_type_name(input.dtype)}"
+        )
     data = input._data
     if data.size and not bool(((data >= 0) & (data <= 1)).all()):
         raise RuntimeError("all elements of input should be between 0 and 1")
@@ -362,8 +378,13 @@ def binary_cross_entropy(
 
 
 def binary_cross_entropy_with_logits(
-    input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
-    reduce: Any = None, reduction: str = "mean", pos_weight: Tensor | None = None,
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+    pos_weight: Tensor | None = None,
 ) -> Tensor:
     """Binary cross entropy on logits: (1 - t) x - (1 + (pos_weight - 1) t) logsigmoid(x)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -399,8 +420,14 @@ def _check_weight(input: Tensor, weight: Any) -> None:
         raise ValueError("Weights and input must have the same size.")
 
 
-def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
-            reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+def l1_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+    weight: Tensor | None = None,
+) -> Tensor:
     """Mean (or sum, or elementwise) absolute error; with `weight`, the weighted mean."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
@@ -413,8 +440,14 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any
     return losses.sum() / weight.sum() if reduction == "mean" else reduce_loss(losses, reduction)
 
 
-def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
-                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
+def smooth_l1_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+    beta: float = 1.0,
+) -> Tensor:
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (l1 when beta is 0)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
@@ -428,8 +461,13 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, redu
     return reduce_loss(losses, reduction)
 
 
-def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
-               weight: Tensor | None = None) -> Tensor:
+def huber_loss(
+    input: Tensor,
+    target: Tensor,
+    reduction: str = "mean",
+    delta: float = 1.0,
+    weight: Tensor | None = None,
+) -> Tensor:
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta), times `weight` when given."""
     check_reduction(reduction)
     _check_weight(input, weight)
@@ -443,8 +481,14 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     return reduce_loss(losses, reduction)
 
 
-def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
-           reduction: str = "mean", log_target: bool = False) -> Tensor:
+def kl_div(
+    input: Tensor,
+    target: Tensor,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+    log_target: bool = False,
+) -> Tensor:
     """KL(target || exp(input)) per element: target (log target - input), reduced."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction, REDUCTIONS + ("batchmean",))
@@ -469,9 +513,15 @@ def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any 
 
 
 # --------------------------------------------------------- ranking losses
-def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
-                        size_average: Any = None, reduce: Any = None,
-                        reduction: str = "mean") -> Tensor:
+def margin_ranking_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: float = 0.0,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+) -> Tensor:
     """max(0, -target (input1 - input2) + margin), reduced."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
@@ -485,9 +535,15 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
     return reduce_loss(losses, reduction)
 
 
-def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
-                          size_average: Any = None, reduce: Any = None,
-                          reduction: str = "mean") -> Tensor:
+def cosine_embedding_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target: Tensor,
+    margin: float = 0.0,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+) -> Tensor:
     """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where it is -1."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)

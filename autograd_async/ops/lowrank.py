@@ -28,8 +28,9 @@ def _floating(A: Tensor) -> Any:
     return A.dtype if A.dtype.kind in "fc" else float32
 
 
-def get_approximate_basis(A: Tensor, q: int, niter: int | None = 2,
-                          M: Tensor | None = None) -> Tensor:
+def get_approximate_basis(
+    A: Tensor, q: int, niter: int | None = 2, M: Tensor | None = None
+) -> Tensor:
     """An orthonormal (m, q) basis whose span approximates that of A - M (power iterations)."""
 
     niter = 2 if niter is None else niter
@@ -44,8 +45,9 @@ def get_approximate_basis(A: Tensor, q: int, niter: int | None = 2,
     return Q
 
 
-def svd_lowrank(A: Tensor, q: int | None = 6, niter: int | None = 2,
-                M: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+def svd_lowrank(
+    A: Tensor, q: int | None = 6, niter: int | None = 2, M: Tensor | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
     """(U, S, V) with A - M ~= U diag(S) V^H, of rank q, by randomised range finding."""
 
     require_tensor("svd_lowrank", A)
@@ -66,8 +68,9 @@ def svd_lowrank(A: Tensor, q: int | None = 6, niter: int | None = 2,
     return U, S, V
 
 
-def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True,
-                niter: int = 2) -> tuple[Tensor, Tensor, Tensor]:
+def pca_lowrank(
+    A: Tensor, q: int | None = None, center: bool = True, niter: int = 2
+) -> tuple[Tensor, Tensor, Tensor]:
     """(U, S, V) of the (column-centred unless center=False) data matrix A, of rank q
     (min(6, m, n) by default): V's columns are the principal directions."""
     require_tensor("pca_lowrank", A)
@@ -85,11 +88,22 @@ def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True,
     return svd_lowrank(A - A.mean(dim=-2, keepdim=True), q, niter=niter, M=None)
 
 
-def lobpcg(A: Tensor, k: int | None = None, B: Tensor | None = None, X: Tensor | None = None,
-           n: int | None = None, iK: Tensor | None = None, niter: int | None = None,  # noqa: N803
-           tol: float | None = None, largest: bool | None = None, method: str | None = None,
-           tracker: Any = None, ortho_iparams: Any = None, ortho_fparams: Any = None,
-           ortho_bparams: Any = None) -> tuple[Tensor, Tensor]:
+def lobpcg(
+    A: Tensor,
+    k: int | None = None,
+    B: Tensor | None = None,
+    X: Tensor | None = None,
+    n: int | None = None,
+    iK: Tensor | None = None,
+    niter: int | None = None,  # noqa: N803
+    tol: float | None = None,
+    largest: bool | None = None,
+    method: str | None = None,
+    tracker: Any = None,
+    ortho_iparams: Any = None,
+    ortho_fparams: Any = None,
+    ortho_bparams: Any = None,
+) -> tuple[Tensor, Tensor]:
     """(E, X): the k largest (or smallest) eigenvalues of the symmetric A x = E B x and their
     B-orthonormal eigenvectors, by LOBPCG's basic method (Rayleigh-Ritz over the iterate, the
     preconditioned residuals and the previous step). Its result carries no gradient."""

@@ -53,10 +53,13 @@ def triplet_margin_with_distance_loss(
     """max(d(a, p) - d(a, n) + margin, 0) for a distance d (pairwise_distance by default)."""
     check_reduction(reduction)
     if margin <= 0:
-        raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, "
-                         f"got {margin} instead")
-    _tensor_args("triplet_margin_with_distance_loss", anchor=anchor, positive=positive,
-                 negative=negative)
+        raise ValueError(
+            f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, "
+            f"got {margin} instead"
+        )
+    _tensor_args(
+        "triplet_margin_with_distance_loss", anchor=anchor, positive=positive, negative=negative
+    )
     _check_triplet_dims(anchor, positive, negative)
     distance = distance_function if distance_function is not None else pairwise_distance
     to_positive = distance(anchor, positive)
@@ -140,7 +143,10 @@ def multi_margin_loss(
 
 
 def multilabel_margin_loss(
-    input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
+    input: Tensor,
+    target: Tensor,
+    size_average: Any = None,
+    reduce: Any = None,
     reduction: str = "mean",
 ) -> Tensor:
     """sum over target classes j and other classes i of max(0, 1 - (x[j] - x[i])) / C.
@@ -151,8 +157,7 @@ def multilabel_margin_loss(
     _tensor_args("multilabel_margin_loss", input=input, target=target)
     if tuple(target.shape) != tuple(input.shape):
         raise RuntimeError(
-            f"inconsistent target size: {list(target.shape)} for input of size: "
-            f"{list(input.shape)}"
+            f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}"
         )
     x = input if input.ndim > 1 else input.reshape(1, -1)
     classes = x.shape[-1]
@@ -175,8 +180,12 @@ def multilabel_margin_loss(
 
 
 def multilabel_soft_margin_loss(
-    input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
-    reduce: Any = None, reduction: str = "mean",
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
 ) -> Tensor:
     """-(y log sigmoid(x) + (1 - y) log sigmoid(-x)), weighted, averaged over classes."""
     reduction = _reduction(size_average, reduce, reduction)
@@ -189,8 +198,12 @@ def multilabel_soft_margin_loss(
 
 
 def hinge_embedding_loss(
-    input: Tensor, target: Tensor, margin: float = 1.0, size_average: Any = None,
-    reduce: Any = None, reduction: str = "mean",
+    input: Tensor,
+    target: Tensor,
+    margin: float = 1.0,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
 ) -> Tensor:
     """x where the target is 1, max(0, margin - x) where it is -1 (both where it is neither)."""
     reduction = _reduction(size_average, reduce, reduction)
@@ -202,7 +215,10 @@ def hinge_embedding_loss(
 
 
 def soft_margin_loss(
-    input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
+    input: Tensor,
+    target: Tensor,
+    size_average: Any = None,
+    reduce: Any = None,
     reduction: str = "mean",
 ) -> Tensor:
     """log(1 + exp(-y x)), reduced."""
@@ -212,8 +228,14 @@ def soft_margin_loss(
 
 
 def poisson_nll_loss(
-    input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
-    size_average: Any = None, eps: float = 1e-8, reduce: Any = None, reduction: str = "mean",
+    input: Tensor,
+    target: Tensor,
+    log_input: bool = True,
+    full: bool = False,
+    size_average: Any = None,
+    eps: float = 1e-8,
+    reduce: Any = None,
+    reduction: str = "mean",
 ) -> Tensor:
     """exp(x) - y x (log_input), or x - y log(x + eps); `full` adds Stirling's term."""
     reduction = _reduction(size_average, reduce, reduction)
@@ -230,14 +252,19 @@ def poisson_nll_loss(
 
 
 def gaussian_nll_loss(
-    input: Tensor, target: Tensor, var: Tensor | float, full: bool = False, eps: float = 1e-6,
+    input: Tensor,
+    target: Tensor,
+    var: Tensor | float,
+    full: bool = False,
+    eps: float = 1e-6,
     reduction: str = "mean",
 ) -> Tensor:
     """0.5 (log(max(var, eps)) + (x - y)^2 / max(var, eps)) (+ 0.5 log(2 pi) when `full`)."""
     check_reduction(reduction)
     if not isinstance(var, Tensor):
-        var = Tensor._wrap(xp_of(input._data).full(input.shape, float(var), input.dtype),
-                           input.device)
+        var = Tensor._wrap(
+            xp_of(input._data).full(input.shape, float(var), input.dtype), input.device
+        )
     if tuple(var.shape) != tuple(input.shape):
         if tuple(input.shape[:-1]) == tuple(var.shape):
             var = var.unsqueeze(-1)

@@ -100,8 +100,9 @@ def _skip_padding(winner: Any, win: Windows) -> Any:
     """
     xp = xp_of(winner)
     inside = np.ones((win.kernel_numel, win.out_numel), dtype=bool)
-    for axis, (k, d, s, lo, o, n) in enumerate(zip(win.kernel, win.dilation, win.stride,
-                                                  win.pad_lo, win.out, win.size)):
+    for axis, (k, d, s, lo, o, n) in enumerate(
+        zip(win.kernel, win.dilation, win.stride, win.pad_lo, win.out, win.size)
+    ):
         coord = np.add.outer(np.arange(k) * d, np.arange(o) * s) - lo  # (k, o)
         shape_k = [1] * len(win.kernel)
         shape_o = [1] * len(win.out)
@@ -120,8 +121,9 @@ def plane_indices(winner: Any, win: Windows) -> Any:
     at_kernel = xp.unravel_index(winner, win.kernel)
     at_window = xp.unravel_index(xp.arange(win.out_numel), win.out)
     flat = None
-    for o, k, s, d, lo, n in zip(at_window, at_kernel, win.stride, win.dilation, win.pad_lo,
-                                 win.size):
+    for o, k, s, d, lo, n in zip(
+        at_window, at_kernel, win.stride, win.dilation, win.pad_lo, win.size
+    ):
         coord = o * s + k * d - lo
         flat = coord if flat is None else flat * n + coord
     return flat.astype(np.int64, copy=False)

@@ -170,7 +170,11 @@ class CrossEntropyLossBackward0(Op):
     saved_inputs = (0,)
 
     def forward(
-        self, x: Any, target: Any, reduction: str, ignore_index: int | None,
+        self,
+        x: Any,
+        target: Any,
+        reduction: str,
+        ignore_index: int | None,
         kept: int | None = None,
     ) -> Any:
         """`ignore_index` None: the caller found that no target equals it (no mask needed);

@@ -78,8 +78,12 @@ def batch_norm(
     require_tensor("batch_norm", input)
     require_kernel_dtype("batch_norm", input)
     channels = input.shape[1] if input.ndim > 1 else 0
-    for name, t in (("running_mean", running_mean), ("running_var", running_var),
-                    ("weight", weight), ("bias", bias)):
+    for name, t in (
+        ("running_mean", running_mean),
+        ("running_var", running_var),
+        ("weight", weight),
+        ("bias", bias),
+    ):
         _check_channel_vector(t, name, channels)
     if input.ndim < 2:
         raise RuntimeError(
@@ -126,8 +130,12 @@ def instance_norm(
             f"input of size {list(input.shape)}"
         )
     channels = input.shape[1]
-    for name, t in (("running_mean", running_mean), ("running_var", running_var),
-                    ("weight", weight), ("bias", bias)):
+    for name, t in (
+        ("running_mean", running_mean),
+        ("running_var", running_var),
+        ("weight", weight),
+        ("bias", bias),
+    ):
         _check_channel_vector(t, name, channels)
     shape = _channel_shape(input)
     dims = tuple(range(2, input.ndim))
@@ -145,8 +153,13 @@ def instance_norm(
     return _affine(out, weight, bias, shape)
 
 
-def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
-               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+def group_norm(
+    input: Tensor,
+    num_groups: int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
     """Normalise (N, C, *) over groups of C / num_groups channels (and all spatial dims)."""
     require_tensor("group_norm", input)
     require_kernel_dtype("GroupNormKernelImpl", input)
@@ -167,8 +180,13 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     return _affine(out.reshape(input.shape), weight, bias, _channel_shape(input))
 
 
-def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None,
-               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+def layer_norm(
+    input: Tensor,
+    normalized_shape: Any,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
     """Normalise over the trailing `normalized_shape` dims, then scale and shift elementwise."""
     require_tensor("layer_norm", input)
     require_kernel_dtype("LayerNormKernelImpl", input)
@@ -195,8 +213,9 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
     return out
 
 
-def _fusable(input: Tensor, weight: Tensor | None, bias: Tensor | None,
-             shape: tuple[int, ...]) -> bool:
+def _fusable(
+    input: Tensor, weight: Tensor | None, bias: Tensor | None, shape: tuple[int, ...]
+) -> bool:
     """Whether the one-node layer norm applies: a float32 or float64 input (its row sums are
     matrix products, which NumPy accumulates in the input's precision), parameters of its dtype
     and device, no empty dims (composed ops keep PyTorch's promotions and nan for those)."""

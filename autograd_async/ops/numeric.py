@@ -35,8 +35,9 @@ def _wrap(array: Any, like: Tensor) -> Tensor:
 def _as_tensor(value: Any, like: Tensor) -> Tensor:
     if isinstance(value, Tensor):
         return value
-    return Tensor._wrap(xp_of(like._data).asarray(value, dtype=array_result_type(
-        like._data, value)), like.device)
+    return Tensor._wrap(
+        xp_of(like._data).asarray(value, dtype=array_result_type(like._data, value)), like.device
+    )
 
 
 # ------------------------------------------------------------- elementwise
@@ -59,9 +60,7 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
     require_tensor("heaviside", input)
     require_tensor("heaviside", values, "values", 2)
     if input.dtype != values.dtype:
-        raise RuntimeError(
-            "heaviside is not yet implemented for tensors with different dtypes"
-        )
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes")
     xp = xp_of(input._data)
     data = input._data
     step = xp.where(data == 0, values._data, data > 0)  # nan is not > 0: 0, as in PyTorch
@@ -117,15 +116,21 @@ def signbit(input: Tensor) -> Tensor:
 
 def float_power(input: Any, exponent: Any) -> Tensor:
     """input ** exponent computed in double precision (complex128 for complex operands)."""
-    wide = np.complex128 if any(
-        (isinstance(v, Tensor) and v.is_complex()) or isinstance(v, complex)
-        for v in (input, exponent)) else np.float64
+    wide = (
+        np.complex128
+        if any(
+            (isinstance(v, Tensor) and v.is_complex()) or isinstance(v, complex)
+            for v in (input, exponent)
+        )
+        else np.float64
+    )
     cast = [v.to(dtype=wide) if isinstance(v, Tensor) else v for v in (input, exponent)]
     return cast[0] ** cast[1] if isinstance(cast[0], Tensor) else cast[1].__rpow__(cast[0])
 
 
-def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
-               neginf: float | None = None) -> Tensor:
+def nan_to_num(
+    input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None
+) -> Tensor:
     """nan, +inf and -inf replaced (by 0 and the dtype's largest and lowest finite values)."""
     require_tensor("nan_to_num", input)
     if input.dtype.kind not in "fc":
@@ -134,10 +139,10 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
     xp = xp_of(input._data)
     data = input._data
     out = where(_wrap(xp.isnan(data), input), float(nan), input)
-    out = where(_wrap(xp.isposinf(data), input), float(info.max if posinf is None else posinf),
-                out)
-    return where(_wrap(xp.isneginf(data), input),
-                 float(info.min if neginf is None else neginf), out)
+    out = where(_wrap(xp.isposinf(data), input), float(info.max if posinf is None else posinf), out)
+    return where(
+        _wrap(xp.isneginf(data), input), float(info.min if neginf is None else neginf), out
+    )
 
 
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
@@ -187,13 +192,17 @@ def trace(input: Tensor) -> Tensor:
     """The sum of the main diagonal of a 2-D tensor."""
     require_tensor("trace", input)
     if input.ndim != 2:
-        raise RuntimeError("trace: expected a matrix, but got tensor with dim "
-                           f"{input.ndim}")
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     return input.diagonal().sum()
 
 
-def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
-         append: Tensor | None = None) -> Tensor:
+def diff(
+    input: Tensor,
+    n: int = 1,
+    dim: int = -1,
+    prepend: Tensor | None = None,
+    append: Tensor | None = None,
+) -> Tensor:
     """The n-th forward difference along `dim` (after prepending and appending)."""
     require_tensor("diff", input)
     if input.ndim == 0:
@@ -258,13 +267,20 @@ def detach(input: Tensor) -> Tensor:
     return input.detach()
 
 
-def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
-        aweights: Tensor | None = None) -> Tensor:
+def cov(
+    input: Tensor,
+    *,
+    correction: int = 1,
+    fweights: Tensor | None = None,
+    aweights: Tensor | None = None,
+) -> Tensor:
     """The covariance matrix of the rows of `input` (variables) over its columns."""
     require_tensor("cov", input)
     if input.ndim > 2:
-        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
-                           f"input with {input.ndim} dimensions")
+        raise RuntimeError(
+            f"cov(): expected input to have two or fewer dimensions but got an "
+            f"input with {input.ndim} dimensions"
+        )
     x = input.reshape(1, -1) if input.ndim < 2 else input
     if x.dtype.kind not in "fc":
         x = x.to(dtype=default_float())
@@ -341,8 +357,12 @@ def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int =
     return pairs.cumsum(axis) * (step / 2)
 
 
-def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
-          compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
+def cdist(
+    x1: Tensor,
+    x2: Tensor,
+    p: float = 2.0,
+    compute_mode: str = "use_mm_for_euclid_dist_if_necessary",
+) -> Tensor:
     """The p-norm distance between each row of x1 and each row of x2 (batched)."""
     require_tensor("cdist", x1, "x1")
     require_tensor("cdist", x2, "x2", 2)
@@ -350,8 +370,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(
-            f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: "
-            f"{x2.shape[-1]}"
+            f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}"
         )
     if p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
@@ -411,16 +430,47 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
 
 
 FUNCTIONS: dict[str, Any] = {
-    "copysign": copysign, "heaviside": heaviside, "fmax": fmax, "fmin": fmin, "gcd": gcd,
-    "lcm": lcm, "signbit": signbit, "float_power": float_power, "nan_to_num": nan_to_num,
-    "addcmul": addcmul, "addcdiv": addcdiv, "trace": trace, "diff": diff,
-    "tensordot": tensordot, "take": take, "cov": cov, "corrcoef": corrcoef,
-    "trapezoid": trapezoid, "trapz": trapezoid, "cumulative_trapezoid": cumulative_trapezoid,
-    "cdist": cdist, "result_type": result_type, "promote_types": promote_types,
-    "can_cast": can_cast, "is_floating_point": is_floating_point, "is_complex": is_complex,
-    "conj": conj, "is_inference": is_inference, "detach": detach,
+    "copysign": copysign,
+    "heaviside": heaviside,
+    "fmax": fmax,
+    "fmin": fmin,
+    "gcd": gcd,
+    "lcm": lcm,
+    "signbit": signbit,
+    "float_power": float_power,
+    "nan_to_num": nan_to_num,
+    "addcmul": addcmul,
+    "addcdiv": addcdiv,
+    "trace": trace,
+    "diff": diff,
+    "tensordot": tensordot,
+    "take": take,
+    "cov": cov,
+    "corrcoef": corrcoef,
+    "trapezoid": trapezoid,
+    "trapz": trapezoid,
+    "cumulative_trapezoid": cumulative_trapezoid,
+    "cdist": cdist,
+    "result_type": result_type,
+    "promote_types": promote_types,
+    "can_cast": can_cast,
+    "is_floating_point": is_floating_point,
+    "is_complex": is_complex,
+    "conj": conj,
+    "is_inference": is_inference,
+    "detach": detach,
 }
 METHODS: dict[str, Any] = {"unfold": unfold}
 # Not Tensor methods in PyTorch.
-NOT_METHODS = ("tensordot", "cdist", "result_type", "promote_types", "can_cast", "trapezoid",
-               "trapz", "cumulative_trapezoid", "is_inference", "detach")
+NOT_METHODS = (
+    "tensordot",
+    "cdist",
+    "result_type",
+    "promote_types",
+    "can_cast",
+    "trapezoid",
+    "trapz",
+    "cumulative_trapezoid",
+    "is_inference",
+    "detach",
+)

@@ -84,7 +84,7 @@ def gather_trailing(
     array of the output's shape).
     """
     lead = input.shape[: input.ndim - dims]
-    planes = input.reshape((math.prod(lead), math.prod(input.shape[input.ndim - dims:])))
+    planes = input.reshape((math.prod(lead), math.prod(input.shape[input.ndim - dims :])))
     if index.ndim > 1:
         index = index.reshape((planes.shape[0], math.prod(out_shape)))
     if values is not None:

@@ -54,12 +54,21 @@ def _unbatch(out: Tensor, input: Tensor, dims: int) -> Tensor:
 
 
 def _pool_windows(
-    x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
-    dims: int, op: str,
+    x: Tensor,
+    kernel_size: Any,
+    stride: Any,
+    padding: Any,
+    dilation: Any,
+    ceil_mode: bool,
+    dims: int,
+    op: str,
 ) -> Windows:
     kernel = expand_param(kernel_size, dims, "kernel_size", op)
-    stride = kernel if stride is None or stride == [] or stride == () else expand_param(
-        stride, dims, "stride", op)
+    stride = (
+        kernel
+        if stride is None or stride == [] or stride == ()
+        else expand_param(stride, dims, "stride", op)
+    )
     pads = expand_param(padding, dims, "padding", op)
     dilation = expand_param(dilation, dims, "dilation", op)
     if any(k <= 0 for k in kernel):
@@ -85,8 +94,17 @@ def _pool_windows(
 
 
 # ------------------------------------------------------------------- max
-def _max_pool(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
-              ceil_mode: bool, return_indices: bool, dims: int, op: str) -> Any:
+def _max_pool(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any,
+    padding: Any,
+    dilation: Any,
+    ceil_mode: bool,
+    return_indices: bool,
+    dims: int,
+    op: str,
+) -> Any:
     x = _check_rank(input, dims, op)
     if dims == 1 and not return_indices:  # PyTorch's one-dimensional kernel takes floats only
         require_kernel_dtype("max_pool1d_impl", x)
@@ -98,25 +116,49 @@ def _max_pool(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilati
     return _unbatch(out, input, dims), _unbatch(indices, input, dims)
 
 
-def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+def max_pool1d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any:
     """Max over sliding windows of (N, C, L); with `return_indices`, also where each max was."""
-    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
-                     1, "max_pool1d")
+    return _max_pool(
+        input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1, "max_pool1d"
+    )
 
 
-def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+def max_pool2d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any:
     """Max over sliding windows of (N, C, H, W); indices are flat within each H x W plane."""
-    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
-                     2, "max_pool2d")
+    return _max_pool(
+        input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2, "max_pool2d"
+    )
 
 
-def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+def max_pool3d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any:
     """Max over sliding windows of (N, C, D, H, W); indices are flat within each volume."""
-    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
-                     3, "max_pool3d")
+    return _max_pool(
+        input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3, "max_pool3d"
+    )
 
 
 # ---------------------------------------------------------------- average
@@ -134,8 +176,17 @@ def _window_counts(win: Windows, include_pad: bool) -> np.ndarray:
     return counts
 
 
-def _avg_pool(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
-              count_include_pad: bool, divisor_override: Any, dims: int, op: str) -> Tensor:
+def _avg_pool(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any,
+    padding: Any,
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Any,
+    dims: int,
+    op: str,
+) -> Tensor:
     x = _check_rank(input, dims, op)
     require_kernel_dtype("avg_pool2d", x, "f", also=("int64",))
     win = _pool_windows(x, kernel_size, stride, padding, 1, ceil_mode, dims, op)
@@ -158,34 +209,74 @@ def _avg_pool(input: Tensor, kernel_size: Any, stride: Any, padding: Any, ceil_m
     return _unbatch(out, input, dims)
 
 
-def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-               ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+def avg_pool1d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Tensor:
     """Mean over sliding windows of (N, C, L)."""
-    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1,
-                     "avg_pool1d")
+    return _avg_pool(
+        input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1, "avg_pool1d"
+    )
 
 
-def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-               ceil_mode: bool = False, count_include_pad: bool = True,
-               divisor_override: int | None = None) -> Tensor:
+def avg_pool2d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Tensor:
     """Mean over sliding windows of (N, C, H, W) (or the sum over `divisor_override`)."""
-    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                     divisor_override, 2, "avg_pool2d")
+    return _avg_pool(
+        input,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+        2,
+        "avg_pool2d",
+    )
 
 
-def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-               ceil_mode: bool = False, count_include_pad: bool = True,
-               divisor_override: int | None = None) -> Tensor:
+def avg_pool3d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Tensor:
     """Mean over sliding windows of (N, C, D, H, W) (or the sum over `divisor_override`)."""
-    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                     divisor_override, 3, "avg_pool3d")
+    return _avg_pool(
+        input,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+        3,
+        "avg_pool3d",
+    )
 
 
 # --------------------------------------------------------------- adaptive
 def _output_size(output_size: Any, size: tuple[int, ...], op: str) -> tuple[int, ...]:
     dims = len(size)
-    values = (output_size,) * dims if output_size is None or isinstance(output_size, int) else (
-        tuple(output_size))
+    values = (
+        (output_size,) * dims
+        if output_size is None or isinstance(output_size, int)
+        else (tuple(output_size))
+    )
     if len(values) == 1:
         values = values * dims
     if len(values) != dims:
@@ -213,12 +304,12 @@ def _averaging_matrix(n: int, out: int) -> np.ndarray:
 def _check_adaptive_rank(input: Tensor, dims: int, op: str) -> None:
     if not isinstance(input, Tensor) or input.ndim not in (dims + 1, dims + 2):
         shape = list(input.shape) if isinstance(input, Tensor) else type(input).__name__
-        raise RuntimeError(
-            f"{op}(): Expected {dims + 1}D or {dims + 2}D tensor, but got {shape}"
-        )
+        raise RuntimeError(f"{op}(): Expected {dims + 1}D or {dims + 2}D tensor, but got {shape}")
     if 0 in input.shape[-dims:]:
-        raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
-                           f"dimensions, but got {list(input.shape)}")
+        raise RuntimeError(
+            f"{op}(): Expected input to have non-zero size for non-batch "
+            f"dimensions, but got {list(input.shape)}"
+        )
 
 
 def _adaptive_avg(input: Tensor, output_size: Any, dims: int, op: str) -> Tensor:
@@ -274,8 +365,10 @@ def max_over_windows(x: Tensor, positions: list[Any], out: tuple[int, ...]) -> t
         shape = list(at.shape[:2]) + [1] * (2 * dims)
         shape[2 + i], shape[2 + dims + i] = at.shape[2:]
         index.append(at.reshape(shape))
-    planes = (xp.arange(n).reshape((n,) + (1,) * (2 * dims + 1)),
-              xp.arange(c).reshape((1, c) + (1,) * (2 * dims)))
+    planes = (
+        xp.arange(n).reshape((n,) + (1,) * (2 * dims + 1)),
+        xp.arange(c).reshape((1, c) + (1,) * (2 * dims)),
+    )
     windows = data[(*planes, *index)]  # (N, C, *out, *k)
     flat_shape = windows.shape[: 2 + dims] + (-1,)
     stacked = windows.reshape(flat_shape)
@@ -289,8 +382,7 @@ def max_over_windows(x: Tensor, positions: list[Any], out: tuple[int, ...]) -> t
     return gather_trailing(x, indices, dims, out), indices
 
 
-def _adaptive_max(input: Tensor, output_size: Any, return_indices: bool, dims: int,
-                  op: str) -> Any:
+def _adaptive_max(input: Tensor, output_size: Any, return_indices: bool, dims: int, op: str) -> Any:
     _check_adaptive_rank(input, dims, op)
     require_kernel_dtype(op, input)
     x = input if input.ndim == dims + 2 else input.unsqueeze(0)

@@ -20,8 +20,9 @@ _AVG = {1: avg_pool1d, 2: avg_pool2d, 3: avg_pool3d}
 _MAX = {1: max_pool1d, 2: max_pool2d, 3: max_pool3d}
 
 
-def _lp_pool(input: Tensor, norm_type: float, kernel_size: Any, stride: Any, ceil_mode: bool,
-             dims: int) -> Tensor:
+def _lp_pool(
+    input: Tensor, norm_type: float, kernel_size: Any, stride: Any, ceil_mode: bool, dims: int
+) -> Tensor:
     require_tensor(f"lp_pool{dims}d", input)
     kernel = expand_param(kernel_size, dims, "kernel_size", f"lp_pool{dims}d")
     if norm_type == math.inf:
@@ -32,19 +33,22 @@ def _lp_pool(input: Tensor, norm_type: float, kernel_size: Any, stride: Any, cei
     return (out.sign() * relu(out.abs())).mul(math.prod(kernel)).pow(1.0 / norm_type)
 
 
-def lp_pool1d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
-              ceil_mode: bool = False) -> Tensor:
+def lp_pool1d(
+    input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False
+) -> Tensor:
     """The p-norm of each sliding window of (N, C, L)."""
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
 
 
-def lp_pool2d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
-              ceil_mode: bool = False) -> Tensor:
+def lp_pool2d(
+    input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False
+) -> Tensor:
     """The p-norm of each sliding window of (N, C, H, W)."""
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
 
 
-def lp_pool3d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
-              ceil_mode: bool = False) -> Tensor:
+def lp_pool3d(
+    input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False
+) -> Tensor:
     """The p-norm of each sliding window of (N, C, D, H, W)."""
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)

@@ -106,8 +106,9 @@ def isreal(input: Tensor) -> Tensor:
     return _wrap(xp.ones(data.shape, dtype=bool), input)
 
 
-def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
-         invert: bool = False) -> Tensor:
+def isin(
+    elements: Any, test_elements: Any, *, assume_unique: bool = False, invert: bool = False
+) -> Tensor:
     """Where each of `elements` occurs in `test_elements` (either may be a number)."""
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError(
@@ -118,8 +119,9 @@ def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
     like = elements if isinstance(elements, Tensor) else test_elements
     xp = xp_of(like._data)
     values = data_of(elements) if isinstance(elements, Tensor) else xp.asarray(elements)
-    tests = data_of(test_elements) if isinstance(test_elements, Tensor) else xp.asarray(
-        test_elements)
+    tests = (
+        data_of(test_elements) if isinstance(test_elements, Tensor) else xp.asarray(test_elements)
+    )
     if values.dtype.kind == "c" or tests.dtype.kind == "c":
         raise NotImplementedError("\"isin_default_cpu\" not implemented for 'ComplexFloat'")
     found = xp.isin(values, tests, assume_unique=assume_unique, invert=invert)

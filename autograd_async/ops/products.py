@@ -62,8 +62,9 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any
     return _scaled_sum("addr", input, outer(vec1, vec2), beta, alpha)
 
 
-def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
-           alpha: Any = 1) -> Tensor:
+def addbmm(
+    input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1
+) -> Tensor:
     """beta * input + alpha * (the sum over the batch of batch1[i] @ batch2[i])."""
     _need_tensor("addbmm", input=input, batch1=batch1, batch2=batch2)
     _need_dims("addbmm", 3, batch1=batch1, batch2=batch2)
@@ -86,9 +87,7 @@ def chain_matmul(*matrices: Tensor) -> Tensor:
     for i, m in enumerate(matrices):
         require_tensor("chain_matmul", m, "matrices", i + 1)
         if m.ndim != 2:
-            raise RuntimeError(
-                f"Tensor dimension is {m.ndim}, expected 2 instead."
-            )
+            raise RuntimeError(f"Tensor dimension is {m.ndim}, expected 2 instead.")
     result = matrices[0]
     for m in matrices[1:]:
         result = result @ m

@@ -30,24 +30,109 @@ _SEQUENCE_PARAMETERS = frozenset({"tensors", "seq", "inputs", "matrices", "array
 
 # First parameters that are not tensors: a failure there is not a wrong-typed tensor.
 _NOT_TENSOR_PARAMETERS = frozenset(
-    {"equation", "size", "sizes", "shape", "shapes", "mean", "dtype", "type1", "from_", "row",
-     "n", "start", "end", "steps", "window_length", "data", "obj", "ndarray", "fill_value",
-     "low", "high", "elements", "M", "N"}
+    {
+        "equation",
+        "size",
+        "sizes",
+        "shape",
+        "shapes",
+        "mean",
+        "dtype",
+        "type1",
+        "from_",
+        "row",
+        "n",
+        "start",
+        "end",
+        "steps",
+        "window_length",
+        "data",
+        "obj",
+        "ndarray",
+        "fill_value",
+        "low",
+        "high",
+        "elements",
+        "M",
+        "N",
+    }
 )
 
 # Functions PyTorch has no out= for: views, functions returning several views or a list.
 OUT_REFUSED = frozenset(
-    {"reshape", "view_as", "flatten", "unflatten", "squeeze", "unsqueeze", "transpose",
-     "swapaxes", "swapdims", "permute", "movedim", "moveaxis", "t", "narrow", "select",
-     "diagonal", "expand", "expand_as", "broadcast_to", "broadcast_tensors", "split", "chunk",
-     "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "split_with_sizes", "atleast_1d",
-     "atleast_2d", "atleast_3d", "meshgrid", "view_as_real", "view_as_complex", "real", "imag",
-     "conj", "adjoint", "detach", "unique", "unique_consecutive", "as_strided", "numel",
-     "is_tensor", "is_floating_point", "is_complex", "result_type", "promote_types",
-     "can_cast", "allclose", "equal", "dropout", "alpha_dropout", "feature_alpha_dropout",
-     "softmax", "log_softmax", "from_numpy", "as_tensor", "tensor", "from_dlpack",
-     "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
-     "randint_like", "nonzero_static", "broadcast_shapes", "is_same_size", "is_nonzero"}
+    {
+        "reshape",
+        "view_as",
+        "flatten",
+        "unflatten",
+        "squeeze",
+        "unsqueeze",
+        "transpose",
+        "swapaxes",
+        "swapdims",
+        "permute",
+        "movedim",
+        "moveaxis",
+        "t",
+        "narrow",
+        "select",
+        "diagonal",
+        "expand",
+        "expand_as",
+        "broadcast_to",
+        "broadcast_tensors",
+        "split",
+        "chunk",
+        "unbind",
+        "tensor_split",
+        "hsplit",
+        "vsplit",
+        "dsplit",
+        "split_with_sizes",
+        "atleast_1d",
+        "atleast_2d",
+        "atleast_3d",
+        "meshgrid",
+        "view_as_real",
+        "view_as_complex",
+        "real",
+        "imag",
+        "conj",
+        "adjoint",
+        "detach",
+        "unique",
+        "unique_consecutive",
+        "as_strided",
+        "numel",
+        "is_tensor",
+        "is_floating_point",
+        "is_complex",
+        "result_type",
+        "promote_types",
+        "can_cast",
+        "allclose",
+        "equal",
+        "dropout",
+        "alpha_dropout",
+        "feature_alpha_dropout",
+        "softmax",
+        "log_softmax",
+        "from_numpy",
+        "as_tensor",
+        "tensor",
+        "from_dlpack",
+        "zeros_like",
+        "ones_like",
+        "empty_like",
+        "full_like",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+        "nonzero_static",
+        "broadcast_shapes",
+        "is_same_size",
+        "is_nonzero",
+    }
 )
 
 OUT_REQUIRES_GRAD_MESSAGE = (
@@ -116,7 +201,12 @@ def _first_parameter(fn: Callable) -> tuple[str | None, str]:
 
 
 def _named_error(
-    name: str, first: str | None, expected: str, args: tuple, kwargs: dict, exc: BaseException,
+    name: str,
+    first: str | None,
+    expected: str,
+    args: tuple,
+    kwargs: dict,
+    exc: BaseException,
 ) -> TypeError | None:
     """PyTorch's TypeError for the failed call, or None when the failure is not the caller's."""
     if isinstance(exc, TypeError) and exc.__traceback__ is not None:
@@ -135,12 +225,10 @@ def _named_error(
     if expected != "Tensor" and isinstance(value, list | tuple):
         i, item = next((i, v) for i, v in enumerate(value) if not isinstance(v, Tensor))
         return TypeError(
-            f"{name}(): expected Tensor as element {i} in argument 0, but got "
-            f"{type(item).__name__}"
+            f"{name}(): expected Tensor as element {i} in argument 0, but got {type(item).__name__}"
         )
     return TypeError(
-        f"{name}(): argument '{first}' (position 1) must be {expected}, not "
-        f"{type(value).__name__}"
+        f"{name}(): argument '{first}' (position 1) must be {expected}, not {type(value).__name__}"
     )
 
 

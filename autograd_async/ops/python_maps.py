@@ -55,9 +55,7 @@ def _operand(name: str, self: Tensor, other: Any) -> np.ndarray:
         raise TypeError(f"{name}(): argument 'tensor' must be Tensor, not {type(other).__name__}")
     _require_cpu(name, other)
     if other.dtype != self.dtype:
-        raise TypeError(
-            f"{name}: expected {type_name(self)} for 'other' (got {type_name(other)})"
-        )
+        raise TypeError(f"{name}: expected {type_name(self)} for 'other' (got {type_name(other)})")
     return expand(other, self.shape)._data  # PyTorch's error for a shape that does not fit
 
 

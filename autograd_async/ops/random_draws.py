@@ -128,16 +128,22 @@ class NormalBackward3(_Normal):
 
 
 def normal(
-    mean: Tensor | float, std: Tensor | float = 1.0, size: Any = None, *,
-    generator: Generator | None = None, dtype: Any = None, device: Any = None,
+    mean: Tensor | float,
+    std: Tensor | float = 1.0,
+    size: Any = None,
+    *,
+    generator: Generator | None = None,
+    dtype: Any = None,
+    device: Any = None,
     requires_grad: bool = False,
 ) -> Tensor:
     """Samples of N(mean, std**2): `mean` and `std` tensors (broadcast) or floats; with two
     floats, `size` gives the shape (and `dtype`, `device`, `requires_grad` apply)."""
     mean_t, std_t = isinstance(mean, Tensor), isinstance(std, Tensor)
     if not (mean_t or std_t):
-        return _normal_of_floats(float(mean), float(std), size, generator, dtype, device,
-                                 requires_grad)
+        return _normal_of_floats(
+            float(mean), float(std), size, generator, dtype, device, requires_grad
+        )
     if size is not None:
         raise TypeError("normal(mean, std, size): size is only taken with a float mean and std")
     if mean_t and std_t:
@@ -163,7 +169,12 @@ def normal(
 
 
 def _normal_of_floats(
-    mean: float, std: float, size: Any, generator: Generator | None, dtype: Any, device: Any,
+    mean: float,
+    std: float,
+    size: Any,
+    generator: Generator | None,
+    dtype: Any,
+    device: Any,
     requires_grad: bool,
 ) -> Tensor:
     if size is None:
@@ -187,7 +198,10 @@ def _normal_of_floats(
 # -------------------------------------------------------------- multinomial
 @enters_device
 def multinomial(
-    input: Tensor, num_samples: int, replacement: bool = False, *,
+    input: Tensor,
+    num_samples: int,
+    replacement: bool = False,
+    *,
     generator: Generator | None = None,
 ) -> Tensor:
     """Indices of categories drawn with probabilities proportional to each row of `input` (1-D

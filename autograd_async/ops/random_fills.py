@@ -31,8 +31,14 @@ Draw = Callable[..., Any]
 
 # The C++ names PyTorch's range checks print (`to - 1 is out of bounds for signed char`).
 _CPP_NAMES = {
-    "float16": "c10::Half", "float32": "float", "float64": "double", "int8": "signed char",
-    "uint8": "unsigned char", "int16": "short", "int32": "int", "int64": "long int",
+    "float16": "c10::Half",
+    "float32": "float",
+    "float64": "double",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "int16": "short",
+    "int32": "int",
+    "int64": "long int",
     "bool": "bool",
 }
 P_RANGE_MESSAGE = "Expected p_in >= 0 && p_in <= 1 to be true, but got false."
@@ -47,7 +53,7 @@ def require_floating(input: Tensor, kernel: str) -> None:
     """PyTorch's NotImplementedError for a kernel that has no integer or bool version."""
     if input.dtype.kind != "f":
         raise NotImplementedError(
-            f'"{kernel}" not implemented for \'{torch_type_name(input.dtype)}\''
+            f"\"{kernel}\" not implemented for '{torch_type_name(input.dtype)}'"
         )
 
 
@@ -214,7 +220,11 @@ def normal_(
 
 @enters_device
 def uniform_(
-    input: Tensor, from_: float = 0.0, to: float = 1.0, *, generator: Generator | None = None,
+    input: Tensor,
+    from_: float = 0.0,
+    to: float = 1.0,
+    *,
+    generator: Generator | None = None,
     **kwargs: float,
 ) -> Tensor:
     """Fill with samples of U[from, to), in place (floating tensors); `from` may be a keyword,
@@ -229,8 +239,7 @@ def uniform_(
         )
     span = high - low
 
-    return fill_with(input, UniformBackward0,
-                     scaled_draw(generator, "random_uniform", span, low))
+    return fill_with(input, UniformBackward0, scaled_draw(generator, "random_uniform", span, low))
 
 
 def _keyword_from(kwargs: dict, default: Any, op: str) -> Any:
@@ -299,7 +308,10 @@ def log_normal_(
 
 @enters_device
 def cauchy_(
-    input: Tensor, median: float = 0.0, sigma: float = 1.0, *,
+    input: Tensor,
+    median: float = 0.0,
+    sigma: float = 1.0,
+    *,
     generator: Generator | None = None,
 ) -> Tensor:
     """Fill with samples of the Cauchy distribution around `median` of scale `sigma`."""
@@ -312,8 +324,7 @@ def cauchy_(
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
 
-    return fill_with(input, CauchyBackward0,
-                     scaled_draw(generator, "random_cauchy", sigma, median))
+    return fill_with(input, CauchyBackward0, scaled_draw(generator, "random_cauchy", sigma, median))
 
 
 # ------------------------------------------------------------------- random_
@@ -380,7 +391,8 @@ def _check_random_bounds(dtype: np.dtype, low: int, high: int, to_given: bool) -
                     f"{what} is out of bounds [-(2^{digits}), 2^{digits}]. Due to precision "
                     f"limitations {name} can support discrete uniform distribution only within "
                     "this range.",
-                    UserWarning, stacklevel=4,
+                    UserWarning,
+                    stacklevel=4,
                 )
         return
     info = (0, 1) if dtype.kind == "b" else (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))

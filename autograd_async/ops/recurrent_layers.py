@@ -24,9 +24,19 @@ from .aten_thresholds import dropout as _dropout
 from .rnn import recurrent_layer
 
 
-def run_layers(mode: str, rows: Tensor, batch_sizes: tuple[int, ...], h0: Tensor,
-               c0: Tensor | None, params: Sequence[Tensor], has_biases: bool, num_layers: int,
-               dropout: float, train: bool, bidirectional: bool) -> tuple:
+def run_layers(
+    mode: str,
+    rows: Tensor,
+    batch_sizes: tuple[int, ...],
+    h0: Tensor,
+    c0: Tensor | None,
+    params: Sequence[Tensor],
+    has_biases: bool,
+    num_layers: int,
+    dropout: float,
+    train: bool,
+    bidirectional: bool,
+) -> tuple:
     """Every layer over packed rows: (rows out, h_n, c_n or None)."""
     directions = 2 if bidirectional else 1
     projected = c0 is not None and h0.shape[-1] != c0.shape[-1]
@@ -43,12 +53,19 @@ def run_layers(mode: str, rows: Tensor, batch_sizes: tuple[int, ...], h0: Tensor
         outs = []
         for direction in range(directions):
             index = layer * directions + direction
-            w = params[index * stride:(index + 1) * stride]
+            w = params[index * stride : (index + 1) * stride]
             b_ih, b_hh = (w[2], w[3]) if has_biases else (None, None)
             result = recurrent_layer(
-                mode, rows, batch_sizes, h_states[index],
+                mode,
+                rows,
+                batch_sizes,
+                h_states[index],
                 c_states[index] if c_states is not None else None,
-                w[0], w[1], b_ih, b_hh, w[-1] if projected else None,
+                w[0],
+                w[1],
+                b_ih,
+                b_hh,
+                w[-1] if projected else None,
                 reverse=direction == 1,
             )
             outs.append(result[0])
@@ -61,24 +78,56 @@ def run_layers(mode: str, rows: Tensor, batch_sizes: tuple[int, ...], h0: Tensor
     return rows, stack(h_finals, 0), stack(c_finals, 0) if c_states is not None else None
 
 
-def _padded(mode: str, input: Tensor, h0: Tensor, c0: Tensor | None, params: Sequence[Tensor],
-            has_biases: bool, num_layers: int, dropout: float, train: bool,
-            bidirectional: bool, batch_first: bool) -> tuple:
+def _padded(
+    mode: str,
+    input: Tensor,
+    h0: Tensor,
+    c0: Tensor | None,
+    params: Sequence[Tensor],
+    has_biases: bool,
+    num_layers: int,
+    dropout: float,
+    train: bool,
+    bidirectional: bool,
+    batch_first: bool,
+) -> tuple:
     seq = input.transpose(0, 1) if batch_first else input
     steps, batch = seq.shape[0], seq.shape[1]
     rows = seq.reshape(steps * batch, seq.shape[2])
-    out, h_n, c_n = run_layers(mode, rows, (batch,) * steps, h0, c0, params, has_biases,
-                               num_layers, dropout, train, bidirectional)
+    out, h_n, c_n = run_layers(
+        mode,
+        rows,
+        (batch,) * steps,
+        h0,
+        c0,
+        params,
+        has_biases,
+        num_layers,
+        dropout,
+        train,
+        bidirectional,
+    )
     out = out.reshape(steps, batch, out.shape[-1])
     return (out.transpose(0, 1) if batch_first else out), h_n, c_n
 
 
-def _packed(mode: str, data: Tensor, batch_sizes: Tensor, h0: Tensor, c0: Tensor | None,
-            params: Sequence[Tensor], has_biases: bool, num_layers: int, dropout: float,
-            train: bool, bidirectional: bool) -> tuple:
+def _packed(
+    mode: str,
+    data: Tensor,
+    batch_sizes: Tensor,
+    h0: Tensor,
+    c0: Tensor | None,
+    params: Sequence[Tensor],
+    has_biases: bool,
+    num_layers: int,
+    dropout: float,
+    train: bool,
+    bidirectional: bool,
+) -> tuple:
     sizes = tuple(int(b) for b in batch_sizes.tolist())
-    return run_layers(mode, data, sizes, h0, c0, params, has_biases, num_layers, dropout,
-                      train, bidirectional)
+    return run_layers(
+        mode, data, sizes, h0, c0, params, has_biases, num_layers, dropout, train, bidirectional
+    )
 
 
 def lstm(input: Tensor, *args: Any) -> tuple[Tensor, Tensor, Tensor]:

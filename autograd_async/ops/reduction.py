@@ -34,7 +34,6 @@ max_result = namedtuple("max", ["values", "indices"])
 min_result = namedtuple("min", ["values", "indices"])
 
 
-
 def normalize_dim(dim: int, ndim: int) -> int:
     """`dim` as a non-negative axis, or PyTorch's IndexError for one out of range."""
     lo, hi = (-ndim, ndim - 1) if ndim else (-1, 0)
@@ -395,7 +394,11 @@ def _correction(unbiased: Any, correction: Any) -> Any:
 
 
 def var(
-    input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+    input: Tensor,
+    dim: Any = None,
+    unbiased: Any = None,
+    keepdim: bool = False,
+    *,
     correction: Any = None,
 ) -> Tensor:
     """Variance over `dim` with `correction` (1: Bessel's, the default) or `unbiased`."""
@@ -409,7 +412,11 @@ def var(
 
 
 def std(
-    input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+    input: Tensor,
+    dim: Any = None,
+    unbiased: Any = None,
+    keepdim: bool = False,
+    *,
     correction: Any = None,
 ) -> Tensor:
     """Standard deviation over `dim` with `correction` (1 by default) or `unbiased`."""
@@ -423,7 +430,11 @@ def std(
 
 
 def var_mean(
-    input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+    input: Tensor,
+    dim: Any = None,
+    unbiased: Any = None,
+    keepdim: bool = False,
+    *,
     correction: Any = None,
 ) -> tuple[Tensor, Tensor]:
     """(var, mean) over `dim`, with var's `correction`/`unbiased`."""
@@ -435,7 +446,11 @@ def var_mean(
 
 
 def std_mean(
-    input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+    input: Tensor,
+    dim: Any = None,
+    unbiased: Any = None,
+    keepdim: bool = False,
+    *,
     correction: Any = None,
 ) -> tuple[Tensor, Tensor]:
     """(std, mean) over `dim`, with std's `correction`/`unbiased`."""

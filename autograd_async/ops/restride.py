@@ -93,11 +93,11 @@ def resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
     count = math.prod(shape)
     flat, offset = _storage(self)
     if offset + count <= flat.size:
-        data = flat[offset:offset + count].reshape(shape)
+        data = flat[offset : offset + count].reshape(shape)
     else:
         data = xp_of(flat).zeros(count, dtype=flat.dtype)
-        kept = flat[offset:offset + count]
-        data[:kept.size] = kept
+        kept = flat[offset : offset + count]
+        data[: kept.size] = kept
         data = data.reshape(shape)
         self._base = None  # new memory: no longer shared with a base
         self._version_source = None
@@ -182,9 +182,7 @@ def set_(
         data = source._data
         if size is not None:
             data = _strided(source, storage_offset, size, stride)
-    recording = grad_enabled.get() and (
-        self._rg or (source is not None and source._rg)
-    )
+    recording = grad_enabled.get() and (self._rg or (source is not None and source._rg))
     if recording:
         node = SetBackward.apply(self, source if source is not None else self.detach()).grad_fn
         rebase_history(self, node)
@@ -209,7 +207,7 @@ def _strided(source: Tensor, offset: int, size: Any, stride: Any) -> Any:
             f"and itemsize {itemsize} requiring a storage size of {needed * itemsize} are out of "
             f"bounds for storage of size {(flat.size - own) * itemsize}"
         )
-    start = flat[own + offset:]
+    start = flat[own + offset :]
     strides = tuple(s * itemsize for s in stride)
     return xp_of(flat).lib.stride_tricks.as_strided(start, shape=size, strides=strides)
 

@@ -36,9 +36,7 @@ def _pad_slices(shape: tuple[int, ...], pads: tuple[tuple[int, int], ...]) -> tu
 def constant_pad_array(x: Any, pads: tuple[tuple[int, int], ...], value: float) -> Any:
     """`x` with its last len(pads) dims padded (negative: cropped) by (before, after) pads."""
     lead = x.ndim - len(pads)
-    shape = x.shape[:lead] + tuple(
-        n + lo + hi for n, (lo, hi) in zip(x.shape[lead:], pads)
-    )
+    shape = x.shape[:lead] + tuple(n + lo + hi for n, (lo, hi) in zip(x.shape[lead:], pads))
     out = xp_of(x).full(shape, value, dtype=x.dtype)
     src, dst = _pad_slices(x.shape, pads)
     out[dst] = x[src]
@@ -129,16 +127,14 @@ def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = N
     if mode not in _NON_CONSTANT:
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if value:
-        raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument")
+        raise ValueError(f'Padding mode "{mode}" doesn\'t take in value argument')
     _check_non_constant(input, pads, mode)
     if mode != "circular":
         kernel = "reflection" if mode == "reflect" else "replication"
         require_kernel_dtype(f"{kernel}_pad{len(pads)}d", input, "fiuc")
     lead = input.ndim - len(pads)
     size = input.shape[lead:]
-    index = _joint_index(
-        [_source_index(n, lo, hi, mode) for n, (lo, hi) in zip(size, pads)], size
-    )
+    index = _joint_index([_source_index(n, lo, hi, mode) for n, (lo, hi) in zip(size, pads)], size)
     out_size = tuple(n + lo + hi for n, (lo, hi) in zip(size, pads))
     return gather_trailing(input, xp_of(input._data).asarray(index), len(pads), out_size)
 
@@ -155,10 +151,13 @@ def _joint_index(per_dim: list[np.ndarray], size: tuple[int, ...]) -> np.ndarray
 _SPATIAL = {"linear": 1, "bilinear": 2}
 _MODES = ("nearest", "nearest-exact", "linear", "bilinear", "area")
 # PyTorch's kernel for each mode (and spatial rank, for nearest), named in its dtype errors.
-_KERNELS = {"nearest": "compute_indices_weights_nearest",
-            "linear": "compute_indices_weights_linear", "area": "adaptive_avg_pool2d",
-            ("nearest", 2): "upsample_nearest2d_channels_last",
-            "bilinear": "upsample_bilinear2d_channels_last"}
+_KERNELS = {
+    "nearest": "compute_indices_weights_nearest",
+    "linear": "compute_indices_weights_linear",
+    "area": "adaptive_avg_pool2d",
+    ("nearest", 2): "upsample_nearest2d_channels_last",
+    "bilinear": "upsample_bilinear2d_channels_last",
+}
 
 
 def _check_interpolate_dtype(input: Tensor, mode: str) -> None:
@@ -230,9 +229,15 @@ def _linear_matrix(n: int, out: int, scale: float | None, align_corners: bool) -
     return matrix
 
 
-def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
-                mode: str = "nearest", align_corners: bool | None = None,
-                recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:
+def interpolate(
+    input: Tensor,
+    size: Any = None,
+    scale_factor: Any = None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
+) -> Tensor:
     """Resize the spatial dims of (N, C, *spatial) by `size` or `scale_factor`."""
     require_tensor("interpolate", input)
     if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
@@ -265,8 +270,10 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         return pool(input, sizes)
     if mode.startswith("nearest"):
         index = _joint_index(
-            [_nearest_index(n, o, s, mode == "nearest-exact")
-             for n, o, s in zip(spatial, sizes, scales)],
+            [
+                _nearest_index(n, o, s, mode == "nearest-exact")
+                for n, o, s in zip(spatial, sizes, scales)
+            ],
             spatial,
         )
         return gather_trailing(input, xp.asarray(index), len(spatial), sizes)
@@ -285,8 +292,9 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
     return out
 
 
-def _resample_image(input: Tensor, spatial: tuple, sizes: tuple, scales: tuple,
-                    align_corners: bool) -> Tensor:
+def _resample_image(
+    input: Tensor, spatial: tuple, sizes: tuple, scales: tuple, align_corners: bool
+) -> Tensor:
     """Bilinear resampling of a uint8 image as PyTorch's uint8 kernel does it: integer weights
     of 15 significant bits, one pass per dim (width first), each rounded back to uint8."""
     xp = xp_of(input._data)
@@ -296,8 +304,9 @@ def _resample_image(input: Tensor, spatial: tuple, sizes: tuple, scales: tuple,
         bits = 0
         while bits < 22 and int(0.5 + weights.max() * (1 << (bits + 1))) < 1 << 15:
             bits += 1
-        fixed = xp.asarray(np.trunc(weights * (1 << bits) + np.copysign(0.5, weights)),
-                           dtype=np.int64)
+        fixed = xp.asarray(
+            np.trunc(weights * (1 << bits) + np.copysign(0.5, weights)), dtype=np.int64
+        )
         moved = xp.moveaxis(out, axis + 2, -1)
         total = (moved @ fixed.T + (1 << (bits - 1))) >> bits
         out = xp.moveaxis(xp.clip(total, 0, 255), -1, axis + 2)

@@ -21,8 +21,9 @@ from .dual import data_of, xp_of
 from .elementwise import where
 
 
-def _write_region(name: str, input: Tensor, src: Tensor,
-                  region_of: Callable[[Tensor], Tensor]) -> Tensor:
+def _write_region(
+    name: str, input: Tensor, src: Tensor, region_of: Callable[[Tensor], Tensor]
+) -> Tensor:
     """A copy of `input` whose region `region_of(copy)` holds `src` (of the region's shape)."""
     require_tensor(name, input)
     require_tensor(name, src, "src", 2)
@@ -42,9 +43,16 @@ def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
     return _write_region("select_scatter", input, src, lambda t: t.select(dim, index))
 
 
-def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None,
-                  end: int | None = None, step: int = 1) -> Tensor:
+def slice_scatter(
+    input: Tensor,
+    src: Tensor,
+    dim: int = 0,
+    start: int | None = None,
+    end: int | None = None,
+    step: int = 1,
+) -> Tensor:
     """`input` with the slice start:end:step of dim `dim` replaced by `src`."""
+
     def region(t: Tensor) -> Tensor:
         key = (slice(None),) * (dim % max(t.ndim, 1)) + (slice(start, end, step),)
         return t[key]
@@ -52,18 +60,20 @@ def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = 
     return _write_region("slice_scatter", input, src, region)
 
 
-def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
-                     dim2: int = 1) -> Tensor:
+def diagonal_scatter(
+    input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1
+) -> Tensor:
     """`input` with its diagonal (as `diagonal(offset, dim1, dim2)` takes it) replaced by src."""
-    return _write_region("diagonal_scatter", input, src,
-                         lambda t: t.diagonal(offset, dim1, dim2))
+    return _write_region("diagonal_scatter", input, src, lambda t: t.diagonal(offset, dim1, dim2))
 
 
-def as_strided_scatter(input: Tensor, src: Tensor, size: Any, stride: Any,
-                       storage_offset: int | None = None) -> Tensor:
+def as_strided_scatter(
+    input: Tensor, src: Tensor, size: Any, stride: Any, storage_offset: int | None = None
+) -> Tensor:
     """`input` with the elements `as_strided(size, stride, storage_offset)` replaced by src."""
-    return _write_region("as_strided_scatter", input, src,
-                         lambda t: t.as_strided(size, stride, storage_offset))
+    return _write_region(
+        "as_strided_scatter", input, src, lambda t: t.as_strided(size, stride, storage_offset)
+    )
 
 
 def _fill_value(name: str, value: Any, like: Tensor) -> Any:
@@ -131,9 +141,7 @@ def _long_indices(indices: Any, input: Tensor) -> list[Tensor]:
         else:
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
     if len(out) > input.ndim:
-        raise IndexError(
-            f"too many indices for tensor of dimension {input.ndim} (got {len(out)})"
-        )
+        raise IndexError(f"too many indices for tensor of dimension {input.ndim} (got {len(out)})")
     return out
 
 
@@ -152,13 +160,12 @@ def index_put(input: Tensor, indices: Any, values: Tensor, accumulate: bool = Fa
         return out
     index = _long_indices(indices, input)
     lead = tuple(input.shape[: len(index)])
-    rest = tuple(input.shape[len(index):])
+    rest = tuple(input.shape[len(index) :])
     broadcast = broadcast_tensors(*index)
     flat = broadcast[0].new_zeros(broadcast[0].shape)
     for i, size in zip(broadcast, lead, strict=True):
         flat = flat * size + i % size
-    rows = values.to(dtype=input.dtype).expand(tuple(flat.shape) + rest).reshape(
-        (-1,) + rest)
+    rows = values.to(dtype=input.dtype).expand(tuple(flat.shape) + rest).reshape((-1,) + rest)
     merged = input.reshape((math.prod(lead),) + rest).index_add(0, flat.reshape(-1), rows)
     return merged.reshape(tuple(input.shape))
 
@@ -210,8 +217,15 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     return out
 
 
-def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
-                 include_self: bool = True) -> Tensor:
+def index_reduce(
+    input: Tensor,
+    dim: int,
+    index: Tensor,
+    source: Tensor,
+    reduce: str,
+    *,
+    include_self: bool = True,
+) -> Tensor:
     """Reduce the slices of `source` into `input` at `index` along `dim` (prod, mean, amax,
     amin), as scatter_reduce does with the index spread over each slice."""
     require_tensor("index_reduce", input)
@@ -223,8 +237,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
             f"{reduce}."
         )
     if index.ndim > 1:
-        raise IndexError("index_reduce_(): Index should have dimension 1 or 0 (got "
-                         f"{index.ndim})")
+        raise IndexError(f"index_reduce_(): Index should have dimension 1 or 0 (got {index.ndim})")
     ndim = max(source.ndim, 1)
     axis = dim % ndim
     shape = [1] * source.ndim

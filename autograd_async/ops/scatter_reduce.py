@@ -21,13 +21,13 @@ _UFUNCS = {"sum": "add", "prod": "multiply", "mean": "add", "amax": "maximum", "
 
 
 class ScatterReduceBackward0(Op):
-    __slots__ = ("_key", "_reduce", "_include", "_counts", "_input", "_src", "_out",
-                 "_src_shape")
+    __slots__ = ("_key", "_reduce", "_include", "_counts", "_input", "_src", "_out", "_src_shape")
     op_name = "scatter_reduce"
     saved_slots = ("_counts", "_input", "_src", "_out")
 
-    def forward(self, a: Any, src: Any, key: tuple, shape: tuple, reduce: str,
-                include_self: bool) -> Any:
+    def forward(
+        self, a: Any, src: Any, key: tuple, shape: tuple, reduce: str, include_self: bool
+    ) -> Any:
         xp = xp_of(a)
         self._key, self._reduce, self._include = key, reduce, include_self
         self._src_shape = src.shape
@@ -38,8 +38,11 @@ class ScatterReduceBackward0(Op):
         if not include_self:  # the reduction's identity where src lands
             identity = {"sum": 0, "mean": 0, "prod": 1}.get(reduce)
             if identity is None:
-                identity = (-np.inf if reduce == "amax" else np.inf) if a.dtype.kind == "f" else (
-                    np.iinfo(a.dtype).min if reduce == "amax" else np.iinfo(a.dtype).max)
+                identity = (
+                    (-np.inf if reduce == "amax" else np.inf)
+                    if a.dtype.kind == "f"
+                    else (np.iinfo(a.dtype).min if reduce == "amax" else np.iinfo(a.dtype).max)
+                )
             out[touched] = identity
         getattr(np, _UFUNCS[reduce]).at(out, key, src)
         counts = xp.full(a.shape, 1 if include_self else 0, np.int64)
@@ -86,8 +89,9 @@ class ScatterReduceBackward0(Op):
         return g_input.astype(g.dtype, copy=False), full_src
 
 
-def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
-                   include_self: bool = True) -> Tensor:
+def scatter_reduce(
+    input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True
+) -> Tensor:
     """`input` with `src` reduced in at `index` along `dim` by sum, prod, mean, amax or amin."""
     require_tensor("scatter_reduce", input)
     require_tensor("scatter_reduce", src, "src", 4)
@@ -104,12 +108,20 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         )
     axis = normalize_dim(dim, max(input.ndim, 1))
     key = grid_key(index._data, axis)
-    return ScatterReduceBackward0.apply(input, src, key=key, shape=tuple(index.shape),
-                                        reduce=reduce, include_self=include_self)
+    return ScatterReduceBackward0.apply(
+        input, src, key=key, shape=tuple(index.shape), reduce=reduce, include_self=include_self
+    )
 
 
-def scatter_with_reduce(input: Tensor, dim: int, index: Tensor, src: Any = None, *,
-                        value: Any = None, reduce: str | None = None) -> Tensor:
+def scatter_with_reduce(
+    input: Tensor,
+    dim: int,
+    index: Tensor,
+    src: Any = None,
+    *,
+    value: Any = None,
+    reduce: str | None = None,
+) -> Tensor:
     """torch.scatter, with the older `reduce='add'|'multiply'` as scatter_reduce's sum, prod."""
     if reduce is None:
         return scatter(input, dim, index, src, value=value)
@@ -117,8 +129,9 @@ def scatter_with_reduce(input: Tensor, dim: int, index: Tensor, src: Any = None,
         raise RuntimeError(f"reduce argument must be either add or multiply. Got {reduce}")
     if not isinstance(src, Tensor):
         fill = value if src is None else src
-        src = Tensor._wrap(xp_of(input._data).full(index.shape, fill, dtype=input.dtype),
-                           input.device)
+        src = Tensor._wrap(
+            xp_of(input._data).full(index.shape, fill, dtype=input.dtype), input.device
+        )
     return scatter_reduce(input, dim, index, src, "sum" if reduce == "add" else "prod")
 
 

@@ -298,8 +298,10 @@ def view_dtype(input: Tensor, dtype: Any) -> Tensor:
     data = input._data
     old, new = data.dtype.itemsize, target.itemsize
     if old != new:
-        what = (f"to view {torch_type_name(data.dtype)} as {torch_type_name(target)} (different "
-                "element sizes)")
+        what = (
+            f"to view {torch_type_name(data.dtype)} as {torch_type_name(target)} (different "
+            "element sizes)"
+        )
         if data.ndim == 0:
             raise RuntimeError(f"self.dim() cannot be 0 {what}")
         stride = data.strides[-1] // old
@@ -309,17 +311,22 @@ def view_dtype(input: Tensor, dtype: Any) -> Tensor:
             ratio = new // old
             if data.shape[-1] % ratio:
                 raise RuntimeError(
-                    f"self.size(-1) must be divisible by {ratio} {what}, but got "
-                    f"{data.shape[-1]}"
+                    f"self.size(-1) must be divisible by {ratio} {what}, but got {data.shape[-1]}"
                 )
             offset = storage_offset(input)
             if offset % ratio:
                 raise RuntimeError(
                     f"self.storage_offset() must be divisible by {ratio} {what}, but got {offset}"
                 )
-    out = data.view(target) if old == new or data.shape[-1] != 1 or data.flags.c_contiguous else (
-        xp_of(data).lib.stride_tricks.as_strided(data, strides=data.strides[:-1] + (old,)).view(
-            target))
+    out = (
+        data.view(target)
+        if old == new or data.shape[-1] != 1 or data.flags.c_contiguous
+        else (
+            xp_of(data)
+            .lib.stride_tricks.as_strided(data, strides=data.strides[:-1] + (old,))
+            .view(target)
+        )
+    )
     base = input._base if input._base is not None else input
     return Tensor._wrap(out, input.device, None, 0, base)
 
@@ -471,9 +478,7 @@ def cat(tensors: Any, dim: int = 0) -> Tensor:
     tensors = _tensor_list(tensors, "cat")
     for i, x in enumerate(tensors):
         if x.ndim == 0:
-            raise RuntimeError(
-                f"zero-dimensional tensor (at position {i}) cannot be concatenated"
-            )
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
     first = tensors[0]
     axis = normalize_dim(dim, first.ndim)
     for i, x in enumerate(tensors[1:], 1):
@@ -511,8 +516,9 @@ def _split(input: Tensor, bounds: list, axis: int, op: type) -> tuple:
 
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple:
     """Pieces of `split_size_or_sections` along `dim` (an int size, or a list of sizes)."""
-    return _split_pieces(tensor, split_size_or_sections, dim, (SplitBackward0,
-                                                               SplitWithSizesBackward0))
+    return _split_pieces(
+        tensor, split_size_or_sections, dim, (SplitBackward0, SplitWithSizesBackward0)
+    )
 
 
 def split_with_sizes(input: Tensor, split_sizes: Any, dim: int = 0) -> tuple:
@@ -522,14 +528,16 @@ def split_with_sizes(input: Tensor, split_sizes: Any, dim: int = 0) -> tuple:
 
 def unsafe_split(input: Tensor, split_size: Any, dim: int = 0) -> tuple:
     """split whose pieces autograd does not track as views (see UnsafeSplitBackward0)."""
-    return _split_pieces(input, split_size, dim, (UnsafeSplitBackward0,
-                                                  UnsafeSplitWithSizesBackward0))
+    return _split_pieces(
+        input, split_size, dim, (UnsafeSplitBackward0, UnsafeSplitWithSizesBackward0)
+    )
 
 
 def unsafe_split_with_sizes(input: Tensor, split_sizes: Any, dim: int = 0) -> tuple:
     """split_with_sizes whose pieces autograd does not track as views."""
-    return _split_pieces(input, list(split_sizes), dim, (UnsafeSplitBackward0,
-                                                         UnsafeSplitWithSizesBackward0))
+    return _split_pieces(
+        input, list(split_sizes), dim, (UnsafeSplitBackward0, UnsafeSplitWithSizesBackward0)
+    )
 
 
 def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:

@@ -36,31 +36,44 @@ REAL_OUTPUT_WARNING = (
 )
 
 
-def _call(name: str, input: Tensor, n_fft: int, hop: int, win: int, window: Any,
-          **flags: Any) -> str:
+def _call(
+    name: str, input: Tensor, n_fft: int, hop: int, win: int, window: Any, **flags: Any
+) -> str:
     """The call as PyTorch's stft/istft errors show it."""
     shown = "None" if window is None else f"{torch_description(window)[1:-1]}"
     text = ", ".join(f"{k}={'None' if v is None else int(v)}" for k, v in flags.items())
-    return (f"{name}({torch_description(input)[1:-1]}, n_fft={n_fft}, hop_length={hop}, "
-            f"win_length={win}, window={shown}, {text})")
+    return (
+        f"{name}({torch_description(input)[1:-1]}, n_fft={n_fft}, hop_length={hop}, "
+        f"win_length={win}, window={shown}, {text})"
+    )
 
 
 def _full_window(window: Tensor | None, n_fft: int, win: int, like: Tensor) -> Tensor:
     """The window padded with zeros to n_fft, centred (ones of win_length when none)."""
 
     if window is None:
-        window = ones(win, dtype=like.real.dtype if like.is_complex() else like.dtype,
-                      device=like.device)
+        window = ones(
+            win, dtype=like.real.dtype if like.is_complex() else like.dtype, device=like.device
+        )
     left = (n_fft - win) // 2
     if left or n_fft - win - left:
         window = pad(window, (left, n_fft - win - left))
     return window
 
 
-def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
-         win_length: int | None = None, window: Tensor | None = None, center: bool = True,
-         pad_mode: str = "reflect", normalized: bool = False, onesided: bool | None = None,
-         return_complex: bool | None = None, align_to_window: bool | None = None) -> Tensor:
+def stft(
+    input: Tensor,
+    n_fft: int,
+    hop_length: int | None = None,
+    win_length: int | None = None,
+    window: Tensor | None = None,
+    center: bool = True,
+    pad_mode: str = "reflect",
+    normalized: bool = False,
+    onesided: bool | None = None,
+    return_complex: bool | None = None,
+    align_to_window: bool | None = None,
+) -> Tensor:
     """The short-time Fourier transform of a signal (L,) or batch (B, L): (B?, bins, frames)."""
     require_tensor("stft", input)
     complex_case = input.is_complex() or (window is not None and window.is_complex())
@@ -80,10 +93,19 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
         extended = (1,) * (3 - signal_dim) + tuple(input.shape)
         half = n_fft // 2
         input = pad(input.reshape(extended), (half, half), pad_mode)
-        input = input.reshape(tuple(input.shape)[3 - signal_dim:])
-    call = _call("stft", input, n_fft, hop, win, window, normalized=normalized,
-                 onesided=onesided, return_complex=return_complex,
-                 align_to_window=align_to_window)
+        input = input.reshape(tuple(input.shape)[3 - signal_dim :])
+    call = _call(
+        "stft",
+        input,
+        n_fft,
+        hop,
+        win,
+        window,
+        normalized=normalized,
+        onesided=onesided,
+        return_complex=return_complex,
+        align_to_window=align_to_window,
+    )
     if window is None:
         warnings.warn(NO_WINDOW_WARNING, UserWarning, stacklevel=2)
     if input.ndim not in (1, 2):
@@ -132,17 +154,35 @@ def _complex_of(t: Tensor) -> Any:
     return _complex_dtype(t.dtype)
 
 
-def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
-          win_length: int | None = None, window: Tensor | None = None, center: bool = True,
-          normalized: bool = False, onesided: bool | None = None, length: int | None = None,
-          return_complex: bool = False) -> Tensor:
+def istft(
+    input: Tensor,
+    n_fft: int,
+    hop_length: int | None = None,
+    win_length: int | None = None,
+    window: Tensor | None = None,
+    center: bool = True,
+    normalized: bool = False,
+    onesided: bool | None = None,
+    length: int | None = None,
+    return_complex: bool = False,
+) -> Tensor:
     """The inverse of `stft` by overlap-add: a signal (B?, L) from a complex (B?, bins, frames)."""
     require_tensor("istft", input)
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
-    call = _call("istft", input, n_fft, hop, win, window, center=center,
-                 normalized=normalized, onesided=onesided, length=length,
-                 return_complex=return_complex)
+    call = _call(
+        "istft",
+        input,
+        n_fft,
+        hop,
+        win,
+        window,
+        center=center,
+        normalized=normalized,
+        onesided=onesided,
+        length=length,
+        return_complex=return_complex,
+    )
     if not input.is_complex():
         raise RuntimeError(
             "istft requires a complex-valued input tensor matching the output from stft with "
@@ -187,17 +227,19 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
     frames = frames * full_window.reshape(1, -1, 1)  # (B, n_fft, frames)
     expected = n_fft + hop * (n_frames - 1)
     signal = _overlap_add(frames, expected, n_fft, hop)
-    squares = (full_window * full_window.conj() if full_window.is_complex()
-               else full_window * full_window)
-    envelope = _overlap_add(squares.reshape(1, -1, 1).expand(1, n_fft, n_frames), expected,
-                            n_fft, hop)
+    squares = (
+        full_window * full_window.conj() if full_window.is_complex() else full_window * full_window
+    )
+    envelope = _overlap_add(
+        squares.reshape(1, -1, 1).expand(1, n_fft, n_frames), expected, n_fft, hop
+    )
     start = n_fft // 2 if center else 0
     if length is not None:
         end = start + length
     else:
         end = expected - n_fft // 2 if center else expected
-    signal = signal[:, start:min(end, expected)]
-    envelope = envelope[:, start:min(end, expected)]
+    signal = signal[:, start : min(end, expected)]
+    envelope = envelope[:, start : min(end, expected)]
     smallest = envelope.abs().min().item() if envelope.numel() else math.inf
     if smallest < 1e-11:
         raise RuntimeError(f"{call} window overlap add min: {smallest:g}")
@@ -212,8 +254,10 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
 def _overlap_add(frames: Tensor, total: int, n_fft: int, hop: int) -> Tensor:
     """Frames (B, n_fft, F) summed into signals (B, total), frame f starting at f * hop."""
     if frames.is_complex():
-        return make_complex(_overlap_add(real(frames), total, n_fft, hop),
-                            _overlap_add(imag(frames), total, n_fft, hop))
+        return make_complex(
+            _overlap_add(real(frames), total, n_fft, hop),
+            _overlap_add(imag(frames), total, n_fft, hop),
+        )
     out = fold(frames, (1, total), (1, n_fft), stride=(1, hop))
     return out.reshape(frames.shape[0], total)
 

@@ -128,15 +128,20 @@ def msort(input: Tensor) -> Tensor:
 
 
 def topk(
-    input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True  # noqa: A002
+    input: Tensor,
+    k: int,
+    dim: int = -1,
+    largest: bool = True,
+    sorted: bool = True,  # noqa: A002
 ) -> Any:
     """(values, indices) of the `k` largest (or smallest) elements along `dim`, in order."""
     require_tensor("topk", input)
     n = input.shape[normalize_dim(dim, input.ndim)] if input.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError(f"topk(): selected index k out of range (k={k}, dimension size {n})")
-    return topk_result(*_apply(TopkBackward0, input, dim, descending=bool(largest), start=0,
-                                  stop=int(k)))
+    return topk_result(
+        *_apply(TopkBackward0, input, dim, descending=bool(largest), start=0, stop=int(k))
+    )
 
 
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any:

@@ -23,10 +23,28 @@ _SQRT_PI_HALF = math.sqrt(math.pi) / 2
 
 
 # ------------------------------------------------------------ special functions
-_GILES_CENTRE = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
-                 0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
-_GILES_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-               -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+_GILES_CENTRE = (
+    2.81022636e-08,
+    3.43273939e-07,
+    -3.5233877e-06,
+    -4.39150654e-06,
+    0.00021858087,
+    -0.00125372503,
+    -0.00417768164,
+    0.246640727,
+    1.50140941,
+)
+_GILES_TAIL = (
+    -0.000200214257,
+    0.000100950558,
+    0.00134934322,
+    -0.00367342844,
+    0.00573950773,
+    -0.0076224613,
+    0.00943887047,
+    1.00167406,
+    2.83297682,
+)
 
 
 def _erfinv_fallback(a: Any) -> Any:
@@ -43,7 +61,8 @@ def _erfinv_fallback(a: Any) -> Any:
     start = np.where(inside, y, 0.0)
     for _ in range(3):
         start = start - (erf(start) - np.where(inside, x, 0.0)) * _SQRT_PI_HALF * np.exp(
-            np.square(start))
+            np.square(start)
+        )
     edges = np.where(np.abs(x) == 1, np.copysign(np.inf, x), np.nan)
     return np.where(inside, start, edges).astype(a.dtype)
 

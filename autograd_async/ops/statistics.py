@@ -117,7 +117,8 @@ def _order_statistic(name: str, input: Tensor, dim: Any, keepdim: bool, ignore_n
     else:
         nans = xp.isnan(x._data).any(axis=axis, keepdims=True) if x.dtype.kind == "f" else False
         k = xp.where(nans, x.shape[axis] - 1, (x.shape[axis] - 1) // 2) * xp.ones(
-            values.shape[:axis] + (1,) + values.shape[axis + 1:], np.int64)
+            values.shape[:axis] + (1,) + values.shape[axis + 1 :], np.int64
+        )
     position = _wrap(xp.asarray(k, dtype=np.int64), x)
     index = gather(order, axis, position)
     value = gather(x, axis, index)
@@ -163,8 +164,9 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
-def _quantile(name: str, input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str,
-              ignore_nan: bool) -> Tensor:
+def _quantile(
+    name: str, input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str, ignore_nan: bool
+) -> Tensor:
     require_tensor(name, input)
     if input.dtype.kind != "f":
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
@@ -220,14 +222,16 @@ def _quantile(name: str, input: Tensor, q: Any, dim: Any, keepdim: bool, interpo
     return stack(outs, 0)
 
 
-def quantile(input: Tensor, q: Any, dim: Any = None, keepdim: bool = False, *,
-              interpolation: str = "linear") -> Tensor:
+def quantile(
+    input: Tensor, q: Any, dim: Any = None, keepdim: bool = False, *, interpolation: str = "linear"
+) -> Tensor:
     """The q-th quantiles along `dim` (all elements when None); nan where a row holds nan."""
     return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
 
 
-def nanquantile(input: Tensor, q: Any, dim: Any = None, keepdim: bool = False, *,
-                interpolation: str = "linear") -> Tensor:
+def nanquantile(
+    input: Tensor, q: Any, dim: Any = None, keepdim: bool = False, *, interpolation: str = "linear"
+) -> Tensor:
     """The q-th quantiles of the non-nan elements along `dim`."""
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
 
@@ -241,8 +245,7 @@ def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any 
     return input.sum(dim=dim, keepdim=keepdim, dtype=dtype)
 
 
-def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
-            dtype: Any = None) -> Tensor:
+def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """The mean of the non-nan elements."""
     require_tensor("nanmean", input)
     if input.dtype.kind != "f":
@@ -264,21 +267,28 @@ def aminmax(input: Tensor, *, dim: Any = None, keepdim: bool = False) -> MinMax:
     """(amin, amax) over `dim`."""
     require_tensor("aminmax", input)
     if dim is None:
-        return MinMax(input.amin() if not keepdim else input.amin().reshape(
-            (1,) * input.ndim), input.amax() if not keepdim else input.amax().reshape(
-            (1,) * input.ndim))
+        return MinMax(
+            input.amin() if not keepdim else input.amin().reshape((1,) * input.ndim),
+            input.amax() if not keepdim else input.amax().reshape((1,) * input.ndim),
+        )
     return MinMax(input.amin(dim, keepdim), input.amax(dim, keepdim))
 
 
 # --------------------------------------------------------------- counting
-def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
-           return_counts: bool = False, dim: int | None = None) -> Any:
+def unique(
+    input: Tensor,
+    sorted: bool = True,
+    return_inverse: bool = False,  # noqa: A002
+    return_counts: bool = False,
+    dim: int | None = None,
+) -> Any:
     """The distinct elements (or slices along `dim`), sorted, with inverse indices and counts."""
     require_tensor("unique", input)
     data = xp_of(input._data)
     axis = None if dim is None else normalize_dim(dim, input.ndim)
-    values, inverse, counts = data.unique(input._data, return_inverse=True,
-                                          return_counts=True, axis=axis)
+    values, inverse, counts = data.unique(
+        input._data, return_inverse=True, return_counts=True, axis=axis
+    )
     if axis is None:
         inverse = inverse.reshape(input.shape)
     out = [_wrap(values, input)]
@@ -289,8 +299,9 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # 
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def unique_consecutive(input: Tensor, return_inverse: bool = False,
-                       return_counts: bool = False, dim: int | None = None) -> Any:
+def unique_consecutive(
+    input: Tensor, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None
+) -> Any:
     """The input with runs of equal elements (or slices along `dim`) kept once."""
     require_tensor("unique_consecutive", input)
     xp = xp_of(input._data)
@@ -308,11 +319,11 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False,
     out = [_wrap(xp.ascontiguousarray(values), input)]
     group = xp.cumsum(starts) - 1
     if return_inverse:
-        out.append(_wrap(group.reshape(input.shape if dim is None else (n,)).astype(np.int64),
-                         input))
+        out.append(
+            _wrap(group.reshape(input.shape if dim is None else (n,)).astype(np.int64), input)
+        )
     if return_counts:
-        out.append(_wrap(xp.bincount(group, minlength=int(starts.sum())).astype(np.int64),
-                         input))
+        out.append(_wrap(xp.bincount(group, minlength=int(starts.sum())).astype(np.int64), input))
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -346,8 +357,15 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     return _wrap(counts.astype(input.dtype), input)
 
 
-def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False,
-                 right: bool = False, side: str | None = None, sorter: Any = None) -> Tensor:
+def searchsorted(
+    sorted_sequence: Tensor,
+    input: Any,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+    side: str | None = None,
+    sorter: Any = None,
+) -> Tensor:
     """Where each value would be inserted in the sorted innermost rows to keep them sorted."""
     require_tensor("searchsorted", sorted_sequence, "sorted_sequence")
     xp = xp_of(sorted_sequence._data)
@@ -363,20 +381,33 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
         flat_values = values.reshape(rows.shape[0], -1)
         out = xp.stack([xp.searchsorted(r, v, side=where_side) for r, v in zip(rows, flat_values)])
         out = out.reshape(values.shape)
-    return _wrap(xp.asarray(out).astype(np.int32 if out_int32 else np.int64),
-                 sorted_sequence)
+    return _wrap(xp.asarray(out).astype(np.int32 if out_int32 else np.int64), sorted_sequence)
 
 
-def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False,
-              right: bool = False) -> Tensor:
+def bucketize(
+    input: Any, boundaries: Tensor, *, out_int32: bool = False, right: bool = False
+) -> Tensor:
     """The index of the bucket of each value among 1-D `boundaries`."""
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
 FUNCTIONS: dict[str, Any] = {
-    "cummax": cummax, "cummin": cummin, "logcumsumexp": logcumsumexp, "median": median,
-    "nanmedian": nanmedian, "mode": mode, "quantile": quantile, "nanquantile": nanquantile,
-    "nansum": nansum, "nanmean": nanmean, "count_nonzero": count_nonzero, "aminmax": aminmax,
-    "unique": unique, "unique_consecutive": unique_consecutive, "bincount": bincount,
-    "histc": histc, "searchsorted": searchsorted, "bucketize": bucketize,
+    "cummax": cummax,
+    "cummin": cummin,
+    "logcumsumexp": logcumsumexp,
+    "median": median,
+    "nanmedian": nanmedian,
+    "mode": mode,
+    "quantile": quantile,
+    "nanquantile": nanquantile,
+    "nansum": nansum,
+    "nanmean": nanmean,
+    "count_nonzero": count_nonzero,
+    "aminmax": aminmax,
+    "unique": unique,
+    "unique_consecutive": unique_consecutive,
+    "bincount": bincount,
+    "histc": histc,
+    "searchsorted": searchsorted,
+    "bucketize": bucketize,
 }

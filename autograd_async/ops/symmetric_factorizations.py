@@ -67,8 +67,9 @@ def _on_graph(value: Any, aten: str, *inputs: Tensor) -> Tensor:
     return NotImplemented.apply(*inputs, value=value, aten=aten)
 
 
-def ldl_factor_ex(A: Tensor, *, hermitian: bool = False,
-                  check_errors: bool = False) -> LinalgLdlFactorExResult:
+def ldl_factor_ex(
+    A: Tensor, *, hermitian: bool = False, check_errors: bool = False
+) -> LinalgLdlFactorExResult:
     """(LD, pivots, info): the compact LDL^T (LDL^H when hermitian) factorisation of each
     symmetric matrix, from its lower triangle; info > 0 where D has an exact zero."""
     check_matrices("torch.linalg.ldl_factor_ex", A)
@@ -83,9 +84,7 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False,
         pivots[b] = ipiv
         failed.append(int(info))
     if check_errors and any(failed):
-        raise RuntimeError(
-            f"torch.linalg.ldl_factor_ex: Unknown error code: {max(failed)}."
-        )
+        raise RuntimeError(f"torch.linalg.ldl_factor_ex: Unknown error code: {max(failed)}.")
     xp = xp_of(A._data)
     LD = _on_graph(xp.asarray(factors.reshape(A.shape)), "linalg_ldl_factor_ex", A)
     piv = Tensor._wrap(xp.asarray(pivots.reshape(A.shape[:-1])), A.device)
@@ -102,24 +101,34 @@ def ldl_factor(A: Tensor, *, hermitian: bool = False) -> LinalgLdlFactorResult:
     return LinalgLdlFactorResult(LD, pivots)
 
 
-def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *,  # noqa: N803 - PyTorch's names
-              hermitian: bool = False) -> Tensor:
+def ldl_solve(
+    LD: Tensor,
+    pivots: Tensor,
+    B: Tensor,
+    *,  # noqa: N803 - PyTorch's names
+    hermitian: bool = False,
+) -> Tensor:
     """X with A X = B, from A's `ldl_factor`; batch dimensions broadcast."""
     check_matrices("torch.linalg.ldl_solve", LD, argument="LD")
     if B.ndim < 2:
-        raise RuntimeError("torch.linalg.ldl_solve: Expected B to have at least 2 dimensions, "
-                           f"but it has {B.ndim} dimensions instead")
+        raise RuntimeError(
+            "torch.linalg.ldl_solve: Expected B to have at least 2 dimensions, "
+            f"but it has {B.ndim} dimensions instead"
+        )
     if LD.shape[-1] != B.shape[-2]:
         raise RuntimeError(
             f"torch.linalg.ldl_solve: Incompatible shapes of A and B for the equation AX = B "
             f"({LD.shape[-2]}x{LD.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})"
         )
     if pivots.dtype != np.int32:
-        raise RuntimeError("torch.linalg.ldl_solve: Expected pivots to be integers. Got "
-                           f"{pivots.dtype}")
+        raise RuntimeError(
+            f"torch.linalg.ldl_solve: Expected pivots to be integers. Got {pivots.dtype}"
+        )
     if LD.dtype != B.dtype:
-        raise RuntimeError(f"torch.linalg.ldl_solve: Expected LD and B to have the same dtype, "
-                           f"but found LD of type {LD.dtype} and B of type {B.dtype} instead")
+        raise RuntimeError(
+            f"torch.linalg.ldl_solve: Expected LD and B to have the same dtype, "
+            f"but found LD of type {LD.dtype} and B of type {B.dtype} instead"
+        )
     sytrs = _lapack("trs", LD.dtype, hermitian)
     batch = np.broadcast_shapes(LD.shape[:-2], B.shape[:-2], pivots.shape[:-1])
     n, k = LD.shape[-1], B.shape[-1]
@@ -134,8 +143,9 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *,  # noqa: N803 - PyTorch'
     return _on_graph(xp.asarray(out.reshape(batch + (n, k))), "linalg_ldl_solve", LD, B)
 
 
-def lu_factor_ex(A: Tensor, *, pivot: bool = True,
-                 check_errors: bool = False) -> LinalgLuFactorExResult:
+def lu_factor_ex(
+    A: Tensor, *, pivot: bool = True, check_errors: bool = False
+) -> LinalgLuFactorExResult:
     """(LU, pivots, info) of `lu_factor`; info is the 1-based position of U's first zero on the
     diagonal (the matrix is singular), else 0."""
     check_matrices("linalg.lu_factor_ex", A, square=False)
@@ -147,6 +157,7 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True,
             "torch.linalg.lu_factor_ex: U[{0},{0}] is zero and using it on lu_solve would "
             "result in a division by zero. If you still want to perform the factorization, "
             "consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)".format(
-                max(failed))
+                max(failed)
+            )
         )
     return LinalgLuFactorExResult(LU, pivots, _info(A, failed))

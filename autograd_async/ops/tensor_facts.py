@@ -128,9 +128,7 @@ def to_dense(self: Tensor, dtype: Any = None, *, masked_grad: Any = None) -> Ten
 
 def _sparse_only(name: str) -> Any:
     def method(self: Tensor) -> Any:
-        raise RuntimeError(
-            f"{name} expected sparse coordinate tensor layout but got Strided"
-        )
+        raise RuntimeError(f"{name} expected sparse coordinate tensor layout but got Strided")
 
     method.__name__ = name
     method.__doc__ = f"PyTorch's `{name}` of sparse tensors; every tensor here is strided."
@@ -188,12 +186,8 @@ def sum_to_size(self: Tensor, *size: Any) -> Tensor:
     target = tuple(int(n) for n in target)
     shape = tuple(self.shape)
     lead = len(shape) - len(target)
-    if lead < 0 or any(
-        n != 1 and n != shape[lead + i] for i, n in enumerate(target)
-    ):
-        raise RuntimeError(
-            f"size {{{list(target)}}} is not expandable to size {{{list(shape)}}}."
-        )
+    if lead < 0 or any(n != 1 and n != shape[lead + i] for i, n in enumerate(target)):
+        raise RuntimeError(f"size {{{list(target)}}} is not expandable to size {{{list(shape)}}}.")
     if target == shape:
         return self
     dims = tuple(range(lead)) + tuple(

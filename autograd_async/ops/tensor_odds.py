@@ -49,8 +49,7 @@ def resize_as_(input: Tensor, the_template: Tensor, *, memory_format: Any = None
     return input.resize_as_(the_template, memory_format=memory_format)
 
 
-def as_strided_(input: Tensor, size: Any, stride: Any, storage_offset: int | None = None
-                ) -> Tensor:
+def as_strided_(input: Tensor, size: Any, stride: Any, storage_offset: int | None = None) -> Tensor:
     """`input.as_strided_(size, stride, storage_offset)`."""
     require_tensor("as_strided_", input)
     return input.as_strided_(size, stride, storage_offset)

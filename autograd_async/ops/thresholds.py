@@ -66,8 +66,13 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, input * 0))
 
 
-def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
-          inplace: bool = False) -> Tensor:
+def rrelu(
+    input: Tensor,
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    training: bool = False,
+    inplace: bool = False,
+) -> Tensor:
     """Leaky ReLU whose negative slope is drawn from U(lower, upper) per element in training,
     and is (lower + upper) / 2 in eval mode."""
     require_tensor("rrelu", input)
@@ -85,8 +90,9 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     return _in_place(input, leak) if inplace else leak(input)
 
 
-def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
-           training: bool = False) -> Tensor:
+def rrelu_(
+    input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False
+) -> Tensor:
     """`rrelu` in place."""
     require_tensor("rrelu_", input)
     return rrelu(input, lower, upper, training, inplace=True)

@@ -18,8 +18,9 @@ def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tenso
     if input.ndim != 3:
         raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
     if weight.ndim != 3:
-        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, "
-                           "out_channels.")
+        raise RuntimeError(
+            "Weight tensor must have 3 dims: kernel_width, in_channels, out_channels."
+        )
     if bias.ndim != 1:
         raise RuntimeError("Bias must be 1-D")
     if input.shape[2] != weight.shape[1]:

@@ -42,19 +42,43 @@ conv1d, conv2d, conv3d = conv.conv1d, conv.conv2d, conv.conv3d
 conv_transpose1d, conv_transpose2d = conv.conv_transpose1d, conv.conv_transpose2d
 
 
-def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
-                     padding: Any = 0, output_padding: Any = 0, groups: int = 1,
-                     dilation: Any = 1) -> Tensor:
+def conv_transpose3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: int = 1,
+    dilation: Any = 1,
+) -> Tensor:
     """3-D transposed convolution of (N, C, D, H, W) with (C, O / groups, KD, KH, KW)."""
-    return conv._transposed(input, weight, bias, stride, padding, output_padding, groups,
-                            dilation, 3, "conv_transpose3d")
+    return conv._transposed(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+        3,
+        "conv_transpose3d",
+    )
 
 
-def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = (), padding: Any = 0,
-               ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+def avg_pool1d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = (),
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Tensor:
     """Mean over sliding windows of (N, C, L)."""
-    return pooling.avg_pool1d(input, kernel_size, _stride(stride), padding, ceil_mode,
-                              count_include_pad)
+    return pooling.avg_pool1d(
+        input, kernel_size, _stride(stride), padding, ceil_mode, count_include_pad
+    )
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
@@ -79,68 +103,133 @@ def adaptive_max_pool1d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor
     return values.squeeze(-2), indices.squeeze(-2)
 
 
-def _max_pool(input: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
-              ceil_mode: bool, indices: bool, dims: int, op: str) -> Any:
-    return pooling._max_pool(input, kernel_size, _stride(stride), padding, dilation, ceil_mode,
-                             indices, dims, op)
+def _max_pool(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any,
+    padding: Any,
+    dilation: Any,
+    ceil_mode: bool,
+    indices: bool,
+    dims: int,
+    op: str,
+) -> Any:
+    return pooling._max_pool(
+        input, kernel_size, _stride(stride), padding, dilation, ceil_mode, indices, dims, op
+    )
 
 
-def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = (), padding: Any = 0,
-               dilation: Any = 1, ceil_mode: bool = False) -> Tensor:
+def max_pool1d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = (),
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+) -> Tensor:
     """Max over sliding windows of (N, C, L)."""
-    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, False, 1,
-                     "max_pool1d")
+    return _max_pool(
+        input, kernel_size, stride, padding, dilation, ceil_mode, False, 1, "max_pool1d"
+    )
 
 
-def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = (), padding: Any = 0,
-                            dilation: Any = 1, ceil_mode: bool = False) -> tuple[Tensor, Tensor]:
+def max_pool1d_with_indices(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = (),
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+) -> tuple[Tensor, Tensor]:
     """Max over sliding windows of (N, C, L), and where each max was."""
-    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, True, 1,
-                     "max_pool1d_with_indices")
+    return _max_pool(
+        input, kernel_size, stride, padding, dilation, ceil_mode, True, 1, "max_pool1d_with_indices"
+    )
 
 
-def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = (), padding: Any = 0,
-               dilation: Any = 1, ceil_mode: bool = False) -> Tensor:
+def max_pool2d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = (),
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+) -> Tensor:
     """Max over sliding windows of (N, C, H, W)."""
-    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, False, 2,
-                     "max_pool2d")
+    return _max_pool(
+        input, kernel_size, stride, padding, dilation, ceil_mode, False, 2, "max_pool2d"
+    )
 
 
-def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = (), padding: Any = 0,
-               dilation: Any = 1, ceil_mode: bool = False) -> Tensor:
+def max_pool3d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = (),
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+) -> Tensor:
     """Max over sliding windows of (N, C, D, H, W)."""
-    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, False, 3,
-                     "max_pool3d")
+    return _max_pool(
+        input, kernel_size, stride, padding, dilation, ceil_mode, False, 3, "max_pool3d"
+    )
 
 
 # ------------------------------------------------------------------ normalization
-def batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,
-               running_mean: Tensor | None, running_var: Tensor | None, training: bool,
-               momentum: float, eps: float, cudnn_enabled: bool) -> Tensor:
+def batch_norm(
+    input: Tensor,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    training: bool,
+    momentum: float,
+    eps: float,
+    cudnn_enabled: bool,
+) -> Tensor:
     """Batch normalization, in ATen's argument order (`cudnn_enabled` changes nothing here)."""
-    return normalization.batch_norm(input, running_mean, running_var, weight, bias, training,
-                                    momentum, eps)
+    return normalization.batch_norm(
+        input, running_mean, running_var, weight, bias, training, momentum, eps
+    )
 
 
-def instance_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,
-                  running_mean: Tensor | None, running_var: Tensor | None,
-                  use_input_stats: bool, momentum: float, eps: float,
-                  cudnn_enabled: bool) -> Tensor:
+def instance_norm(
+    input: Tensor,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    use_input_stats: bool,
+    momentum: float,
+    eps: float,
+    cudnn_enabled: bool,
+) -> Tensor:
     """Instance normalization, in ATen's argument order."""
-    return normalization.instance_norm(input, running_mean, running_var, weight, bias,
-                                       use_input_stats, momentum, eps)
+    return normalization.instance_norm(
+        input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps
+    )
 
 
-def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None,
-               bias: Tensor | None = None, eps: float = 1e-5,
-               cudnn_enable: bool = True) -> Tensor:
+def layer_norm(
+    input: Tensor,
+    normalized_shape: Any,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+    cudnn_enable: bool = True,
+) -> Tensor:
     """Layer normalization over the trailing `normalized_shape`."""
     return normalization.layer_norm(input, normalized_shape, weight, bias, eps)
 
 
-def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
-               bias: Tensor | None = None, eps: float = 1e-5,
-               cudnn_enabled: bool = True) -> Tensor:
+def group_norm(
+    input: Tensor,
+    num_groups: int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+    cudnn_enabled: bool = True,
+) -> Tensor:
     """Group normalization of (N, C, *) in `num_groups` groups of channels."""
     return normalization.group_norm(input, num_groups, weight, bias, eps)
 
@@ -162,8 +251,13 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------ lookup and distance
-def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
-              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+def embedding(
+    weight: Tensor,
+    indices: Tensor,
+    padding_idx: int = -1,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
     """Rows of `weight` at `indices`; the row `padding_idx` (when >= 0) gets no gradient."""
     padding = padding_idx if padding_idx is not None and padding_idx >= 0 else None
     return _embedding(indices, weight, padding, None, 2.0, scale_grad_by_freq, sparse)
@@ -174,56 +268,76 @@ pairwise_distance = distance.pairwise_distance
 
 
 # ------------------------------------------------------------------ losses
-def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
-                                     pos_weight: Tensor | None = None,
-                                     reduction: int = 0) -> Tensor:
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    pos_weight: Tensor | None = None,
+    reduction: int = 0,
+) -> Tensor:
     """Binary cross entropy of sigmoid(input) against `target`, computed stably."""
     return losses.binary_cross_entropy_with_logits(
         input, target, weight, reduction=reduction_name(reduction), pos_weight=pos_weight
     )
 
 
-def kl_div(input: Tensor, target: Tensor, reduction: int = 0, *,
-           log_target: bool = False) -> Tensor:
+def kl_div(
+    input: Tensor, target: Tensor, reduction: int = 0, *, log_target: bool = False
+) -> Tensor:
     """Kullback-Leibler divergence of `target` from log-probabilities `input`."""
-    return losses.kl_div(input, target, reduction=reduction_name(reduction),
-                         log_target=log_target)
+    return losses.kl_div(input, target, reduction=reduction_name(reduction), log_target=log_target)
 
 
-def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
-                        reduction: int = 0) -> Tensor:
+def margin_ranking_loss(
+    input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int = 0
+) -> Tensor:
     """max(0, -target * (input1 - input2) + margin)."""
-    return losses.margin_ranking_loss(input1, input2, target, margin,
-                                      reduction=reduction_name(reduction))
+    return losses.margin_ranking_loss(
+        input1, input2, target, margin, reduction=reduction_name(reduction)
+    )
 
 
-def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
-                          reduction: int = 0) -> Tensor:
+def cosine_embedding_loss(
+    input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int = 0
+) -> Tensor:
     """1 - cos for target 1, max(0, cos - margin) for target -1."""
-    return losses.cosine_embedding_loss(input1, input2, target, margin,
-                                        reduction=reduction_name(reduction))
+    return losses.cosine_embedding_loss(
+        input1, input2, target, margin, reduction=reduction_name(reduction)
+    )
 
 
-def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
-                         reduction: int = 0) -> Tensor:
+def hinge_embedding_loss(
+    input: Tensor, target: Tensor, margin: float = 1.0, reduction: int = 0
+) -> Tensor:
     """x for target 1, max(0, margin - x) for target -1."""
-    return margin_losses.hinge_embedding_loss(input, target, margin,
-                                              reduction=reduction_name(reduction))
+    return margin_losses.hinge_embedding_loss(
+        input, target, margin, reduction=reduction_name(reduction)
+    )
 
 
-def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool, full: bool, eps: float,
-                     reduction: int) -> Tensor:
+def poisson_nll_loss(
+    input: Tensor, target: Tensor, log_input: bool, full: bool, eps: float, reduction: int
+) -> Tensor:
     """Negative log likelihood of `target` under Poisson(input)."""
-    return margin_losses.poisson_nll_loss(input, target, log_input, full, eps=eps,
-                                          reduction=reduction_name(reduction))
+    return margin_losses.poisson_nll_loss(
+        input, target, log_input, full, eps=eps, reduction=reduction_name(reduction)
+    )
 
 
-def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0,
-                        p: float = 2.0, eps: float = 1e-6, swap: bool = False,
-                        reduction: int = 0) -> Tensor:
+def triplet_margin_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    margin: float = 1.0,
+    p: float = 2.0,
+    eps: float = 1e-6,
+    swap: bool = False,
+    reduction: int = 0,
+) -> Tensor:
     """max(d(anchor, positive) - d(anchor, negative) + margin, 0)."""
-    return margin_losses.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
-                                             reduction=reduction_name(reduction))
+    return margin_losses.triplet_margin_loss(
+        anchor, positive, negative, margin, p, eps, swap, reduction=reduction_name(reduction)
+    )
 
 
 FUNCTIONS: dict[str, Any] = {

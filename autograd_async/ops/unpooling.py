@@ -39,8 +39,9 @@ class MaxUnpoolBackward0(Op):
         return (gather_planes(g, self._index),)
 
 
-def _unpool_output_size(input: Tensor, kernel: tuple, stride: tuple, padding: tuple,
-                        output_size: Any) -> list[int]:
+def _unpool_output_size(
+    input: Tensor, kernel: tuple, stride: tuple, padding: tuple, output_size: Any
+) -> list[int]:
     """PyTorch's `_unpool_output_size`: the size max pooling came from, or a checked request."""
     dims = len(kernel)
     default = [
@@ -65,8 +66,15 @@ def _unpool_output_size(input: Tensor, kernel: tuple, stride: tuple, padding: tu
     return output_size
 
 
-def _max_unpool(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any, padding: Any,
-                output_size: Any, dims: int) -> Tensor:
+def _max_unpool(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: Any,
+    stride: Any,
+    padding: Any,
+    output_size: Any,
+    dims: int,
+) -> Tensor:
     name = f"max_unpool{dims}d"
     require_tensor(name, input)
     require_tensor(name, indices, "indices", 2)
@@ -112,19 +120,37 @@ def _max_unpool(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any, p
     return out.reshape(lead + tuple(size))
 
 
-def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
-                 padding: Any = 0, output_size: Any = None) -> Tensor:
+def max_unpool1d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    output_size: Any = None,
+) -> Tensor:
     """The inverse of max_pool1d: values at their indices, zeros elsewhere."""
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1)
 
 
-def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
-                 padding: Any = 0, output_size: Any = None) -> Tensor:
+def max_unpool2d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    output_size: Any = None,
+) -> Tensor:
     """The inverse of max_pool2d: values at their indices, zeros elsewhere."""
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
 
 
-def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
-                 padding: Any = 0, output_size: Any = None) -> Tensor:
+def max_unpool3d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    output_size: Any = None,
+) -> Tensor:
     """The inverse of max_pool3d: values at their indices, zeros elsewhere."""
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)

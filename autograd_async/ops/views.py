@@ -95,9 +95,7 @@ class DiagonalBackward0(Op):
             # The diagonal's places in a C-contiguous array of the input's shape.
             numbered = xp_of(g._data).arange(math.prod(shape)).reshape(shape)
             key = (diagonal_view(numbered, *self._args).reshape(-1),)
-            flat = IndexAccumulateBackward0.apply(
-                g.reshape(-1), key=key, shape=(math.prod(shape),)
-            )
+            flat = IndexAccumulateBackward0.apply(g.reshape(-1), key=key, shape=(math.prod(shape),))
             return flat.reshape(shape)
         out = xp_of(g).zeros(shape, g.dtype)
         diagonal_view(out, *self._args)[...] = g
@@ -164,9 +162,7 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     if start < 0:
         start += n
     if not 0 <= start <= n or length < 0 or start + length > n:
-        raise RuntimeError(
-            f"start ({start}) + length ({length}) exceeds dimension size ({n})."
-        )
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
     key = (slice(None),) * axis + (slice(start, start + length),)
     return SliceBackward0.apply(input, key=key)
 
@@ -205,9 +201,7 @@ def _storage_of(input: Tensor) -> tuple[Any, int]:
     return storage, (0 if base is None else element_offset(input._data, storage))
 
 
-def as_strided(
-    input: Tensor, size: Any, stride: Any, storage_offset: int | None = None
-) -> Tensor:
+def as_strided(input: Tensor, size: Any, stride: Any, storage_offset: int | None = None) -> Tensor:
     """A view of `input`'s storage with the given sizes and strides (in elements)."""
     size, stride = tuple(int(n) for n in size), tuple(int(s) for s in stride)
     if len(size) != len(stride):

@@ -72,8 +72,15 @@ def conv_windows(
             count -= 1
         out.append(max(count, 0))
         hi_needed.append(max(hi, (count - 1) * s + d * (k - 1) + 1 - n - lo))
-    return Windows(tuple(size), tuple(kernel), tuple(stride), tuple(dilation), tuple(pad_lo),
-                   tuple(hi_needed), tuple(out))
+    return Windows(
+        tuple(size),
+        tuple(kernel),
+        tuple(stride),
+        tuple(dilation),
+        tuple(pad_lo),
+        tuple(hi_needed),
+        tuple(out),
+    )
 
 
 def pad_spatial(x: Any, win: Windows, value: float = 0.0) -> Any:
@@ -141,8 +148,10 @@ def _add_blocks(blocks: Any, win: Windows) -> Any:
 def block_targets(win: Windows) -> list[tuple[slice, ...]]:
     """Per kernel offset, in im2col's order: the padded image's elements its windows read."""
     return [
-        tuple(slice(k * d, k * d + s * (o - 1) + 1, s)
-              for k, d, s, o in zip(offset, win.dilation, win.stride, win.out))
+        tuple(
+            slice(k * d, k * d + s * (o - 1) + 1, s)
+            for k, d, s, o in zip(offset, win.dilation, win.stride, win.out)
+        )
         for offset in itertools.product(*(range(k) for k in win.kernel))
     ]
 
@@ -162,7 +171,7 @@ def unit_stride(win: Windows) -> bool:
 def _wide_geometry(win: Windows) -> tuple[tuple[int, ...], int, int]:
     """Element strides of the padded grid, wide length, and the flat buffer's length."""
     padded = win.padded
-    steps = tuple(math.prod(padded[i + 1:]) for i in range(len(padded)))
+    steps = tuple(math.prod(padded[i + 1 :]) for i in range(len(padded)))
     wide = win.out[0] * steps[0]
     reach = sum((k - 1) * d * st for k, d, st in zip(win.kernel, win.dilation, steps))
     return steps, wide, max(math.prod(padded), reach + wide)
@@ -190,7 +199,10 @@ def wide_layout(win: Windows) -> WideLayout:
         for offset in itertools.product(*(range(k) for k in win.kernel))
     )
     return WideLayout(
-        wide, length, math.prod(win.padded), starts,
+        wide,
+        length,
+        math.prod(win.padded),
+        starts,
         tuple(slice(lo, lo + n) for lo, n in zip(win.pad_lo, win.size)),
         win.out[:1] + win.padded[1:],
         (slice(None),) + tuple(slice(0, o) for o in win.out[1:]),

@@ -35,17 +35,17 @@ class Adafactor(Optimizer):
         foreach: bool | None = None,
         maximize: bool = False,
     ) -> None:
-        if not 0.0 <= lr:
+        if not lr >= 0.0:
             raise ValueError(f"Learning rate should be >= 0 but is: {lr}")
-        if not 0.0 >= beta2_decay:
+        if not beta2_decay <= 0.0:
             raise ValueError(f"beta2_decay should be <= 0 but is: {beta2_decay}")
-        if eps[0] is not None and not 0.0 <= eps[0]:
+        if eps[0] is not None and not eps[0] >= 0.0:
             raise ValueError(f"epsilon1 should be >= 0 but is: {eps[0]}")
-        if not 0.0 <= eps[1]:
+        if not eps[1] >= 0.0:
             raise ValueError(f"epsilon2 should be >= 0 but is: {eps[1]}")
-        if not 1.0 <= d:
+        if not d >= 1.0:
             raise ValueError(f"Clipping threshold d should be >= 1 but is: {d}")
-        if not 0.0 <= weight_decay:
+        if not weight_decay >= 0.0:
             raise ValueError(f"weight_decay should be >= 0 but is: {weight_decay}")
         defaults = {
             "lr": lr,

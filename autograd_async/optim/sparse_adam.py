@@ -31,9 +31,9 @@ class SparseAdam(Optimizer):
         eps: float = 1e-8,
         maximize: bool = False,
     ) -> None:
-        if not 0.0 < lr:
+        if not lr > 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 < eps:
+        if not eps > 0.0:
             raise ValueError(f"Invalid epsilon value: {eps}")
         betas = check_betas(betas)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "maximize": maximize}

@@ -111,15 +111,22 @@ def to_chrome_trace(events: Iterable[Any], *, pid: int | None = None) -> dict[st
         kind = type(ev)
         if kind is NodeRun:
             key = ("thread", ev.thread_id)
-            s = _Slice(key, ev.start_ns, ev.end_ns, ev.name, CAT_BACKWARD, {
-                "name": ev.name,
-                "device": ev.device,
-                "sequence_nr": _signed(ev.sequence_nr),
-                "task_id": ev.task_id,
-                "node_id": ev.node_id,
-                "input_shapes": _shapes(ev.input_shapes),
-                "output_shapes": _shapes(ev.output_shapes),
-            })
+            s = _Slice(
+                key,
+                ev.start_ns,
+                ev.end_ns,
+                ev.name,
+                CAT_BACKWARD,
+                {
+                    "name": ev.name,
+                    "device": ev.device,
+                    "sequence_nr": _signed(ev.sequence_nr),
+                    "task_id": ev.task_id,
+                    "node_id": ev.node_id,
+                    "input_shapes": _shapes(ev.input_shapes),
+                    "output_shapes": _shapes(ev.output_shapes),
+                },
+            )
             add(key, ev.thread_name, s)
             nodes[(ev.task_id, ev.node_id)].append(s)
             thread_devices[ev.thread_id].add(ev.device)
@@ -127,19 +134,36 @@ def to_chrome_trace(events: Iterable[Any], *, pid: int | None = None) -> dict[st
             handoffs.append(ev)
         elif kind is CallerAwait:
             key = ("thread", ev.thread_id)
-            s = _Slice(key, ev.start_ns, ev.end_ns, caller_slice_name(ev.kind), CAT_CALLER,
-                       {"kind": ev.kind, "task_id": ev.task_id, "thread": ev.thread_name})
+            s = _Slice(
+                key,
+                ev.start_ns,
+                ev.end_ns,
+                caller_slice_name(ev.kind),
+                CAT_CALLER,
+                {"kind": ev.kind, "task_id": ev.task_id, "thread": ev.thread_name},
+            )
             add(key, ev.thread_name, s)
             awaits[(ev.task_id, ev.thread_id)].append(s)
         elif kind is ForwardOp:
             key = ("thread", ev.thread_id)
-            add(key, ev.thread_name, _Slice(key, ev.start_ns, ev.end_ns, ev.name, CAT_FORWARD, {
-                "name": ev.name,
-                "thread": ev.thread_name,
-                "sequence_nr": _signed(ev.sequence_nr),
-                "input_shapes": _shapes(ev.input_shapes),
-                "output_shapes": _shapes(ev.output_shapes),
-            }))
+            add(
+                key,
+                ev.thread_name,
+                _Slice(
+                    key,
+                    ev.start_ns,
+                    ev.end_ns,
+                    ev.name,
+                    CAT_FORWARD,
+                    {
+                        "name": ev.name,
+                        "thread": ev.thread_name,
+                        "sequence_nr": _signed(ev.sequence_nr),
+                        "input_shapes": _shapes(ev.input_shapes),
+                        "output_shapes": _shapes(ev.output_shapes),
+                    },
+                ),
+            )
         elif kind is UserRange:
             key = ("thread", ev.thread_id)
             args = {"name": ev.name, "thread": ev.thread_name}
@@ -148,18 +172,39 @@ def to_chrome_trace(events: Iterable[Any], *, pid: int | None = None) -> dict[st
             add(key, ev.thread_name, _Slice(key, ev.start_ns, ev.end_ns, ev.name, CAT_USER, args))
         elif kind is GpuKernelSpan:
             key = ("stream", ev.device)
-            add(key, f"{ev.device} stream", _Slice(key, ev.start_ns, ev.end_ns, ev.name, CAT_GPU, {
-                "name": ev.name,
-                "device": ev.device,
-                "sequence_nr": _signed(ev.sequence_nr),
-                "task_id": ev.task_id,
-                "node_id": ev.node_id,
-            }))
+            add(
+                key,
+                f"{ev.device} stream",
+                _Slice(
+                    key,
+                    ev.start_ns,
+                    ev.end_ns,
+                    ev.name,
+                    CAT_GPU,
+                    {
+                        "name": ev.name,
+                        "device": ev.device,
+                        "sequence_nr": _signed(ev.sequence_nr),
+                        "task_id": ev.task_id,
+                        "node_id": ev.node_id,
+                    },
+                ),
+            )
         elif kind is CollectiveSpan:
             key = ("comm", ev.rank)
-            s = _Slice(key, ev.start_ns, ev.end_ns, ev.name, CAT_COMM, {
-                "name": ev.name, "group": ev.group, "rank": ev.rank, "bytes": ev.nbytes,
-            })
+            s = _Slice(
+                key,
+                ev.start_ns,
+                ev.end_ns,
+                ev.name,
+                CAT_COMM,
+                {
+                    "name": ev.name,
+                    "group": ev.group,
+                    "rank": ev.rank,
+                    "bytes": ev.nbytes,
+                },
+            )
             add(key, f"communication (rank {ev.rank})", s)
             collectives.append((ev, s))
         else:
@@ -184,27 +229,59 @@ def to_chrome_trace(events: Iterable[Any], *, pid: int | None = None) -> dict[st
         return round((t_ns - t0) / 1000.0, 3)
 
     trace_events: list[dict[str, Any]] = [
-        {"name": "process_name", "ph": "M", "ts": 0, "pid": pid, "tid": 0,
-         "args": {"name": PROCESS_NAME}},
+        {
+            "name": "process_name",
+            "ph": "M",
+            "ts": 0,
+            "pid": pid,
+            "tid": 0,
+            "args": {"name": PROCESS_NAME},
+        },
     ]
     tid = 0
     for track in sorted(tracks.values(), key=lambda t: t.sort_key):
         for lane, lane_slices in enumerate(_assign_lanes(track.slices)):
             tid += 1
             name = track.name if lane == 0 else f"{track.name} #{lane + 1}"
-            trace_events.append({"name": "thread_name", "ph": "M", "ts": 0, "pid": pid,
-                                 "tid": tid, "args": {"name": name}})
-            trace_events.append({"name": "thread_sort_index", "ph": "M", "ts": 0, "pid": pid,
-                                 "tid": tid, "args": {"sort_index": tid}})
+            trace_events.append(
+                {
+                    "name": "thread_name",
+                    "ph": "M",
+                    "ts": 0,
+                    "pid": pid,
+                    "tid": tid,
+                    "args": {"name": name},
+                }
+            )
+            trace_events.append(
+                {
+                    "name": "thread_sort_index",
+                    "ph": "M",
+                    "ts": 0,
+                    "pid": pid,
+                    "tid": tid,
+                    "args": {"sort_index": tid},
+                }
+            )
             for s in lane_slices:
                 s.tid = tid
 
-    all_slices = sorted((s for t in tracks.values() for s in t.slices),
-                        key=lambda s: (s.start_ns, -s.end_ns))
+    all_slices = sorted(
+        (s for t in tracks.values() for s in t.slices), key=lambda s: (s.start_ns, -s.end_ns)
+    )
     for s in all_slices:
-        trace_events.append({"name": s.name, "cat": s.cat, "ph": "X", "ts": us(s.start_ns),
-                             "dur": round((s.end_ns - s.start_ns) / 1000.0, 3), "pid": pid,
-                             "tid": s.tid, "args": s.args})
+        trace_events.append(
+            {
+                "name": s.name,
+                "cat": s.cat,
+                "ph": "X",
+                "ts": us(s.start_ns),
+                "dur": round((s.end_ns - s.start_ns) / 1000.0, 3),
+                "pid": pid,
+                "tid": s.tid,
+                "args": s.args,
+            }
+        )
 
     unmatched = 0
     for flow_id, h in enumerate(handoffs, start=1):
@@ -218,12 +295,28 @@ def to_chrome_trace(events: Iterable[Any], *, pid: int | None = None) -> dict[st
             continue
         name = f"{h.src_device} -> {h.dst_device}"
         common = {"name": name, "cat": CAT_HANDOFF, "id": flow_id, "pid": pid}
-        trace_events.append({**common, "ph": "s", "ts": us(_inside(h.sent_ns, producer)),
-                             "tid": producer.tid,
-                             "args": {"task_id": h.task_id, "sent_us": us(h.sent_ns),
-                                      "received_us": us(h.received_ns)}})
-        trace_events.append({**common, "ph": "f", "bp": "e",
-                             "ts": us(_inside(h.received_ns, consumer)), "tid": consumer.tid})
+        trace_events.append(
+            {
+                **common,
+                "ph": "s",
+                "ts": us(_inside(h.sent_ns, producer)),
+                "tid": producer.tid,
+                "args": {
+                    "task_id": h.task_id,
+                    "sent_us": us(h.sent_ns),
+                    "received_us": us(h.received_ns),
+                },
+            }
+        )
+        trace_events.append(
+            {
+                **common,
+                "ph": "f",
+                "bp": "e",
+                "ts": us(_inside(h.received_ns, consumer)),
+                "tid": consumer.tid,
+            }
+        )
 
     # A flow from the gradient accumulation that completed a bucket to the bucket's all_reduce.
     by_node: dict[int, list[_Slice]] = defaultdict(list)
@@ -234,10 +327,12 @@ def to_chrome_trace(events: Iterable[Any], *, pid: int | None = None) -> dict[st
         if producer is None:
             continue
         common = {"name": "bucket ready", "cat": CAT_BUCKET_FLOW, "id": flow_id, "pid": pid}
-        trace_events.append({**common, "ph": "s", "ts": us(_inside(ev.source_ns, producer)),
-                             "tid": producer.tid})
-        trace_events.append({**common, "ph": "f", "bp": "e", "ts": us(comm.start_ns),
-                             "tid": comm.tid})
+        trace_events.append(
+            {**common, "ph": "s", "ts": us(_inside(ev.source_ns, producer)), "tid": producer.tid}
+        )
+        trace_events.append(
+            {**common, "ph": "f", "bp": "e", "ts": us(comm.start_ns), "tid": comm.tid}
+        )
 
     return {
         "traceEvents": trace_events,

@@ -138,6 +138,7 @@ class KeyAverages(Sequence[KeyAverage]):
             for r in rows
         ]
         widths = [max([len(h)] + [len(line[i]) for line in body]) for i, h in enumerate(header)]
+
         # Text columns are left-aligned, numbers right-aligned, as in PyTorch's table.
         def render(cells: Sequence[str]) -> str:
             parts = [

@@ -90,14 +90,23 @@ def draw_timeline(
             bars = [((s.ts - t0) * scale, max(s.dur * scale, min_width)) for s in level]
             y = top + depth * height
             colors = [_CAT_COLORS.get(s.cat, _OTHER_COLOR) for s in level]
-            ax.broken_barh(bars, (y, height), facecolors=colors, edgecolor="black",
-                           linewidth=edge)
+            ax.broken_barh(bars, (y, height), facecolors=colors, edgecolor="black", linewidth=edge)
             boxes += [(s, x, w, y, height) for s, (x, w) in zip(level, bars, strict=True)]
 
     xs, ys, dxs, dys = _arrows(events, names, lane_of, t0, scale)
     if xs:
-        ax.quiver(xs, ys, dxs, dys, angles="xy", scale_units="xy", scale=1, width=0.0015,
-                  color=_ARROW_COLOR, zorder=3)
+        ax.quiver(
+            xs,
+            ys,
+            dxs,
+            dys,
+            angles="xy",
+            scale_units="xy",
+            scale=1,
+            width=0.0015,
+            color=_ARROW_COLOR,
+            zorder=3,
+        )
 
     ax.set_yticks(range(len(lanes)), lanes)
     ax.set_ylim(max(1, len(lanes)) - 0.5, -0.5)  # first track on top, as viewers show it
@@ -175,8 +184,17 @@ def _label_slices(
         if label is None:
             continue
         color = "black" if s.cat in _DARK_TEXT_ON else "white"
-        ax.text(x + width / 2, y + height / 2, label, ha="center", va="center", color=color,
-                fontsize=_LABEL_POINTS, clip_on=True, in_layout=False)
+        ax.text(
+            x + width / 2,
+            y + height / 2,
+            label,
+            ha="center",
+            va="center",
+            color=color,
+            fontsize=_LABEL_POINTS,
+            clip_on=True,
+            in_layout=False,
+        )
 
 
 def _arrows(

@@ -135,7 +135,7 @@ class profile:  # noqa: N801 - lower case like torch.profiler.profile, which use
 
     @property
     def state(self) -> str:
-        """"unopened", "open" or "closed"."""
+        """ "unopened", "open" or "closed"."""
         return self._state
 
     def __enter__(self) -> profile:

@@ -70,8 +70,16 @@ class record_function:  # noqa: N801 - lower case like torch.profiler.record_fun
         sink, start_ns = self._open.pop()
         if sink is not None:
             thread = threading.current_thread()
-            sink.record(UserRange(thread.ident or 0, thread.name, self.name, start_ns,
-                                  time.perf_counter_ns(), self.args))
+            sink.record(
+                UserRange(
+                    thread.ident or 0,
+                    thread.name,
+                    self.name,
+                    start_ns,
+                    time.perf_counter_ns(),
+                    self.args,
+                )
+            )
 
     async def __aenter__(self) -> record_function:
         return self.__enter__()

@@ -139,8 +139,10 @@ class Summary:
         devices = self.devices
         width = max((len(n) for n in devices), default=6)
         for name, t in devices.items():
-            lines.append(f"  {name.ljust(width)}  {us(t.busy_us):>12}  {100 * t.busy_share:5.1f}%"
-                         f"  slices: {t.slices}")
+            lines.append(
+                f"  {name.ljust(width)}  {us(t.busy_us):>12}  {100 * t.busy_share:5.1f}%"
+                f"  slices: {t.slices}"
+            )
         if not devices:
             lines.append("  (no device slices)")
         lines.append(f"Longest idle gaps per device (top {top_gaps}, times from trace start):")
@@ -186,8 +188,9 @@ def summarize(trace: dict[str, Any] | list[dict[str, Any]]) -> Summary:
         cats = {s.cat for s in slices}
         kind = "device" if CAT_BACKWARD in cats else "gpu" if CAT_GPU in cats else "host"
         share = min(1.0, busy / wall) if wall > 0 else 0.0
-        tracks[name] = TrackSummary(name, kind, len(slices), busy, share,
-                                    sorted(gaps, key=lambda g: -g.duration_us))
+        tracks[name] = TrackSummary(
+            name, kind, len(slices), busy, share, sorted(gaps, key=lambda g: -g.duration_us)
+        )
 
     return Summary(
         key_averages=KeyAverages.from_samples(_samples(all_slices)),
@@ -316,10 +319,16 @@ def slices_by_track(
     for ev in events:
         if ev.get("ph") == "X":
             track = names[(ev.get("pid"), ev.get("tid"))]
-            found[track].append(TraceSlice(
-                str(ev.get("name", "")), str(ev.get("cat", "")), track,
-                float(ev["ts"]), float(ev.get("dur", 0.0)), ev.get("args") or {},
-            ))
+            found[track].append(
+                TraceSlice(
+                    str(ev.get("name", "")),
+                    str(ev.get("cat", "")),
+                    track,
+                    float(ev["ts"]),
+                    float(ev.get("dur", 0.0)),
+                    ev.get("args") or {},
+                )
+            )
     by_track = {name: found[name] for name in dict.fromkeys(names.values()) if name in found}
     for slices in by_track.values():
         # Longer first among equal starts, so an enclosing slice precedes what it encloses.
@@ -346,8 +355,13 @@ def track_names(events: list[dict[str, Any]]) -> dict[tuple[Any, Any], str]:
 
 def _samples(slices: list[TraceSlice]) -> list[tuple[str, str, str, int]]:
     """Key-average samples from trace slices, labelled as `profile.key_averages` labels records."""
-    kinds = {CAT_BACKWARD: "backward", CAT_GPU: "gpu", CAT_FORWARD: "forward", CAT_CALLER: "caller",
-             CAT_USER: "user"}
+    kinds = {
+        CAT_BACKWARD: "backward",
+        CAT_GPU: "gpu",
+        CAT_FORWARD: "forward",
+        CAT_CALLER: "caller",
+        CAT_USER: "user",
+    }
     out = []
     for s in slices:
         kind = kinds.get(s.cat, s.cat or "other")

@@ -113,7 +113,8 @@ class _CheckpointFunction(Function):
         if isinstance(outputs, Tensor):
             outputs = (outputs,)
         with_grad = [
-            (o, g) for o, g in zip(outputs, grads, strict=False)
+            (o, g)
+            for o, g in zip(outputs, grads, strict=False)
             if isinstance(o, Tensor) and o.requires_grad
         ]
         if not with_grad:
@@ -121,9 +122,7 @@ class _CheckpointFunction(Function):
                 "none of output has requires_grad=True, this checkpoint() is not necessary"
             )
         backward([o for o, _ in with_grad], [g for _, g in with_grad])
-        return (None, None) + tuple(
-            a.grad if isinstance(a, Tensor) else None for a in detached
-        )
+        return (None, None) + tuple(a.grad if isinstance(a, Tensor) else None for a in detached)
 
 
 # ----------------------------------------------------------------------------- non-reentrant
@@ -140,8 +139,14 @@ class _Handle:
 class _Frame:
     """One non-reentrant checkpointed call: how to recompute it, and what recomputation gave."""
 
-    def __init__(self, fn: Callable, args: tuple, kwargs: dict, preserve_rng_state: bool,
-                 check_metadata: bool) -> None:
+    def __init__(
+        self,
+        fn: Callable,
+        args: tuple,
+        kwargs: dict,
+        preserve_rng_state: bool,
+        check_metadata: bool,
+    ) -> None:
         self.fn = fn
         self.args = args
         self.kwargs = kwargs

@@ -111,8 +111,7 @@ def _size(text: str) -> int:
     """A byte count: 1048576, 512M, 512MiB, 2G ... (binary units)."""
     match = _SIZE.fullmatch(text)
     if match is None:
-        raise argparse.ArgumentTypeError(
-            f"must be a size like 1048576, 512M or 2GiB, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a size like 1048576, 512M or 2GiB, got {text!r}")
     number, unit = match.groups()
     value = int(float(number) * (1 << (10 * " KMGT".index(unit.upper() or " "))))
     if value < 1:
@@ -129,68 +128,143 @@ def _check_tls_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -
 
 def build_parser() -> argparse.ArgumentParser:
     """The worker's argument parser."""
-    parser = argparse.ArgumentParser(prog="python -m workers", description=_DESCRIPTION,
-                                     allow_abbrev=False)
-    parser.add_argument("--listen", type=_listen, default=("127.0.0.1", 0),
-                        help="HOST:PORT to listen on (port 0: any free port)")
+    parser = argparse.ArgumentParser(
+        prog="python -m workers", description=_DESCRIPTION, allow_abbrev=False
+    )
+    parser.add_argument(
+        "--listen",
+        type=_listen,
+        default=("127.0.0.1", 0),
+        help="HOST:PORT to listen on (port 0: any free port)",
+    )
     parser.add_argument("--name", type=_name, required=True, help="this worker's name")
-    parser.add_argument("--devices", type=_devices, default=[Device("cpu")],
-                        help="comma-separated devices it computes on; the first is the default")
+    parser.add_argument(
+        "--devices",
+        type=_devices,
+        default=[Device("cpu")],
+        help="comma-separated devices it computes on; the first is the default",
+    )
     parser.add_argument("--token-file", required=True, help="file holding the shared token")
-    parser.add_argument("--peer", type=_peer, action="append", default=[],
-                        metavar="NAME=HOST:PORT",
-                        help="a worker this one may call (repeatable); peers started later "
-                             "are added while it runs with the peers.update method")
-    parser.add_argument("--load", action="append", default=[], metavar="MODULE",
-                        help="import MODULE at start-up to register functions (repeatable)")
-    parser.add_argument("--context-ttl", type=_positive, default=DEFAULT_CONTEXT_TTL,
-                        help="seconds an idle distributed context is kept (default %(default)s)")
-    parser.add_argument("--peer-timeout", type=_positive, default=DEFAULT_TIMEOUT,
-                        help="seconds before a silent peer counts as lost (default %(default)s)")
-    parser.add_argument("--shutdown-grace", type=_positive, default=10.0,
-                        help="seconds in-flight requests get to finish on SIGTERM")
+    parser.add_argument(
+        "--peer",
+        type=_peer,
+        action="append",
+        default=[],
+        metavar="NAME=HOST:PORT",
+        help="a worker this one may call (repeatable); peers started later "
+        "are added while it runs with the peers.update method",
+    )
+    parser.add_argument(
+        "--load",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE at start-up to register functions (repeatable)",
+    )
+    parser.add_argument(
+        "--context-ttl",
+        type=_positive,
+        default=DEFAULT_CONTEXT_TTL,
+        help="seconds an idle distributed context is kept (default %(default)s)",
+    )
+    parser.add_argument(
+        "--peer-timeout",
+        type=_positive,
+        default=DEFAULT_TIMEOUT,
+        help="seconds before a silent peer counts as lost (default %(default)s)",
+    )
+    parser.add_argument(
+        "--shutdown-grace",
+        type=_positive,
+        default=10.0,
+        help="seconds in-flight requests get to finish on SIGTERM",
+    )
     parser.add_argument("--tls-cert", metavar="PEM", help="serve over TLS with this certificate")
     parser.add_argument("--tls-key", metavar="PEM", help="the private key of --tls-cert")
-    parser.add_argument("--tls-ca", metavar="PEM",
-                        help="require client certificates signed by this CA (mutual TLS); "
-                             "peers' certificates are checked against it too")
-    parser.add_argument("--insecure", action="store_true",
-                        help="allow listening beyond loopback without TLS (frames then have "
-                             "no integrity protection after the handshake)")
-    parser.add_argument("--max-handshakes", type=_positive_int, default=DEFAULT_MAX_HANDSHAKES,
-                        help="connections allowed in their handshake at once "
-                             "(default %(default)s)")
-    parser.add_argument("--max-peer-bytes", type=_size, default=DEFAULT_MAX_PEER_BYTES,
-                        metavar="SIZE",
-                        help="bytes one peer may make the worker hold: frames in flight, "
-                             "replies, modules, contexts (default 512M)")
-    parser.add_argument("--max-total-bytes", type=_size, default=DEFAULT_MAX_TOTAL_BYTES,
-                        metavar="SIZE", help="the same, for all peers together (default 2G)")
-    parser.add_argument("--max-memory", type=_size, default=DEFAULT_MAX_MEMORY, metavar="SIZE",
-                        help="bytes the arrays of all calls together may hold while they run "
-                             "and after (outputs kept for backward, modules); a call that would "
-                             "go over is refused with ResourceExhausted (default: half the "
-                             f"machine's memory, here {format_bytes(DEFAULT_MAX_MEMORY)})")
-    parser.add_argument("--max-peer-memory", type=_size, default=None, metavar="SIZE",
-                        help="the same for the calls of one peer (default: half of "
-                             "--max-memory)")
-    parser.add_argument("--max-call-memory", type=_size, default=None, metavar="SIZE",
-                        help="the same for one call (default: a quarter of --max-memory)")
-    parser.add_argument("--max-contexts-per-peer", type=_positive_int,
-                        default=DEFAULT_MAX_CONTEXTS_PER_PEER,
-                        help="distributed contexts one peer may keep open "
-                             "(default %(default)s)")
-    parser.add_argument("--frame-idle-timeout", type=_positive,
-                        default=DEFAULT_FRAME_IDLE_TIMEOUT,
-                        help="seconds an authenticated peer may leave a frame half-sent "
-                             "before it is disconnected (default %(default)s)")
+    parser.add_argument(
+        "--tls-ca",
+        metavar="PEM",
+        help="require client certificates signed by this CA (mutual TLS); "
+        "peers' certificates are checked against it too",
+    )
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow listening beyond loopback without TLS (frames then have "
+        "no integrity protection after the handshake)",
+    )
+    parser.add_argument(
+        "--max-handshakes",
+        type=_positive_int,
+        default=DEFAULT_MAX_HANDSHAKES,
+        help="connections allowed in their handshake at once (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-peer-bytes",
+        type=_size,
+        default=DEFAULT_MAX_PEER_BYTES,
+        metavar="SIZE",
+        help="bytes one peer may make the worker hold: frames in flight, "
+        "replies, modules, contexts (default 512M)",
+    )
+    parser.add_argument(
+        "--max-total-bytes",
+        type=_size,
+        default=DEFAULT_MAX_TOTAL_BYTES,
+        metavar="SIZE",
+        help="the same, for all peers together (default 2G)",
+    )
+    parser.add_argument(
+        "--max-memory",
+        type=_size,
+        default=DEFAULT_MAX_MEMORY,
+        metavar="SIZE",
+        help="bytes the arrays of all calls together may hold while they run "
+        "and after (outputs kept for backward, modules); a call that would "
+        "go over is refused with ResourceExhausted (default: half the "
+        f"machine's memory, here {format_bytes(DEFAULT_MAX_MEMORY)})",
+    )
+    parser.add_argument(
+        "--max-peer-memory",
+        type=_size,
+        default=None,
+        metavar="SIZE",
+        help="the same for the calls of one peer (default: half of --max-memory)",
+    )
+    parser.add_argument(
+        "--max-call-memory",
+        type=_size,
+        default=None,
+        metavar="SIZE",
+        help="the same for one call (default: a quarter of --max-memory)",
+    )
+    parser.add_argument(
+        "--max-contexts-per-peer",
+        type=_positive_int,
+        default=DEFAULT_MAX_CONTEXTS_PER_PEER,
+        help="distributed contexts one peer may keep open (default %(default)s)",
+    )
+    parser.add_argument(
+        "--frame-idle-timeout",
+        type=_positive,
+        default=DEFAULT_FRAME_IDLE_TIMEOUT,
+        help="seconds an authenticated peer may leave a frame half-sent "
+        "before it is disconnected (default %(default)s)",
+    )
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
-    parser.add_argument("--release-freed-memory", action="store_true",
-                        help="give large freed blocks back to the system at once (the C "
-                             "library's default) instead of keeping those below 1 GiB for "
-                             "reuse, which spares large tensors page faults (workers/heap.py)")
-    parser.add_argument("--log-level", type=str.upper, default="WARNING",
-                        choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
+    parser.add_argument(
+        "--release-freed-memory",
+        action="store_true",
+        help="give large freed blocks back to the system at once (the C "
+        "library's default) instead of keeping those below 1 GiB for "
+        "reuse, which spares large tensors page faults (workers/heap.py)",
+    )
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        default="WARNING",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
+    )
     return parser
 
 
@@ -206,16 +280,25 @@ async def run(args: argparse.Namespace) -> int:
     if args.tls_cert is not None:
         server_ssl = server_context(args.tls_cert, args.tls_key, args.tls_ca)
         peer_ssl = client_context(args.tls_ca, args.tls_cert, args.tls_key)
-    server = WorkerServer(args.name, token=token, devices=args.devices, peers=dict(args.peer),
-                          context_ttl=args.context_ttl, peer_timeout=args.peer_timeout,
-                          ssl=server_ssl, peer_ssl=peer_ssl, insecure=args.insecure,
-                          max_handshakes=args.max_handshakes,
-                          max_peer_bytes=args.max_peer_bytes,
-                          max_total_bytes=args.max_total_bytes,
-                          max_contexts_per_peer=args.max_contexts_per_peer,
-                          frame_idle_timeout=args.frame_idle_timeout,
-                          max_memory=args.max_memory, max_peer_memory=args.max_peer_memory,
-                          max_call_memory=args.max_call_memory)
+    server = WorkerServer(
+        args.name,
+        token=token,
+        devices=args.devices,
+        peers=dict(args.peer),
+        context_ttl=args.context_ttl,
+        peer_timeout=args.peer_timeout,
+        ssl=server_ssl,
+        peer_ssl=peer_ssl,
+        insecure=args.insecure,
+        max_handshakes=args.max_handshakes,
+        max_peer_bytes=args.max_peer_bytes,
+        max_total_bytes=args.max_total_bytes,
+        max_contexts_per_peer=args.max_contexts_per_peer,
+        frame_idle_timeout=args.frame_idle_timeout,
+        max_memory=args.max_memory,
+        max_peer_memory=args.max_peer_memory,
+        max_call_memory=args.max_call_memory,
+    )
     host, port = args.listen
     try:
         await server.start(host, port)
@@ -229,8 +312,13 @@ async def run(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     host, port = server.address
     print(f"READY {args.name} {host}:{port}", flush=True)
-    logger.info("worker %r listening on %s:%d, devices %s", args.name, host, port,
-                ",".join(str(d) for d in args.devices))
+    logger.info(
+        "worker %r listening on %s:%d, devices %s",
+        args.name,
+        host,
+        port,
+        ",".join(str(d) for d in args.devices),
+    )
     await stop.wait()
     logger.info("worker %r stopping", args.name)
     await server.stop(args.shutdown_grace)
@@ -242,8 +330,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _check_tls_args(parser, args)
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format=f"%(asctime)s {args.name}[%(process)d] %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        stream=sys.stderr,
+        format=f"%(asctime)s {args.name}[%(process)d] %(levelname)s %(message)s",
+    )
     if not args.release_freed_memory:
         retain_freed_blocks()  # before any of the worker's threads start
     try:
@@ -254,8 +345,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             code = asyncio.run(run(args))
     except (OSError, ValueError, ImportError, RuntimeError) as exc:
-        print(f"worker {args.name!r} failed: {type(exc).__name__}: {exc}", file=sys.stderr,
-              flush=True)
+        print(
+            f"worker {args.name!r} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True
+        )
         return 1
     finally:
         shutdown(2.0)

@@ -67,8 +67,9 @@ _capsule_new.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
 def _api_function(index: int, restype: type, *argtypes: type) -> ctypes._CFuncPtr:
     # numpy._core since NumPy 2.0, numpy.core before.
     core = getattr(np, "_core", None) or np.core
-    table = ctypes.cast(_capsule_pointer(core._multiarray_umath._ARRAY_API, None),
-                        ctypes.POINTER(ctypes.c_void_p))
+    table = ctypes.cast(
+        _capsule_pointer(core._multiarray_umath._ARRAY_API, None), ctypes.POINTER(ctypes.c_void_p)
+    )
     return ctypes.PYFUNCTYPE(restype, *argtypes)(table[index])
 
 
@@ -82,8 +83,7 @@ def _numpy_handler_var() -> contextvars.ContextVar | None:
 
     def probe() -> contextvars.ContextVar | None:
         _set_handler(_get_handler())
-        return next((v for v in contextvars.copy_context() if v.name == "current_allocator"),
-                    None)
+        return next((v for v in contextvars.copy_context() if v.name == "current_allocator"), None)
 
     return contextvars.Context().run(probe)
 
@@ -97,25 +97,31 @@ _Realloc = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, c
 
 
 class _Handler(ctypes.Structure):
-    _fields_ = (("name", ctypes.c_char * 127), ("version", ctypes.c_uint8),
-                ("ctx", ctypes.c_void_p), ("malloc", ctypes.c_void_p),
-                ("calloc", ctypes.c_void_p), ("realloc", ctypes.c_void_p),
-                ("free", ctypes.c_void_p))
+    _fields_ = (
+        ("name", ctypes.c_char * 127),
+        ("version", ctypes.c_uint8),
+        ("ctx", ctypes.c_void_p),
+        ("malloc", ctypes.c_void_p),
+        ("calloc", ctypes.c_void_p),
+        ("realloc", ctypes.c_void_p),
+        ("free", ctypes.c_void_p),
+    )
 
 
 # NumPy's default handler makes and frees the blocks; its functions ignore `ctx`, which is
 # what lets each capsule here carry its own serial number there.
 _base_capsule = _get_handler()
-_base = ctypes.cast(_capsule_pointer(_base_capsule, _HANDLER_NAME),
-                    ctypes.POINTER(_Handler)).contents
-available = (_base.name == b"default_allocator" and _base.version == 1
-             and _handler_var is not None)
-_base_malloc = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)(
-    _base.malloc)
-_base_calloc = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
-                                 ctypes.c_size_t)(_base.calloc)
-_base_realloc = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                                  ctypes.c_size_t)(_base.realloc)
+_base = ctypes.cast(
+    _capsule_pointer(_base_capsule, _HANDLER_NAME), ctypes.POINTER(_Handler)
+).contents
+available = _base.name == b"default_allocator" and _base.version == 1 and _handler_var is not None
+_base_malloc = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)(_base.malloc)
+_base_calloc = ctypes.PYFUNCTYPE(
+    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t
+)(_base.calloc)
+_base_realloc = ctypes.PYFUNCTYPE(
+    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t
+)(_base.realloc)
 
 
 class _Slot:
@@ -142,7 +148,8 @@ _sweep_lock = threading.Lock()
 _swept_size = 0  # len(_slots) after the last sweep: sweep again once it has doubled
 # The capsule that this context's next array will take.
 _slot_var: contextvars.ContextVar[_Slot | None] = contextvars.ContextVar(
-    "workers_memory_slot", default=None)
+    "workers_memory_slot", default=None
+)
 
 
 def _new_slot(meter: Meter) -> _Slot:

@@ -75,8 +75,9 @@ class WorkerContext(ContextBase):
     @property
     def nbytes(self) -> int:
         """Bytes it holds: its calls' records and its parameters' gradients."""
-        return (sum(r.nbytes for r in self.records.values())
-                + sum(g.nbytes for g in self.grads.values()))
+        return sum(r.nbytes for r in self.records.values()) + sum(
+            g.nbytes for g in self.grads.values()
+        )
 
     def forget_module(self, module_id: int) -> None:
         """Drop the gradients of a deleted module."""
@@ -88,8 +89,13 @@ class ContextStore:
     """Contexts by id; those idle longer than `ttl` seconds (and not busy) expire. A peer may
     own at most `max_per_peer` of them."""
 
-    def __init__(self, ttl: float, clock: Callable[[], float] = time.monotonic, *,
-                 max_per_peer: int = DEFAULT_MAX_CONTEXTS_PER_PEER) -> None:
+    def __init__(
+        self,
+        ttl: float,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        max_per_peer: int = DEFAULT_MAX_CONTEXTS_PER_PEER,
+    ) -> None:
         if ttl <= 0:
             raise ValueError(f"context TTL must be positive, got {ttl}")
         if max_per_peer < 1:
@@ -128,7 +134,9 @@ class ContextStore:
                     f"refused to open context {context_id}: peer {owner!r} already holds "
                     f"{self._owned[owner]} contexts, its quota (--max-contexts-per-peer); "
                     "release contexts (leave `async with distributed.context(...)`) or let "
-                    "them expire", context_id=context_id)
+                    "them expire",
+                    context_id=context_id,
+                )
             ctx = self._contexts[context_id] = WorkerContext(context_id, self.clock(), owner)
             self._owned[owner] += 1
         return ctx

@@ -57,8 +57,7 @@ def machine_memory() -> int:
         total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         total = 8 << 30  # a platform without sysconf: assume a small machine
-    for limit_file in ("/sys/fs/cgroup/memory.max",
-                       "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
         try:
             text = Path(limit_file).read_text().strip()
         except OSError:
@@ -101,13 +100,20 @@ class CallAccount:
 class MemoryBudget:
     """Bytes that calls may hold: `per_call` for one, `per_peer` for one peer's, `total` in all."""
 
-    def __init__(self, total: int = DEFAULT_MAX_MEMORY, *, per_peer: int | None = None,
-                 per_call: int | None = None, owner: str = "worker") -> None:
+    def __init__(
+        self,
+        total: int = DEFAULT_MAX_MEMORY,
+        *,
+        per_peer: int | None = None,
+        per_call: int | None = None,
+        owner: str = "worker",
+    ) -> None:
         per_peer = total // 2 if per_peer is None else per_peer
         per_call = total // 4 if per_call is None else per_call
         if min(total, per_peer, per_call) <= 0:
-            raise ValueError(f"memory limits must be positive, got {total}, {per_peer} and "
-                             f"{per_call}")
+            raise ValueError(
+                f"memory limits must be positive, got {total}, {per_peer} and {per_call}"
+            )
         self.total = total
         self.per_peer = min(per_peer, total)
         self.per_call = min(per_call, self.per_peer)
@@ -158,8 +164,11 @@ class MemoryBudget:
         """Count `nbytes` for `account` if they fit; else why not (counting nothing)."""
         with self._lock:
             used = account.used + nbytes
-            if (used <= self.per_call and self._held[account.peer] + nbytes <= self.per_peer
-                    and self._sum + nbytes <= self.total):
+            if (
+                used <= self.per_call
+                and self._held[account.peer] + nbytes <= self.per_peer
+                and self._sum + nbytes <= self.total
+            ):
                 account.used = used
                 if used > account.peak:
                     account.peak = used
@@ -181,19 +190,28 @@ class MemoryBudget:
 
     def _refusal(self, peer: str, what: str, used: int, nbytes: int) -> str | None:
         mine = self._held[peer] if peer in self._held else 0
-        if (used + nbytes <= self.per_call and mine + nbytes <= self.per_peer
-                and self._sum + nbytes <= self.total):
+        if (
+            used + nbytes <= self.per_call
+            and mine + nbytes <= self.per_peer
+            and self._sum + nbytes <= self.total
+        ):
             return None
         needs = f"{self.owner} refused {what} from peer {peer!r}: it needs {format_bytes(nbytes)}"
         if used + nbytes > self.per_call:
             held = f" more while holding {format_bytes(used)}" if used else ""
-            return (f"{needs}{held}, over the memory share of {format_bytes(self.per_call)} per "
-                    "call (--max-call-memory)")
+            return (
+                f"{needs}{held}, over the memory share of {format_bytes(self.per_call)} per "
+                "call (--max-call-memory)"
+            )
         if mine + nbytes > self.per_peer:
-            return (f"{needs} while the peer's calls hold {format_bytes(mine)}, over the memory "
-                    f"share of {format_bytes(self.per_peer)} per peer (--max-peer-memory)")
-        return (f"{needs} while calls hold {format_bytes(self._sum)} in all, over the "
-                f"worker's memory budget of {format_bytes(self.total)} (--max-memory)")
+            return (
+                f"{needs} while the peer's calls hold {format_bytes(mine)}, over the memory "
+                f"share of {format_bytes(self.per_peer)} per peer (--max-peer-memory)"
+            )
+        return (
+            f"{needs} while calls hold {format_bytes(self._sum)} in all, over the "
+            f"worker's memory budget of {format_bytes(self.total)} (--max-memory)"
+        )
 
     # ------------------------------------------------------------------ around each call
     def started(self) -> None:
@@ -220,8 +238,9 @@ class MemoryGuard:
         self._executor = executor  # where the trim runs, off the serving loop
         self._trim_timer: asyncio.TimerHandle | None = None
 
-    async def run(self, peer: str, what: str, fn: Callable[..., Awaitable[T]], *args: Any,
-                  **kwargs: Any) -> T:
+    async def run(
+        self, peer: str, what: str, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any
+    ) -> T:
         """`await fn(*args, **kwargs)` with what it allocates counted against `peer`'s
         shares; an allocation refused there fails it with ResourceExhausted."""
         account = self.budget.account(peer, what)

@@ -78,8 +78,13 @@ class Registry:
             raise TypeError(f"{kind} {key!r} must be callable, got {type(obj).__name__}")
         table[key] = obj
 
-    def register_function(self, fn: F | None = None, *, name: str | None = None,
-                          output_nbytes: OutputSize | None = None) -> Any:
+    def register_function(
+        self,
+        fn: F | None = None,
+        *,
+        name: str | None = None,
+        output_nbytes: OutputSize | None = None,
+    ) -> Any:
         """Serve `fn` under `name` (default: its own); usable as a decorator. `output_nbytes`
         (args, kwargs) -> bytes sizes its outputs before it runs."""
         if fn is None:
@@ -146,18 +151,42 @@ register_optimizer_class = DEFAULT_REGISTRY.register_optimizer_class
 
 # ------------------------------------------------------------------------ defaults
 _DEFAULT_FUNCTIONS = (
-    "add", "sub", "mul", "div", "matmul", "tanh", "relu", "sigmoid", "exp", "neg", "sum", "mean",
-    "clone", "reshape", "square",
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "matmul",
+    "tanh",
+    "relu",
+    "sigmoid",
+    "exp",
+    "neg",
+    "sum",
+    "mean",
+    "clone",
+    "reshape",
+    "square",
 )
 _DEFAULT_OUTPUT_SIZES: dict[str, OutputSize] = {
     **dict.fromkeys(("add", "sub", "mul", "div"), broadcast_nbytes),
-    **dict.fromkeys(("tanh", "relu", "sigmoid", "exp", "neg", "clone", "square"),
-                    elementwise_nbytes),
+    **dict.fromkeys(
+        ("tanh", "relu", "sigmoid", "exp", "neg", "clone", "square"), elementwise_nbytes
+    ),
     "matmul": matmul_nbytes,
 }
 _DEFAULT_MODULES = (
-    "Linear", "Identity", "ReLU", "Tanh", "GELU", "Sigmoid", "Softmax", "LogSoftmax", "LayerNorm",
-    "Embedding", "Dropout", "Flatten",
+    "Linear",
+    "Identity",
+    "ReLU",
+    "Tanh",
+    "GELU",
+    "Sigmoid",
+    "Softmax",
+    "LogSoftmax",
+    "LayerNorm",
+    "Embedding",
+    "Dropout",
+    "Flatten",
 )
 _DEFAULT_OPTIMIZERS = ("SGD", "Adam", "AdamW")
 
@@ -167,8 +196,12 @@ def _sequential(*, layers: list, device: Any = None, dtype: Any = None) -> nn.Mo
     worker = current_worker()
     modules = []
     for i, spec in enumerate(layers):
-        if not (isinstance(spec, list) and len(spec) == 2 and isinstance(spec[0], str)
-                and isinstance(spec[1], dict)):
+        if not (
+            isinstance(spec, list)
+            and len(spec) == 2
+            and isinstance(spec[0], str)
+            and isinstance(spec[1], dict)
+        ):
             raise TypeError(f"Sequential layer {i} must be [class_name, kwargs], got {spec!r}")
         name, kwargs = spec
         if name == "Sequential":
@@ -180,8 +213,9 @@ def _sequential(*, layers: list, device: Any = None, dtype: Any = None) -> nn.Mo
 def install_defaults(registry: Registry) -> None:
     """Register the default functions, nn layers and optimizers in `registry`."""
     for name in _DEFAULT_FUNCTIONS:
-        registry.register_function(getattr(ag, name), name=name,
-                                   output_nbytes=_DEFAULT_OUTPUT_SIZES.get(name))
+        registry.register_function(
+            getattr(ag, name), name=name, output_nbytes=_DEFAULT_OUTPUT_SIZES.get(name)
+        )
     for name in _DEFAULT_MODULES:
         registry.register_module_class(getattr(nn, name), name=name)
     registry.register_module_class(_sequential, name="Sequential")

@@ -152,8 +152,9 @@ class WorkerServer:
         # Bytes held for each peer and in total: frames, replies, modules, contexts.
         self.budget = ByteBudget(max_peer_bytes, max_total_bytes, owner=f"worker {name!r}")
         # Bytes its calls allocate: per call, per peer, in all (default shares: 1/4, 1/2).
-        self.memory = MemoryBudget(max_memory, per_peer=max_peer_memory,
-                                   per_call=max_call_memory, owner=f"worker {name!r}")
+        self.memory = MemoryBudget(
+            max_memory, per_peer=max_peer_memory, per_call=max_call_memory, owner=f"worker {name!r}"
+        )
         self._frame_idle_timeout = frame_idle_timeout
         # Forward calls and other computations run here, never on the serving loop.
         self._compute = ThreadPoolExecutor(
@@ -163,8 +164,9 @@ class WorkerServer:
         self._memory_guard = MemoryGuard(self.memory, self._compute)
         # Peers can be added, moved or removed at any time: set_address / remove_address, or
         # remotely through `peers.update`. Without a transport they are reached over TCP.
-        self.peers = Client(token=token, timeout=peer_timeout, name=name, ssl=peer_ssl,
-                            transport=peer_transport)
+        self.peers = Client(
+            token=token, timeout=peer_timeout, name=name, ssl=peer_ssl, transport=peer_transport
+        )
         for peer, address in (peers or {}).items():
             self.peers.set_address(peer, address)
         self.modules: dict[int, ModuleEntry] = {}
@@ -195,17 +197,25 @@ class WorkerServer:
             raise RuntimeError(f"worker {self.name!r} is not started")
         return self._server.address
 
-    async def start(self, host: str = "127.0.0.1", port: int = 0, *,
-                    listen: bool = True) -> None:
+    async def start(self, host: str = "127.0.0.1", port: int = 0, *, listen: bool = True) -> None:
         """Listen on host:port (with `listen=False`: serve only connections handed to `accept`,
         e.g. by a `MemoryTransport`) and start expiring idle contexts."""
         await self.peers.start()
         extra = {} if self._max_frame_bytes is None else {"max_frame_bytes": self._max_frame_bytes}
-        self._server = await serve(self.handle, host, port, token=self._token, name=self.name,
-                                   ssl=self._ssl, insecure=self._insecure,
-                                   max_handshakes=self._max_handshakes, budget=self.budget,
-                                   frame_idle_timeout=self._frame_idle_timeout, listen=listen,
-                                   **extra)
+        self._server = await serve(
+            self.handle,
+            host,
+            port,
+            token=self._token,
+            name=self.name,
+            ssl=self._ssl,
+            insecure=self._insecure,
+            max_handshakes=self._max_handshakes,
+            budget=self.budget,
+            frame_idle_timeout=self._frame_idle_timeout,
+            listen=listen,
+            **extra,
+        )
         self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
 
     def accept(self) -> asyncio.BufferedProtocol:
@@ -251,8 +261,9 @@ class WorkerServer:
         return (self._incarnation << 32) | self._next_id
 
     # --------------------------------------------------------------- dispatch
-    async def handle(self, info: ConnectionInfo, method: str, kwargs: dict[str, Any],
-                     arrays: list[np.ndarray]) -> Reply:
+    async def handle(
+        self, info: ConnectionInfo, method: str, kwargs: dict[str, Any], arrays: list[np.ndarray]
+    ) -> Reply:
         """The transport handler: check the method's kwargs, run it, annotate its errors."""
         check_call(method, kwargs, len(arrays))
         self.requests += 1
@@ -301,8 +312,9 @@ class WorkerServer:
         dev = Device(device)
         if dev not in self.devices:
             served = ", ".join(str(d) for d in self.devices)
-            raise ValueError(f"worker {self.name!r} does not serve device {dev}; its devices: "
-                             f"{served}")
+            raise ValueError(
+                f"worker {self.name!r} does not serve device {dev}; its devices: {served}"
+            )
         return dev
 
     # --------------------------------------------------------------- forward
@@ -316,31 +328,51 @@ class WorkerServer:
         out_bytes = self.registry.output_nbytes(name, host_args, kw["kwargs"])
         if out_bytes:  # sized before the work: refused before anything is allocated
             self.memory.check(caller_var.get(), what, out_bytes)
-            self.budget.ensure_fits(caller_var.get(), out_bytes,
-                                    f"a reply of {format_bytes(out_bytes)} to {what}")
+            self.budget.ensure_fits(
+                caller_var.get(), out_bytes, f"a reply of {format_bytes(out_bytes)} to {what}"
+            )
         return await self.counted(what, self._forward, fn, kw, arrays, self.default_device, [])
 
     @handles(methods.MODULE_FORWARD)
     async def _module_forward(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         module_id = kw["module_id"]
         entry = self._module(module_id)
-        params = [((module_id, n), p) for n, p in entry.module.named_parameters()
-                  if p.requires_grad]
-        return await self.counted(f"forward of module {module_id} ({entry.class_name})",
-                                  self._forward, entry.module, kw, arrays, entry.device, params)
+        params = [
+            ((module_id, n), p) for n, p in entry.module.named_parameters() if p.requires_grad
+        ]
+        return await self.counted(
+            f"forward of module {module_id} ({entry.class_name})",
+            self._forward,
+            entry.module,
+            kw,
+            arrays,
+            entry.device,
+            params,
+        )
 
-    async def _forward(self, fn: Any, kw: dict[str, Any], arrays: list[np.ndarray],
-                       device: Device, params: list[tuple[ParamKey, Tensor]]) -> Reply:
+    async def _forward(
+        self,
+        fn: Any,
+        kw: dict[str, Any],
+        arrays: list[np.ndarray],
+        device: Device,
+        params: list[tuple[ParamKey, Tensor]],
+    ) -> Reply:
         check_arg_specs(kw["args"], len(arrays))
         flags = kw["requires_grad"]
         if len(flags) != len(arrays):
             raise ProtocolError(f"requires_grad has {len(flags)} flags for {len(arrays)} arrays")
         context_id = kw.get("context_id")
-        ctx = (self.contexts.get_or_create(context_id, caller_var.get())
-               if context_id is not None else None)
+        ctx = (
+            self.contexts.get_or_create(context_id, caller_var.get())
+            if context_id is not None
+            else None
+        )
         record = ctx is not None and bool(kw.get("record"))
-        tensors = [to_device(a, device, record and f and a.dtype.kind in "fc")
-                   for a, f in zip(arrays, flags, strict=True)]
+        tensors = [
+            to_device(a, device, record and f and a.dtype.kind in "fc")
+            for a, f in zip(arrays, flags, strict=True)
+        ]
         args = [tensors[s["tensor"]] if "tensor" in s else s["value"] for s in kw["args"]]
         with self.contexts.using(ctx) if ctx is not None else nullcontext():
             token = current_context.set(ctx)
@@ -385,8 +417,10 @@ class WorkerServer:
         context_id, call_id = kw["context_id"], kw["call_id"]
         ctx = self.contexts.get(context_id)
         if ctx is None:
-            raise LookupError(f"worker {self.name!r} has no context {context_id}: it was "
-                              f"released, or expired after {self.contexts.ttl} s idle")
+            raise LookupError(
+                f"worker {self.name!r} has no context {context_id}: it was "
+                f"released, or expired after {self.contexts.ttl} s idle"
+            )
         record = ctx.records.get(call_id)
         if record is None:
             raise RuntimeError(
@@ -403,8 +437,10 @@ class WorkerServer:
                 raise ProtocolError(f"call {call_id} has no differentiable output {slot}")
             out = record.outputs[slot]
             if tuple(array.shape) != tuple(out.shape):
-                raise ValueError(f"gradient of shape {tuple(array.shape)} for output {slot} of "
-                                 f"shape {tuple(out.shape)}")
+                raise ValueError(
+                    f"gradient of shape {tuple(array.shape)} for output {slot} of "
+                    f"shape {tuple(out.shape)}"
+                )
             roots.append(out)
             grads.append(to_device(array.astype(out.dtype, copy=False), out.device))
         retain = kw["retain_graph"]
@@ -416,9 +452,10 @@ class WorkerServer:
         if roots and inputs:
             with self.contexts.using(ctx):
                 ctx.retain_graph = retain
-                found = await self.counted(f"backward of call {call_id}", _backward_counted,
-                                           roots, inputs, grads, retain)
-        for (key, _), g in zip(record.params, found[n_leaves:n_leaves + n_params]):
+                found = await self.counted(
+                    f"backward of call {call_id}", _backward_counted, roots, inputs, grads, retain
+                )
+        for (key, _), g in zip(record.params, found[n_leaves : n_leaves + n_params]):
             if g is not None:
                 ctx.accumulate(key, g._data)
         # Gradients already exist: they are counted, never refused (a freed record usually
@@ -449,19 +486,21 @@ class WorkerServer:
         items = sorted((ctx.grads if ctx is not None else {}).items())
         items = [(k, g) for k, g in items if wanted is None or k[0] == wanted]
         copies = await self.run_compute(lambda: [_host_copy(g) for _, g in items])
-        return ({"modules": [k[0] for k, _ in items], "names": [k[1] for k, _ in items]},
-                copies)
+        return ({"modules": [k[0] for k, _ in items], "names": [k[1] for k, _ in items]}, copies)
 
     # ---------------------------------------------------------------- modules
     def _module(self, module_id: int) -> ModuleEntry:
         entry = self.modules.get(module_id)
         if entry is None:
-            raise LookupError(f"worker {self.name!r} has no module {module_id} (deleted, or "
-                              "made by an earlier run of the worker)")
+            raise LookupError(
+                f"worker {self.name!r} has no module {module_id} (deleted, or "
+                "made by an earlier run of the worker)"
+            )
         return entry
 
-    def build_module(self, class_name: str, kwargs: dict[str, Any], *, device: Any = None,
-                     dtype: Any = None) -> tuple[nn.Module, Device]:
+    def build_module(
+        self, class_name: str, kwargs: dict[str, Any], *, device: Any = None, dtype: Any = None
+    ) -> tuple[nn.Module, Device]:
         """Build an allow-listed module; a `device` must be one of the worker's."""
         factory = self.registry.module_class(class_name, self.name)
         kwargs = dict(kwargs)
@@ -480,16 +519,22 @@ class WorkerServer:
     async def _module_create(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         owner = caller_var.get()
         self.budget.ensure_room(owner, f"module {kw['class_name']}")  # before building it
-        module, device = await self.counted(f"module {kw['class_name']}", self.run_compute,
-                                            self.build_module, kw["class_name"], kw["kwargs"])
+        module, device = await self.counted(
+            f"module {kw['class_name']}",
+            self.run_compute,
+            self.build_module,
+            kw["class_name"],
+            kw["kwargs"],
+        )
         nbytes = sum(t._data.nbytes for t in module.state_dict().values())
         # Built already (its size is known only now); refused, it is dropped at once.
-        self.budget.reserve(owner, nbytes,
-                            f"module {kw['class_name']} of {format_bytes(nbytes)}")
+        self.budget.reserve(owner, nbytes, f"module {kw['class_name']} of {format_bytes(nbytes)}")
         module_id = self._new_id()
         self.modules[module_id] = ModuleEntry(module, kw["class_name"], device, owner, nbytes)
-        params = [{"name": n, "shape": list(p.shape), "dtype": str(p.dtype),
-                   "device": str(p.device)} for n, p in module.named_parameters()]
+        params = [
+            {"name": n, "shape": list(p.shape), "dtype": str(p.dtype), "device": str(p.device)}
+            for n, p in module.named_parameters()
+        ]
         return {"module_id": module_id, "parameters": params, "repr": repr(module)}, []
 
     @handles(methods.MODULE_DELETE)
@@ -511,19 +556,20 @@ class WorkerServer:
     async def _module_state_dict(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         state = self._module(kw["module_id"]).module.state_dict()
         copies = await self.run_compute(
-            lambda: [np.array(host_array(t), copy=True) for t in state.values()])
+            lambda: [np.array(host_array(t), copy=True) for t in state.values()]
+        )
         return {"names": list(state)}, copies
 
     @handles(methods.MODULE_LOAD_STATE_DICT)
-    async def _module_load_state_dict(self, kw: dict[str, Any],
-                                      arrays: list[np.ndarray]) -> Reply:
+    async def _module_load_state_dict(self, kw: dict[str, Any], arrays: list[np.ndarray]) -> Reply:
         entry = self._module(kw["module_id"])
         names = kw["names"]
         if len(names) != len(arrays):
             raise ProtocolError(f"load_state_dict got {len(arrays)} arrays for {len(names)} names")
         state = {n: to_device(a, entry.device) for n, a in zip(names, arrays, strict=True)}
-        missing, unexpected = await self.run_compute(entry.module.load_state_dict, state,
-                                                     strict=kw["strict"])
+        missing, unexpected = await self.run_compute(
+            entry.module.load_state_dict, state, strict=kw["strict"]
+        )
         return {"missing": list(missing), "unexpected": list(unexpected)}, []
 
     # ------------------------------------------------------------- optimizers
@@ -537,8 +583,9 @@ class WorkerServer:
                 raise ProtocolError(f"params[{i}] must be {{'module_id': int, 'name': str}}")
             found = dict(self._module(module_id).module.named_parameters()).get(name)
             if found is None:
-                raise LookupError(f"module {module_id} on worker {self.name!r} has no "
-                                  f"parameter {name!r}")
+                raise LookupError(
+                    f"module {module_id} on worker {self.name!r} has no parameter {name!r}"
+                )
             params.append(((module_id, name), found))
         optimizer = factory([p for _, p in params], **kw["kwargs"])
         optimizer_id = self._new_id()
@@ -560,8 +607,11 @@ class WorkerServer:
                 stepped += g is not None
             if stepped:
                 # Its state (Adam's moments) is made here: counted like a call's arrays.
-                await self.counted(f"step of optimizer {kw['optimizer_id']}", self.run_compute,
-                                   entry.optimizer.step)
+                await self.counted(
+                    f"step of optimizer {kw['optimizer_id']}",
+                    self.run_compute,
+                    entry.optimizer.step,
+                )
         finally:
             for _, param in entry.params:
                 param.grad = None
@@ -579,8 +629,10 @@ class WorkerServer:
         addresses = kw.get("addresses", {})
         for peer, address in addresses.items():
             if not peer or not isinstance(address, str):
-                raise ProtocolError(f"peers.update: peer {peer!r} needs a non-empty name and a "
-                                    f"str address, got {address!r}")
+                raise ProtocolError(
+                    f"peers.update: peer {peer!r} needs a non-empty name and a "
+                    f"str address, got {address!r}"
+                )
         # Parse every address before changing any: a bad one leaves the peers as they were.
         for address in addresses.values():
             self.peers.transport.parse_address(address)
@@ -588,8 +640,12 @@ class WorkerServer:
             self.peers.remove_address(peer)
         for peer, address in addresses.items():
             self.peers.set_address(peer, address)
-        logger.info("worker %r: peers now %s (updated by %r)", self.name,
-                    sorted(self.peers.workers), caller_var.get())
+        logger.info(
+            "worker %r: peers now %s (updated by %r)",
+            self.name,
+            sorted(self.peers.workers),
+            caller_var.get(),
+        )
         return {"peers": sorted(self.peers.workers)}, []
 
     # ------------------------------------------------------------------ stats
@@ -615,8 +671,11 @@ class WorkerServer:
             "peer_bytes": self.budget.held(caller_var.get()),
             "memory_bytes": self.memory.held(),
             "peer_memory_bytes": self.memory.held(caller_var.get()),
-            "memory_limits": {"total": self.memory.total, "per_peer": self.memory.per_peer,
-                              "per_call": self.memory.per_call},
+            "memory_limits": {
+                "total": self.memory.total,
+                "per_peer": self.memory.per_peer,
+                "per_call": self.memory.per_call,
+            },
             "connections": self._server.connection_count if self._server is not None else 0,
             "peers": self.peers.workers,
             "functions": sorted(self.registry.functions),
@@ -641,5 +700,6 @@ async def _backward_counted(roots: list, inputs: list, grads: list, retain: bool
     """The gradients of a backward request, its nodes' allocations counted on the caller's
     share: they run on the engine's device threads, in a copy of this context."""
     with nodes_run_in_caller_context():
-        return await grad_async(roots, inputs, grad_outputs=grads, retain_graph=retain,
-                                allow_unused=True)
+        return await grad_async(
+            roots, inputs, grad_outputs=grads, retain_graph=retain, allow_unused=True
+        )

@@ -15,8 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["OutputSize", "broadcast_nbytes", "elementwise_nbytes", "matmul_nbytes",
-           "matmul_shape"]
+__all__ = ["OutputSize", "broadcast_nbytes", "elementwise_nbytes", "matmul_nbytes", "matmul_shape"]
 
 # (positional args, keyword args) -> bytes of the outputs
 OutputSize = Callable[[Sequence[Any], dict[str, Any]], int]

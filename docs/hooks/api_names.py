@@ -60,7 +60,8 @@ def _is_shadowed(namespace: str, name: str) -> bool:
     function, and `ops/gather.py` a module): griffe sees the module under that name."""
     module = importlib.import_module(namespace)
     return hasattr(module, "__path__") and (
-        importlib.util.find_spec(f"{namespace}.{name}") is not None)
+        importlib.util.find_spec(f"{namespace}.{name}") is not None
+    )
 
 
 def _shadowed(namespace: str) -> list[str]:
@@ -102,8 +103,9 @@ def on_config(config: Any) -> Any:
     # errors and pickles); griffe reads files, so in the build they name the file they live in.
     tensor.__module__ = tensor_module.InferenceTensor.__module__ = tensor_module.__name__
     for name, value in list(vars(tensor).items()):
-        if inspect.isfunction(value) and _placed_elsewhere(value, tensor_module.__name__,
-                                                          f"Tensor.{name}"):
+        if inspect.isfunction(value) and _placed_elsewhere(
+            value, tensor_module.__name__, f"Tensor.{name}"
+        ):
             _rename(value, tensor_module.__name__, f"Tensor.{name}")
     for namespace in NAMESPACES:
         module = importlib.import_module(namespace)

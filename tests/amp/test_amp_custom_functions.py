@@ -36,8 +36,11 @@ def _matmul_function(lib, fwd_decorator=None, bwd_decorator=None):
         forward = fwd_decorator(forward)
     if bwd_decorator is not None:
         backward = bwd_decorator(backward)
-    cls = type("MyMM", (lib.autograd.Function,),
-               {"forward": staticmethod(forward), "backward": staticmethod(backward)})
+    cls = type(
+        "MyMM",
+        (lib.autograd.Function,),
+        {"forward": staticmethod(forward), "backward": staticmethod(backward)},
+    )
     return cls, seen
 
 
@@ -60,6 +63,7 @@ def _run(lib, fwd_kwargs, with_bwd, autocast_dtype="bfloat16"):
 
 def _names(result):
     """dtype names without the library's prefix ("torch.float32" -> "float32")."""
+
     def clean(v):
         if isinstance(v, str):
             return v.replace("torch.", "")
@@ -68,6 +72,7 @@ def _names(result):
         if isinstance(v, dict):
             return {k: clean(x) for k, x in v.items()}
         return v
+
     return clean(result)
 
 
@@ -102,9 +107,11 @@ def test_custom_fwd_cast_inputs_casts_and_disables_autocast_like_torch(torch, ca
 
 def test_custom_fwd_outside_autocast_changes_nothing(torch):
     for lib in (aa, torch):
-        fn, seen = _matmul_function(lib, lib.amp.custom_fwd(device_type="cpu",
-                                                           cast_inputs=lib.bfloat16),
-                                    lib.amp.custom_bwd(device_type="cpu"))
+        fn, seen = _matmul_function(
+            lib,
+            lib.amp.custom_fwd(device_type="cpu", cast_inputs=lib.bfloat16),
+            lib.amp.custom_bwd(device_type="cpu"),
+        )
         a = lib.tensor(A, requires_grad=True)
         out = fn.apply(a, lib.tensor(B))
         out.sum().backward()
@@ -127,13 +134,17 @@ def test_cast_floating_walks_containers_like_torch(torch):
 
     def build(lib):
         f32 = lib.ones(2)
-        return {"a": [f32, lib.ones(2, dtype=lib.float64), lib.ones(2, dtype=lib.int64)],
-                "b": (f32, "text", 3), "c": np.ones(2, np.float32)}
+        return {
+            "a": [f32, lib.ones(2, dtype=lib.float64), lib.ones(2, dtype=lib.int64)],
+            "b": (f32, "text", 3),
+            "c": np.ones(2, np.float32),
+        }
 
     ours = cast_floating(build(aa), "cpu", aa.bfloat16)
     theirs = _cast(build(torch), "cpu", torch.bfloat16)
-    assert [str(t.dtype) for t in ours["a"]] == [str(t.dtype).replace("torch.", "")
-                                                 for t in theirs["a"]]
+    assert [str(t.dtype) for t in ours["a"]] == [
+        str(t.dtype).replace("torch.", "") for t in theirs["a"]
+    ]
     assert str(ours["b"][0].dtype) == "bfloat16" and ours["b"][1:] == ("text", 3)
     assert ours["c"].dtype == np.float32 and type(theirs["b"]) is tuple
     assert cast_floating(aa.ones(2), "cuda", aa.bfloat16).dtype == aa.float32  # other device

@@ -106,8 +106,9 @@ def _warning(lib, **kw):
         warnings.simplefilter("always")
         out = lib.utils.checkpoint.checkpoint(lambda t: t.sin(), x, **kw)
     out.sum().backward()
-    return [("use_reentrant parameter should be passed explicitly" in str(w.message))
-            for w in caught], np.round(x.grad.tolist(), 5).tolist()
+    return [
+        ("use_reentrant parameter should be passed explicitly" in str(w.message)) for w in caught
+    ], np.round(x.grad.tolist(), 5).tolist()
 
 
 def test_warns_without_use_reentrant_like_pytorch(torch):
@@ -196,12 +197,12 @@ def test_reentrant_form_refuses_grad_and_inputs_like_pytorch(torch):
     def program(lib):
         x = lib.tensor([1.0, 2.0], requires_grad=True)
         outcomes = []
-        for run in (lambda loss: lib.autograd.grad(loss, x),
-                    lambda loss: loss.backward(inputs=[x]),
-                    lambda loss: loss.backward()):
-            loss = lib.utils.checkpoint.checkpoint(
-                lambda t: (t * t).sum(), x, use_reentrant=True
-            )
+        for run in (
+            lambda loss: lib.autograd.grad(loss, x),
+            lambda loss: loss.backward(inputs=[x]),
+            lambda loss: loss.backward(),
+        ):
+            loss = lib.utils.checkpoint.checkpoint(lambda t: (t * t).sum(), x, use_reentrant=True)
             try:
                 run(loss)
                 outcomes.append(None)

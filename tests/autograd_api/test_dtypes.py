@@ -11,9 +11,27 @@ import pytest
 
 import autograd_async as aa
 
-NAMES = ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
-         "complex64", "complex128", "float", "double", "half", "long", "int", "short", "cfloat",
-         "cdouble"]
+NAMES = [
+    "float16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "bool",
+    "complex64",
+    "complex128",
+    "float",
+    "double",
+    "half",
+    "long",
+    "int",
+    "short",
+    "cfloat",
+    "cdouble",
+]
 
 
 def _answers(lib, name):
@@ -27,9 +45,16 @@ def test_dtype_attributes_match_pytorch(torch, name):
 
 
 def test_aliases_are_the_same_objects(torch):
-    pairs = [("float", "float32"), ("double", "float64"), ("half", "float16"), ("long", "int64"),
-             ("int", "int32"), ("short", "int16"), ("cfloat", "complex64"),
-             ("cdouble", "complex128")]
+    pairs = [
+        ("float", "float32"),
+        ("double", "float64"),
+        ("half", "float16"),
+        ("long", "int64"),
+        ("int", "int32"),
+        ("short", "int16"),
+        ("cfloat", "complex64"),
+        ("cdouble", "complex128"),
+    ]
     for alias, name in pairs:
         assert getattr(aa, alias) is getattr(aa, name)
         assert getattr(torch, alias) is getattr(torch, name)
@@ -44,10 +69,17 @@ def test_repr_and_str():
 
 
 def _tensor_questions(lib):
-    cases = [lib.ones(2), lib.tensor([1, 2]), lib.tensor([True]), lib.tensor([1 + 2j]),
-             lib.ones(2, dtype=lib.float64), lib.ones(2).to(lib.half)]
-    return [(t.is_floating_point(), t.is_complex(), t.dtype.is_signed, t.dtype.itemsize)
-            for t in cases]
+    cases = [
+        lib.ones(2),
+        lib.tensor([1, 2]),
+        lib.tensor([True]),
+        lib.tensor([1 + 2j]),
+        lib.ones(2, dtype=lib.float64),
+        lib.ones(2).to(lib.half),
+    ]
+    return [
+        (t.is_floating_point(), t.is_complex(), t.dtype.is_signed, t.dtype.itemsize) for t in cases
+    ]
 
 
 def test_tensor_questions_match_pytorch(torch):
@@ -73,11 +105,19 @@ def _default_dtype_program(lib):
     before = lib.get_default_dtype()
     try:
         lib.set_default_dtype(lib.float64)
-        seen = [lib.get_default_dtype(), lib.tensor([1.5]).dtype, lib.tensor([1j]).dtype,
-                lib.ones(1).dtype, lib.zeros(2).dtype, lib.arange(0.0, 2.0).dtype,
-                lib.tensor(1).dtype, (lib.tensor([1, 2]) * 1.5).dtype,
-                (lib.tensor([1, 2]) / 2).dtype, lib.tensor([1.0], dtype=lib.float32).dtype,
-                lib.rand(2).dtype]
+        seen = [
+            lib.get_default_dtype(),
+            lib.tensor([1.5]).dtype,
+            lib.tensor([1j]).dtype,
+            lib.ones(1).dtype,
+            lib.zeros(2).dtype,
+            lib.arange(0.0, 2.0).dtype,
+            lib.tensor(1).dtype,
+            (lib.tensor([1, 2]) * 1.5).dtype,
+            (lib.tensor([1, 2]) / 2).dtype,
+            lib.tensor([1.0], dtype=lib.float32).dtype,
+            lib.rand(2).dtype,
+        ]
         errors = []
         for bad in (lib.int64, lib.bool):
             try:

@@ -31,13 +31,19 @@ def _run(lib, name, fn_name, *, create_graph=False, strict=False, **extra):
     programs = {
         "one to one": (lambda x: (x * x).sin(), a, lib.ones(3, dtype=f64)),
         "tuple in": (lambda x, y: (x.sum() * y).exp(), (a, b), lib.ones(2, 2, dtype=f64)),
-        "tuple out": (lambda x: (x * 2, x.sum()), a, (lib.ones(3, dtype=f64),
-                                                      lib.tensor(1.0, dtype=f64))),
-        "both tuples": (lambda x, y: (x * y.sum(), (y * y).sum()), (a, b),
-                        (lib.ones(3, dtype=f64), lib.tensor(2.0, dtype=f64))),
-        "scalar": (lambda x: (x ** 3).sum() + x[0] * x[1] * x[2], a, None),
-        "scalar tuple": (lambda x, y: (x ** 2).sum() * (y ** 3).sum(), (a, b), None),
-        "unused input": (lambda x, y: (x ** 3).sum(), (a, b), None),
+        "tuple out": (
+            lambda x: (x * 2, x.sum()),
+            a,
+            (lib.ones(3, dtype=f64), lib.tensor(1.0, dtype=f64)),
+        ),
+        "both tuples": (
+            lambda x, y: (x * y.sum(), (y * y).sum()),
+            (a, b),
+            (lib.ones(3, dtype=f64), lib.tensor(2.0, dtype=f64)),
+        ),
+        "scalar": (lambda x: (x**3).sum() + x[0] * x[1] * x[2], a, None),
+        "scalar tuple": (lambda x, y: (x**2).sum() * (y**3).sum(), (a, b), None),
+        "unused input": (lambda x, y: (x**3).sum(), (a, b), None),
         "linear": (lambda x: (x * 3.0).sum(), a, None),
         "constant": (lambda x: lib.ones(3, dtype=f64), a, lib.ones(3, dtype=f64)),
     }
@@ -61,14 +67,30 @@ def _run(lib, name, fn_name, *, create_graph=False, strict=False, **extra):
 
 
 CASES = [
-    ("vjp", "one to one"), ("vjp", "tuple in"), ("vjp", "tuple out"), ("vjp", "both tuples"),
-    ("vjp", "scalar"), ("vjp", "unused input"),
-    ("jvp", "one to one"), ("jvp", "tuple in"), ("jvp", "tuple out"), ("jvp", "both tuples"),
-    ("jacobian", "one to one"), ("jacobian", "tuple in"), ("jacobian", "tuple out"),
-    ("jacobian", "both tuples"), ("jacobian", "unused input"),
-    ("hessian", "scalar"), ("hessian", "scalar tuple"), ("hessian", "unused input"),
-    ("vhp", "scalar"), ("vhp", "scalar tuple"), ("vhp", "unused input"),
-    ("hvp", "scalar"), ("hvp", "scalar tuple"), ("hvp", "unused input"),
+    ("vjp", "one to one"),
+    ("vjp", "tuple in"),
+    ("vjp", "tuple out"),
+    ("vjp", "both tuples"),
+    ("vjp", "scalar"),
+    ("vjp", "unused input"),
+    ("jvp", "one to one"),
+    ("jvp", "tuple in"),
+    ("jvp", "tuple out"),
+    ("jvp", "both tuples"),
+    ("jacobian", "one to one"),
+    ("jacobian", "tuple in"),
+    ("jacobian", "tuple out"),
+    ("jacobian", "both tuples"),
+    ("jacobian", "unused input"),
+    ("hessian", "scalar"),
+    ("hessian", "scalar tuple"),
+    ("hessian", "unused input"),
+    ("vhp", "scalar"),
+    ("vhp", "scalar tuple"),
+    ("vhp", "unused input"),
+    ("hvp", "scalar"),
+    ("hvp", "scalar tuple"),
+    ("hvp", "unused input"),
 ]
 
 
@@ -80,9 +102,16 @@ def test_matches_pytorch(torch, fn_name, program, create_graph):
 
 
 STRICT_CASES = [
-    ("vjp", "unused input"), ("vjp", "constant"), ("jvp", "constant"),
-    ("jacobian", "unused input"), ("jacobian", "constant"), ("hessian", "unused input"),
-    ("hessian", "linear"), ("vhp", "linear"), ("hvp", "linear"), ("vhp", "unused input"),
+    ("vjp", "unused input"),
+    ("vjp", "constant"),
+    ("jvp", "constant"),
+    ("jacobian", "unused input"),
+    ("jacobian", "constant"),
+    ("hessian", "unused input"),
+    ("hessian", "linear"),
+    ("vhp", "linear"),
+    ("hvp", "linear"),
+    ("vhp", "unused input"),
 ]
 
 
@@ -133,10 +162,10 @@ def test_argument_errors_match_pytorch(torch):
 def test_create_graph_results_are_differentiable(torch):
     def program(lib):
         x = lib.tensor(A, dtype=lib.float64, requires_grad=True)
-        hess = lib.autograd.functional.hessian(lambda t: (t ** 4).sum(), x, create_graph=True)
+        hess = lib.autograd.functional.hessian(lambda t: (t**4).sum(), x, create_graph=True)
         (third,) = lib.autograd.grad(hess.sum(), x)
         _, hv = lib.autograd.functional.hvp(
-            lambda t: (t ** 3).sum(), x, lib.ones(3, dtype=lib.float64), create_graph=True
+            lambda t: (t**3).sum(), x, lib.ones(3, dtype=lib.float64), create_graph=True
         )
         (g,) = lib.autograd.grad(hv.sum(), x)
         return np.round(third.tolist(), 8).tolist(), np.round(g.tolist(), 8).tolist()

@@ -75,31 +75,36 @@ def _programs(lib):
     gc, ggc = lib.autograd.gradcheck, lib.autograd.gradgradcheck
     sin = lambda t: t.sin()  # noqa: E731
     return {
-        "float32 default tolerances": lambda: gc(sin, (_x(lib, "float32"),),
-                                                 raise_exception=False),
-        "float32 loose tolerances": lambda: gc(sin, (_x(lib, "float32"),), eps=1e-2, atol=1e-2,
-                                               rtol=1e-2),
+        "float32 default tolerances": lambda: gc(sin, (_x(lib, "float32"),), raise_exception=False),
+        "float32 loose tolerances": lambda: gc(
+            sin, (_x(lib, "float32"),), eps=1e-2, atol=1e-2, rtol=1e-2
+        ),
         "float64": lambda: gc(sin, (_x(lib),)),
         "wrong rule returns False": lambda: gc(wrong.apply, (_x(lib),), raise_exception=False),
         "wrong rule raises": lambda: gc(wrong.apply, (_x(lib),)),
         "wrong rule, huge atol": lambda: gc(wrong.apply, (_x(lib),), atol=10.0),
         "wrong rule, huge rtol": lambda: gc(wrong.apply, (_x(lib),), rtol=1.0, atol=1.0),
         "fast mode float64": lambda: gc(sin, (_x(lib),), fast_mode=True),
-        "fast mode wrong rule": lambda: gc(wrong.apply, (_x(lib),), fast_mode=True,
-                                           raise_exception=False),
-        "fast mode float32": lambda: gc(sin, (_x(lib, "float32"),), fast_mode=True, eps=1e-2,
-                                        atol=1e-2, rtol=1e-2),
+        "fast mode wrong rule": lambda: gc(
+            wrong.apply, (_x(lib),), fast_mode=True, raise_exception=False
+        ),
+        "fast mode float32": lambda: gc(
+            sin, (_x(lib, "float32"),), fast_mode=True, eps=1e-2, atol=1e-2, rtol=1e-2
+        ),
         "nondeterministic, tol 0": lambda: gc(noisy.apply, (_x(lib),), raise_exception=False),
         "nondeterministic, tol 1e-3": lambda: gc(noisy.apply, (_x(lib),), nondet_tol=1e-3),
-        "nondet fast mode": lambda: gc(noisy.apply, (_x(lib),), fast_mode=True,
-                                       raise_exception=False),
+        "nondet fast mode": lambda: gc(
+            noisy.apply, (_x(lib),), fast_mode=True, raise_exception=False
+        ),
         "undefined grads checked": lambda: gc(two.apply, (_x(lib),), raise_exception=False),
-        "undefined grads not checked": lambda: gc(two.apply, (_x(lib),),
-                                                  check_undefined_grad=False),
+        "undefined grads not checked": lambda: gc(
+            two.apply, (_x(lib),), check_undefined_grad=False
+        ),
         "gradgradcheck float64": lambda: ggc(lambda t: (t * t).tanh(), (_x(lib),)),
         "gradgradcheck fast": lambda: ggc(lambda t: (t * t).tanh(), (_x(lib),), fast_mode=True),
-        "gradgradcheck float32": lambda: ggc(lambda t: t * t, (_x(lib, "float32"),), eps=1e-2,
-                                             atol=1e-2, rtol=1e-2),
+        "gradgradcheck float32": lambda: ggc(
+            lambda t: t * t, (_x(lib, "float32"),), eps=1e-2, atol=1e-2, rtol=1e-2
+        ),
         "gradgradcheck wrong": lambda: ggc(wrong.apply, (_x(lib),), raise_exception=False),
     }
 

@@ -21,19 +21,33 @@ def _program(lib):
     with lib.inference_mode():
         a = lib.ones(2)
         b = x * 2
-        seen.append(("inside", lib.is_grad_enabled(), lib.is_inference_mode_enabled(),
-                     a.is_inference(), b.is_inference(), b.requires_grad))
+        seen.append(
+            (
+                "inside",
+                lib.is_grad_enabled(),
+                lib.is_inference_mode_enabled(),
+                a.is_inference(),
+                b.is_inference(),
+                b.requires_grad,
+            )
+        )
         with lib.inference_mode(False):
             c = x * 2
-            seen.append(("off inside", lib.is_grad_enabled(), lib.is_inference_mode_enabled(),
-                         c.requires_grad, c.is_inference()))
+            seen.append(
+                (
+                    "off inside",
+                    lib.is_grad_enabled(),
+                    lib.is_inference_mode_enabled(),
+                    c.requires_grad,
+                    c.is_inference(),
+                )
+            )
         with lib.no_grad():
             seen.append(("no_grad inside", lib.ones(2).is_inference()))
         f = lib.tensor([1.0, 2.0])
         g = a.to(lib.float64)
         seen.append(("factories", f.is_inference(), g.is_inference()))
-    seen.append(("after", lib.is_inference_mode_enabled(), lib.is_grad_enabled(),
-                 x.is_inference()))
+    seen.append(("after", lib.is_inference_mode_enabled(), lib.is_grad_enabled(), x.is_inference()))
     seen.append(("add, not saved", _outcome(lambda: (x + a).requires_grad)))
     seen.append(("mul, saved", _outcome(lambda: (x * a).requires_grad)))
     seen.append(("sin", _outcome(lambda: a.sin().requires_grad)))

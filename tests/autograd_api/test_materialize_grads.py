@@ -11,9 +11,7 @@ def _program(lib, create_graph: bool):
     x = lib.tensor([1.0, 2.0], requires_grad=True)
     unused = lib.tensor([[3.0], [4.0]], requires_grad=True)
     out = (x * x).sum()
-    gx, gu = lib.autograd.grad(
-        out, (x, unused), create_graph=create_graph, materialize_grads=True
-    )
+    gx, gu = lib.autograd.grad(out, (x, unused), create_graph=create_graph, materialize_grads=True)
     return gx.tolist(), gu.tolist(), tuple(gu.shape), gu.requires_grad, gu.dtype == unused.dtype
 
 

@@ -116,8 +116,11 @@ def test_grad(ag):
     with pytest.raises(RuntimeError) as info:
         ag.autograd.grad(outputs=[grad_sum], grad_outputs=[grad_out], inputs=[x], create_graph=True)
     assert str(info.value) == (
-        "Mismatch in shape: grad_output[0] has a shape of " + str(grad_out.shape)
-        + " and output[0] has a shape of " + str(grad_sum.shape) + "."
+        "Mismatch in shape: grad_output[0] has a shape of "
+        + str(grad_out.shape)
+        + " and output[0] has a shape of "
+        + str(grad_sum.shape)
+        + "."
     )
 
 
@@ -959,7 +962,7 @@ def test_integer_outputs(ag):
     out = ag.bucketize(vals, bins)
     assert not out.dtype.is_floating_point
     assert not out.requires_grad
-    out = (inp > 0.5)
+    out = inp > 0.5
     assert not out.requires_grad
 
 
@@ -1034,7 +1037,7 @@ def test_numpy_requires_grad(ag):
     with pytest.raises(
         RuntimeError,
         match=r"Can't call numpy\(\) on Tensor that requires grad. Use "
-              r"tensor.detach\(\).numpy\(\) instead.",
+        r"tensor.detach\(\).numpy\(\) instead.",
     ):
         x.numpy()
     with ag.no_grad():

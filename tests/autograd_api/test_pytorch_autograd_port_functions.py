@@ -39,8 +39,11 @@ def test_function(ag):
             assert isinstance(var1, ag.Tensor)
             assert isinstance(var2, ag.Tensor)
             assert isinstance(grad_output, ag.Tensor)
-            return (grad_output + grad_output * var2, None,
-                    grad_output * ctx.pyscalar + grad_output * var1)
+            return (
+                grad_output + grad_output * var2,
+                None,
+                grad_output * ctx.pyscalar + grad_output * var1,
+            )
 
     x, y = _function_test(ag, MyFunction)
     # The gradients' graphs lead back to the inputs through the Function's backward ops.
@@ -61,12 +64,17 @@ def test_once_differentiable(ag):
         def backward(ctx, grad_output):
             assert not ag.is_grad_enabled()
             t1, t2 = ctx.saved_tensors
-            return (grad_output + grad_output * t2, None,
-                    grad_output * ctx.pyscalar + grad_output * t1)
+            return (
+                grad_output + grad_output * t2,
+                None,
+                grad_output * ctx.pyscalar + grad_output * t1,
+            )
 
     x, y = _function_test(ag, MyFunction)
-    with pytest.raises(RuntimeError, match="trying to differentiate twice a function that was "
-                       "marked with @once_differentiable"):
+    with pytest.raises(
+        RuntimeError,
+        match="trying to differentiate twice a function that was marked with @once_differentiable",
+    ):
         x.grad.sum().backward()
 
 
@@ -823,7 +831,7 @@ def test_autograd_inplace_views_python(ag):
     with pytest.raises(
         RuntimeError,
         match="Some elements marked as dirty during the forward method were not returned as "
-              "output.",
+        "output.",
     ):
         fn(a, b)
 
@@ -1203,7 +1211,7 @@ def test_anomaly_grad_warnings(ag):
         with pytest.raises(
             RuntimeError,
             match="one of the variables needed for gradient computation has been modified by "
-                  "an inplace operation",
+            "an inplace operation",
         ):
             with ag.autograd.detect_anomaly():
                 a = ag.randn(5, requires_grad=True)

@@ -283,7 +283,7 @@ def test_inference_mode_existing_autograd_session(ag):
     with pytest.raises(
         RuntimeError,
         match="one of the variables needed for gradient computation has been modified by an "
-              "inplace operation",
+        "inplace operation",
     ):
         out.backward(ag.ones_like(out))
 
@@ -729,21 +729,31 @@ def _grad_and_gradgrad(ag, fn, inputs):
 
 
 def test_broadcast_tensors(ag):
-    args = (ag.randn(3, requires_grad=True), ag.randn(1, 2, 1, requires_grad=True),
-            ag.randn(1, 1, requires_grad=True), ag.randn(5, 1, 1, requires_grad=True))
+    args = (
+        ag.randn(3, requires_grad=True),
+        ag.randn(1, 2, 1, requires_grad=True),
+        ag.randn(1, 1, requires_grad=True),
+        ag.randn(5, 1, 1, requires_grad=True),
+    )
     _grad_and_gradgrad(ag, lambda a, b, c, d: ag.broadcast_tensors(a, b, c, d), args)
 
 
 def test_block_diag(ag):
-    args = (ag.randn(1, 5, requires_grad=True), ag.randn(2, 5, requires_grad=True),
-            ag.randn(3, 5, requires_grad=True))
+    args = (
+        ag.randn(1, 5, requires_grad=True),
+        ag.randn(2, 5, requires_grad=True),
+        ag.randn(3, 5, requires_grad=True),
+    )
     _grad_and_gradgrad(ag, lambda a, b, c: ag.block_diag(a, b, c), args)
 
 
 @pytest.mark.parametrize("dim", [0, -1, -2])
 def test_cat(ag, dim):
-    shapes = {0: [(1, 5, 5), (2, 5, 5), (3, 5, 5)], -1: [(5, 5, 1), (5, 5, 2), (5, 5, 3)],
-              -2: [(5, 1, 5), (5, 2, 5), (5, 3, 5)]}[dim]
+    shapes = {
+        0: [(1, 5, 5), (2, 5, 5), (3, 5, 5)],
+        -1: [(5, 5, 1), (5, 5, 2), (5, 5, 3)],
+        -2: [(5, 1, 5), (5, 2, 5), (5, 3, 5)],
+    }[dim]
     args = tuple(ag.randn(*s, requires_grad=True) for s in shapes)
     _grad_and_gradgrad(ag, lambda a, b, c: ag.cat((a, b, c), dim), args)
 
@@ -754,8 +764,10 @@ def test_cat_empty(ag):
 
 
 def test_trapz(ag):
-    args = (ag.randn(2, 3, requires_grad=True),
-            ag.tensor([[1.0, 2.0, 5.5], [2.3, 0.5, 6.2]], requires_grad=True))
+    args = (
+        ag.randn(2, 3, requires_grad=True),
+        ag.tensor([[1.0, 2.0, 5.5], [2.3, 0.5, 6.2]], requires_grad=True),
+    )
     _grad_and_gradgrad(ag, lambda y, x: ag.trapz(y, x), args)
 
 
@@ -838,10 +850,16 @@ def test_as_strided(ag):
 
 
 def test_lerp_tensor_weights(ag):
-    shapes_list = [((3, 3, 3), (3, 3, 3), (3, 3, 3)), ((3,), (3, 3, 3), (3, 3, 3)),
-                   ((3, 3, 3), (3,), (3, 3, 3)), ((3, 3, 3), (3, 3, 3), (3,)),
-                   ((), (3, 3, 3), (3, 3, 3)), ((3, 3, 3), (), (3, 3, 3)),
-                   ((3, 3, 3), (3, 3, 3), ()), ((3, 3), (3, 3, 3), (3,))]
+    shapes_list = [
+        ((3, 3, 3), (3, 3, 3), (3, 3, 3)),
+        ((3,), (3, 3, 3), (3, 3, 3)),
+        ((3, 3, 3), (3,), (3, 3, 3)),
+        ((3, 3, 3), (3, 3, 3), (3,)),
+        ((), (3, 3, 3), (3, 3, 3)),
+        ((3, 3, 3), (), (3, 3, 3)),
+        ((3, 3, 3), (3, 3, 3), ()),
+        ((3, 3), (3, 3, 3), (3,)),
+    ]
     for shapes in shapes_list:
         inputs = [ag.randn(s).requires_grad_() for s in shapes]
         _grad_and_gradgrad(ag, ag.lerp, inputs)

@@ -62,10 +62,13 @@ def test_inplace_version_error_text(ag):
     a = ag.randn(3, requires_grad=True)
     b = a.sigmoid()
     b.mul_(2)
-    with pytest.raises(RuntimeError, match=r"one of the variables needed for gradient computation "
-                       r"has been modified by an inplace operation: \[torch.DoubleTensor \[3\]\], "
-                       r"which is output 0 of Sigmoid, is at version 1; expected version 0 "
-                       r"instead"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"one of the variables needed for gradient computation "
+        r"has been modified by an inplace operation: \[torch.DoubleTensor \[3\]\], "
+        r"which is output 0 of Sigmoid, is at version 1; expected version 0 "
+        r"instead",
+    ):
         b.sum().backward()
 
 
@@ -470,16 +473,26 @@ def test_autograd_views_codegen(ag):
         maybe_check_raise(lambda: out[0].add_(1), should_raise_tuple[1])
         maybe_check_raise(lambda: out[1].add_(1), should_raise_tuple[2])
 
-    run_test(grad_mode=True, requires_grad=False, is_view=True,
-             should_raise_tuple=(None, None, None))
+    run_test(
+        grad_mode=True, requires_grad=False, is_view=True, should_raise_tuple=(None, None, None)
+    )
     inp_change_err = "Output {} of Unbind is a view and is being modified inplace."
-    run_test(grad_mode=True, requires_grad=True, is_view=True,
-             should_raise_tuple=(None, inp_change_err.format("0"), inp_change_err.format("1")))
+    run_test(
+        grad_mode=True,
+        requires_grad=True,
+        is_view=True,
+        should_raise_tuple=(None, inp_change_err.format("0"), inp_change_err.format("1")),
+    )
     leaf_grad_err = "A view was created in no_grad mode and is being modified inplace"
-    run_test(grad_mode=False, requires_grad=True, is_view=True,
-             should_raise_tuple=(leaf_grad_err, leaf_grad_err, leaf_grad_err))
-    run_test(grad_mode=False, requires_grad=False, is_view=True,
-             should_raise_tuple=(None, None, None))
+    run_test(
+        grad_mode=False,
+        requires_grad=True,
+        is_view=True,
+        should_raise_tuple=(leaf_grad_err, leaf_grad_err, leaf_grad_err),
+    )
+    run_test(
+        grad_mode=False, requires_grad=False, is_view=True, should_raise_tuple=(None, None, None)
+    )
 
 
 def test_inplace_view_backprop_base(ag):
@@ -612,8 +625,11 @@ def test_inplace_view_non_contig(ag):
 
 
 def test_inplace_view_multi_output_unsafe(ag):
-    for f in (lambda t: t.unsafe_split(1), lambda t: t.unsafe_split_with_sizes((1, 1, 1)),
-              lambda t: t.unsafe_chunk(3)):
+    for f in (
+        lambda t: t.unsafe_split(1),
+        lambda t: t.unsafe_split_with_sizes((1, 1, 1)),
+        lambda t: t.unsafe_chunk(3),
+    ):
         a = ag.randn(3, 3, requires_grad=True)
         b = a + a
         s1, s2, s3 = f(b)
@@ -741,8 +757,14 @@ def test_copy_backward_to_source_dtype(ag):
 
 def test_new_tensors_do_not_require_grad(ag):
     x = ag.randn(3, requires_grad=True)
-    for made in (x.new_zeros(2), x.new_ones(2), x.new_full((2,), 3.0), x.new_empty(2),
-                 x.new_tensor([1.0, 2.0]), x.new(2)):
+    for made in (
+        x.new_zeros(2),
+        x.new_ones(2),
+        x.new_full((2,), 3.0),
+        x.new_empty(2),
+        x.new_tensor([1.0, 2.0]),
+        x.new(2),
+    ):
         assert not made.requires_grad
         assert made.dtype == x.dtype
     assert x.new_zeros(2, requires_grad=True).requires_grad

@@ -51,8 +51,12 @@ def _program(lib, create_graph):
         z = (y * w).tanh().sum() + _square_function(lib).apply(x).sum()
     packs = list(calls)
     gx, gw = lib.autograd.grad(z, (x, w), create_graph=create_graph)
-    result = [packs, len(calls) - len(packs), np.round(gx.tolist(), 8).tolist(),
-              np.round(gw.tolist(), 8).tolist()]
+    result = [
+        packs,
+        len(calls) - len(packs),
+        np.round(gx.tolist(), 8).tolist(),
+        np.round(gw.tolist(), 8).tolist(),
+    ]
     if create_graph:
         (ggx,) = lib.autograd.grad(gx.sum(), x)
         result.append(np.round(ggx.tolist(), 6).tolist())
@@ -69,12 +73,8 @@ def test_hooks_see_the_saved_tensors_like_pytorch(torch, create_graph):
 def _innermost_and_errors(lib):
     seen = []
     x = lib.tensor([1.0, 2.0], requires_grad=True)
-    outer = lib.autograd.graph.saved_tensors_hooks(
-        lambda t: seen.append("outer") or t, lambda t: t
-    )
-    inner = lib.autograd.graph.saved_tensors_hooks(
-        lambda t: seen.append("inner") or t, lambda t: t
-    )
+    outer = lib.autograd.graph.saved_tensors_hooks(lambda t: seen.append("outer") or t, lambda t: t)
+    inner = lib.autograd.graph.saved_tensors_hooks(lambda t: seen.append("inner") or t, lambda t: t)
     with outer:
         with inner:
             (x * x).sum()

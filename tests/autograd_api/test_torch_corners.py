@@ -155,16 +155,16 @@ def test_is_grads_batched_gives_one_vjp_per_row(torch, device: str) -> None:
 
 async def test_is_grads_batched_awaited() -> None:
     x = aa.tensor([1.0, 2.0], dtype=aa.float64, requires_grad=True)
-    (g,) = await aa.autograd.grad_async(x * x, x, aa.eye(2, dtype=aa.float64),
-                                        is_grads_batched=True)
+    (g,) = await aa.autograd.grad_async(
+        x * x, x, aa.eye(2, dtype=aa.float64), is_grads_batched=True
+    )
     np.testing.assert_array_equal(g.numpy(), np.diag([2.0, 4.0]))
 
 
 def test_is_grads_batched_needs_one_batch_size() -> None:
     x = aa.ones(2, requires_grad=True)
     with pytest.raises(RuntimeError, match="batch"):
-        aa.autograd.grad((x * 2, x * 3), x, (aa.ones(3, 2), aa.ones(4, 2)),
-                         is_grads_batched=True)
+        aa.autograd.grad((x * 2, x * 3), x, (aa.ones(3, 2), aa.ones(4, 2)), is_grads_batched=True)
 
 
 def test_only_inputs_sits_where_pytorch_has_it() -> None:
@@ -184,9 +184,13 @@ def _x(lib):
 
 @pytest.mark.parametrize(
     "options",
-    [{"check_batched_grad": True}, {"check_forward_ad": True}, {"check_backward_ad": False,
-     "check_forward_ad": True}, {"check_grad_dtypes": True}, {"fast_mode": True,
-     "check_batched_grad": True}],
+    [
+        {"check_batched_grad": True},
+        {"check_forward_ad": True},
+        {"check_backward_ad": False, "check_forward_ad": True},
+        {"check_grad_dtypes": True},
+        {"fast_mode": True, "check_batched_grad": True},
+    ],
     ids=["batched", "forward", "forward-only", "dtypes", "fast-batched"],
 )
 def test_gradcheck_options_pass_a_right_gradient(torch, options: dict) -> None:
@@ -219,8 +223,7 @@ def test_gradcheck_catches_a_wrong_backward(options: dict) -> None:
 
 def test_gradcheck_forward_ad_catches_a_wrong_backward() -> None:
     with pytest.raises(GradcheckError, match="forward mode"):
-        aa.autograd.gradcheck(_wrong(aa), (_x(aa),), check_backward_ad=False,
-                              check_forward_ad=True)
+        aa.autograd.gradcheck(_wrong(aa), (_x(aa),), check_backward_ad=False, check_forward_ad=True)
 
 
 def test_gradcheck_of_a_detached_output_as_pytorch(torch) -> None:

@@ -28,7 +28,11 @@ def run_in_cuda_sim(code: str, *args: str, timeout: float = 240.0) -> str:
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     proc = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code), *args],
-        env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
     )
     assert proc.returncode == 0, f"child failed ({proc.returncode}):\n{proc.stderr}"
     return proc.stdout

@@ -15,7 +15,7 @@ import autograd_async as aa
 
 from .helpers import run_json
 
-COPIES = r'''
+COPIES = r"""
 import json
 import sys
 
@@ -63,7 +63,7 @@ attempt("refused_peer_copy", refused_peer_copy)
 attempt("column_slice", column_slice)
 attempt("permuted_gradient", permuted_gradient)
 print(json.dumps(results))
-'''
+"""
 
 CUPY_REFUSAL = "CuPy cannot copy non-contiguous array between devices."
 
@@ -86,7 +86,7 @@ def test_without_the_contiguous_step_cross_device_copies_fail():
     assert CUPY_REFUSAL in got["permuted_gradient"]
 
 
-INDICES = r'''
+INDICES = r"""
 import json
 
 import autograd_async as aa
@@ -114,7 +114,7 @@ attempt("index_select", lambda: x.index_select(0, bad))
 attempt("in_range", lambda: (x[aa.tensor([-3, 2], device="sim:0")], x[:, aa.tensor([3])
                                                                          .to("sim:0")]))
 print(json.dumps(results))
-'''
+"""
 
 
 def test_out_of_range_indices_raise_on_sim_under_cuda_rules():
@@ -128,10 +128,13 @@ def test_out_of_range_indices_raise_on_sim_under_cuda_rules():
     assert "index -4 is out of bounds for dimension 0 with size 3" in got["index_negative"]
 
 
-@pytest.mark.parametrize("make_key", [
-    lambda d: aa.tensor([0, 3], device=d),
-    lambda d: (slice(None), aa.tensor([4], device=d)),
-])
+@pytest.mark.parametrize(
+    "make_key",
+    [
+        lambda d: aa.tensor([0, 3], device=d),
+        lambda d: (slice(None), aa.tensor([4], device=d)),
+    ],
+)
 def test_out_of_range_indices_raise_on_every_device(device, make_key):
     x = aa.arange(12.0, device=device).reshape(3, 4)
     with pytest.raises(IndexError):

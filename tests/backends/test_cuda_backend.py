@@ -51,17 +51,25 @@ def test_random_creation_and_dropout_follow_the_seed():
     for _ in range(2):
         aa.manual_seed(4)
         mask = aa.nn.functional.dropout(aa.ones(64, device="cuda:0"), 0.5)
-        draws.append([np.asarray(t.cpu()) for t in (
-            aa.rand(5, device="cuda:0"), aa.randn(5, device="cuda:0"),
-            aa.randint(0, 9, (5,), device="cuda:0"), aa.randperm(6, device="cuda:0"), mask)])
+        draws.append(
+            [
+                np.asarray(t.cpu())
+                for t in (
+                    aa.rand(5, device="cuda:0"),
+                    aa.randn(5, device="cuda:0"),
+                    aa.randint(0, 9, (5,), device="cuda:0"),
+                    aa.randperm(6, device="cuda:0"),
+                    mask,
+                )
+            ]
+        )
     for first, again in zip(*draws, strict=True):
         np.testing.assert_array_equal(first, again)
 
 
 def test_non_contiguous_copy_between_cuda_and_cpu_and_back():
     x = aa.arange(16.0, device="cuda:0").reshape(4, 4)
-    np.testing.assert_array_equal(np.asarray(x[:, :2].cpu()),
-                                  np.arange(16.0).reshape(4, 4)[:, :2])
+    np.testing.assert_array_equal(np.asarray(x[:, :2].cpu()), np.arange(16.0).reshape(4, 4)[:, :2])
 
 
 @needs_two_gpus

@@ -15,7 +15,7 @@ from .helpers import run_json
 
 CUPY_ERROR = "The device where the array resides (1) is different from the current device (0)."
 
-SCENARIOS = r'''
+SCENARIOS = r"""
 import json
 import sys
 import threading
@@ -134,11 +134,19 @@ for name, fn in list(globals().items()):
         except Exception as exc:  # reported to the test
             results[name] = f"{type(exc).__name__}: {exc}"
 print(json.dumps(results))
-'''
+"""
 
 FORWARD = [
-    "op", "matmul", "in_place", "reductions_and_comparisons", "sgd_and_adam_steps",
-    "rmsprop_step", "clip_grad", "init", "transfer", "dropout_and_random",
+    "op",
+    "matmul",
+    "in_place",
+    "reductions_and_comparisons",
+    "sgd_and_adam_steps",
+    "rmsprop_step",
+    "clip_grad",
+    "init",
+    "transfer",
+    "dropout_and_random",
 ]
 BACKWARD = ["backward", "backward_across_devices", "reentrant_backward_on_a_helper_thread"]
 

@@ -36,6 +36,12 @@ def test_the_library_does_not_import_cupy_until_a_cuda_device_is_used():
         "aa.Tensor.__repr__(x); aa.backends.backends.for_type('cuda')\n"
         "print('cupy' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=ROOT, check=True, env={"PYTHONPATH": str(ROOT), "PATH": ""})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": ""},
+    )
     assert out.stdout.strip() == "False"

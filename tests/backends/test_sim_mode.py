@@ -8,7 +8,7 @@ import autograd_async as aa
 
 from .helpers import run_json
 
-SWITCH = r'''
+SWITCH = r"""
 import json
 import os
 
@@ -26,7 +26,7 @@ except RuntimeError as exc:
     results["switch_back"] = str(exc)
 results["sum"] = (x * 2).sum().item()
 print(json.dumps(results))
-'''
+"""
 
 
 def test_set_sim_mode_before_first_use_then_fixed():

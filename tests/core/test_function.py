@@ -440,8 +440,11 @@ def test_a_saved_tensor_changed_in_place_is_detected():
     h = x * 1
     y = Cube.apply(h, 1.0)
     h.mul_(2)
-    with pytest.raises(RuntimeError, match=r"modified by an inplace operation.*is at version 1; "
-                       r"expected version 0 instead"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"modified by an inplace operation.*is at version 1; "
+        r"expected version 0 instead",
+    ):
         y.sum().backward()
 
 

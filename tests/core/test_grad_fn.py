@@ -6,9 +6,9 @@ import gc
 import weakref
 
 import pytest
+from autograd_async.graph import ACCUMULATE_GRAD_SEQUENCE_NR, AccumulateGrad
 
 import autograd_async as aa
-from autograd_async.graph import ACCUMULATE_GRAD_SEQUENCE_NR, AccumulateGrad
 
 from .helpers import structure
 

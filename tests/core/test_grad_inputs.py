@@ -167,8 +167,13 @@ def test_backward_inputs_runs_only_what_leads_to_them():
     _watch_all_nodes([y], ran)
     y.backward(inputs=[w])
     names = sorted(node_name(n) for n in ran)
-    assert names == ["AccumulateGrad", "AddBackward0", "ExpBackward0", "MulBackward0",
-                     "SumBackward0"]
+    assert names == [
+        "AccumulateGrad",
+        "AddBackward0",
+        "ExpBackward0",
+        "MulBackward0",
+        "SumBackward0",
+    ]
     assert x.grad is None
 
 

@@ -11,10 +11,11 @@ from heapq import heappop, heappush
 
 import numpy as np
 import pytest
+from autograd_async.graph import AccumulateGrad, grad_accumulator
+from autograd_async.ops.base import RELEASED_MESSAGE
 
 import autograd_async as aa
 from autograd_async.autograd.api import prepare
-from autograd_async.graph import AccumulateGrad, grad_accumulator
 from autograd_async.graph_task import (
     GraphRoot,
     GraphTask,
@@ -24,7 +25,6 @@ from autograd_async.graph_task import (
     materialize,
     validate_outputs,
 )
-from autograd_async.ops.base import RELEASED_MESSAGE
 
 from .helpers import node_name
 
@@ -216,15 +216,23 @@ def test_a_driven_backward_accumulates_the_analytic_gradient_and_frees_the_graph
     ran = drive(prepared.task, prepared.starts)
     assert ran[0] == "SumBackward0" and ran[-1] == "AccumulateGrad"
     assert sorted(ran) == sorted(
-        ["SumBackward0", "AddBackward0", "TanhBackward0", "ExpBackward0", "MulBackward0",
-         "AccumulateGrad"]
+        [
+            "SumBackward0",
+            "AddBackward0",
+            "TanhBackward0",
+            "ExpBackward0",
+            "MulBackward0",
+            "AccumulateGrad",
+        ]
     )
     np.testing.assert_allclose(x.grad.detach().__array__(), expected_diamond_grad(x._data))
     assert prepared.task.dependencies == {} and prepared.task.buffers == {}
     assert a.grad_fn._released and y.grad_fn._released
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
-        drive(prepare(y, None, None, False, None, "backward").task,
-              prepare(y, None, True, False, None, "backward").starts)
+        drive(
+            prepare(y, None, None, False, None, "backward").task,
+            prepare(y, None, True, False, None, "backward").starts,
+        )
 
 
 def test_a_driven_backward_with_retain_graph_keeps_saved_tensors():
@@ -260,8 +268,7 @@ def test_a_driven_grad_runs_only_what_leads_to_the_inputs_and_captures():
     # The root hands a gradient to both branches; w's SumBackward0 is not needed, so evaluating
     # it returns nothing and nothing below it is reached. The target's node is evaluated only to
     # capture its gradient.
-    assert ran == ["AddBackward0", "SumBackward0", "TanhBackward0", "SumBackward0",
-                   "MulBackward0"]
+    assert ran == ["AddBackward0", "SumBackward0", "TanhBackward0", "SumBackward0", "MulBackward0"]
     assert task.evaluate(b_sum.grad_fn, [np.ones((), np.float32)]) == ()
     (captured,) = prepared.result()
     np.testing.assert_allclose(

@@ -6,7 +6,6 @@ import gc
 import threading
 
 import numpy as np
-
 from autograd_async.graph import HeldArrays
 
 

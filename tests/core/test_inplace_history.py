@@ -352,7 +352,6 @@ def test_a_view_of_a_base_that_gained_history(lib):
     assert w.grad.tolist() == [0.0, 1.0]
 
 
-
 def test_a_stale_view_used_under_no_grad_is_regenerated_later(lib):
     x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
     b = x * 1

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from autograd_async.ops.base import RELEASED_MESSAGE
 
 import autograd_async as aa
-from autograd_async.ops.base import RELEASED_MESSAGE
 
 from .helpers import values
 

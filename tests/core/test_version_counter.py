@@ -76,9 +76,7 @@ def saved_view_program(lib):
     y.backward()
 
 
-@pytest.mark.parametrize(
-    "program", [saved_input_program, saved_output_program, saved_view_program]
-)
+@pytest.mark.parametrize("program", [saved_input_program, saved_output_program, saved_view_program])
 def test_a_saved_tensor_changed_in_place_raises(program):
     with pytest.raises(RuntimeError) as info:
         program(aa)
@@ -86,9 +84,7 @@ def test_a_saved_tensor_changed_in_place_raises(program):
     assert found and found.groups() == ("1", "0"), str(info.value)
 
 
-@pytest.mark.parametrize(
-    "program", [saved_input_program, saved_output_program, saved_view_program]
-)
+@pytest.mark.parametrize("program", [saved_input_program, saved_output_program, saved_view_program])
 def test_a_saved_tensor_changed_in_place_raises_in_pytorch(torch, program):
     with pytest.raises(RuntimeError) as info:
         program(torch)
@@ -162,7 +158,7 @@ def _tensor_pow(lib, needs: str, changed: str) -> None:
     """`x ** w` with one side needing a gradient, then one of x, w, the result changed in place."""
     x = lib.tensor([0.5, 1.5], requires_grad=needs == "x")
     w = lib.tensor([2.0, 0.5], requires_grad=needs == "w")
-    y = x ** w
+    y = x**w
     {"x": x, "w": w, "out": y}[changed].add_(1)  # never the leaf that requires grad
     y.sum().backward()
 

@@ -32,8 +32,11 @@ REPO = Path(__file__).resolve().parents[2]
 def pytest_asyncio_loop_factories(config, item):
     """Run connection and auth tests on both the stdlib loop and uvloop."""
     factories = {"asyncio": asyncio.new_event_loop}
-    if uvloop is not None and item.path.name in ("test_connection.py", "test_auth.py",
-                                                "test_hardening.py"):
+    if uvloop is not None and item.path.name in (
+        "test_connection.py",
+        "test_auth.py",
+        "test_hardening.py",
+    ):
         factories["uvloop"] = uvloop.new_event_loop
     return factories
 
@@ -79,8 +82,9 @@ class RawPeer:
             pass
 
 
-async def open_raw(host: str, port: int, *, token: bytes | None = TOKEN,
-                   name: str = "raw") -> RawPeer:
+async def open_raw(
+    host: str, port: int, *, token: bytes | None = TOKEN, name: str = "raw"
+) -> RawPeer:
     """Open a raw connection; authenticate it first when `token` is given."""
     reader, writer = await asyncio.open_connection(host, port)
     peer = RawPeer(reader, writer)
@@ -116,21 +120,52 @@ def tls_files(tmp_path_factory) -> SimpleNamespace:
         pytest.skip("the openssl CLI is needed to make test certificates")
     folder = tmp_path_factory.mktemp("tls")
     ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    _openssl("req", "-x509", *ec, "-days", "2", "-subj", "/CN=autograd-async test CA",
-             "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-             "-keyout", "ca.key", "-out", "ca.pem", cwd=folder)
-    (folder / "leaf.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n"
-                                     "extendedKeyUsage=serverAuth,clientAuth\n")
-    _openssl("req", *ec, "-subj", "/CN=localhost", "-keyout", "leaf.key", "-out", "leaf.csr",
-             cwd=folder)
-    _openssl("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-             "-set_serial", "2", "-days", "2", "-extfile", "leaf.ext", "-out", "leaf.pem",
-             cwd=folder)
+    _openssl(
+        "req",
+        "-x509",
+        *ec,
+        "-days",
+        "2",
+        "-subj",
+        "/CN=autograd-async test CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        cwd=folder,
+    )
+    (folder / "leaf.ext").write_text(
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n"
+    )
+    _openssl(
+        "req", *ec, "-subj", "/CN=localhost", "-keyout", "leaf.key", "-out", "leaf.csr", cwd=folder
+    )
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-set_serial",
+        "2",
+        "-days",
+        "2",
+        "-extfile",
+        "leaf.ext",
+        "-out",
+        "leaf.pem",
+        cwd=folder,
+    )
     for key in ("ca.key", "leaf.key"):
         (folder / key).chmod(0o600)
-    return SimpleNamespace(ca=folder / "ca.pem", cert=folder / "leaf.pem",
-                           key=folder / "leaf.key")
+    return SimpleNamespace(ca=folder / "ca.pem", cert=folder / "leaf.pem", key=folder / "leaf.key")
 
 
 @pytest.fixture
@@ -188,7 +223,9 @@ def server_process():
         env = dict(os.environ, AG_TOKEN=TOKEN.decode(), PYTHONPATH=str(REPO))
         proc = subprocess.Popen(
             [sys.executable, "-c", _SERVER_SCRIPT, str(max_frame_bytes), str(max_handshakes)],
-            stdout=subprocess.PIPE, env=env, text=True,
+            stdout=subprocess.PIPE,
+            env=env,
+            text=True,
         )
         procs.append(proc)
         ready, _, _ = select.select([proc.stdout], [], [], 30)
@@ -211,8 +248,7 @@ WORKER_LOAD = "tests.distributed.worker_functions"
 class WorkerProcess:
     """A worker started as `python -m autograd_async.workers`, its address read from READY."""
 
-    def __init__(self, proc: subprocess.Popen, name: str, host: str, port: int,
-                 log: Path) -> None:
+    def __init__(self, proc: subprocess.Popen, name: str, host: str, port: int, log: Path) -> None:
         self.proc, self.name, self.host, self.port, self.log = proc, name, host, port, log
 
     @property
@@ -230,13 +266,33 @@ class WorkerProcess:
         self.proc.wait(10)
 
 
-def start_worker(name: str, token_file: Path, log_dir: Path, *, devices: str = "cpu,sim:0",
-                 peers: dict[str, str] | None = None, load: bool = True,
-                 listen: str = "127.0.0.1:0", extra: tuple[str, ...] = (),
-                 timeout: float = 30.0) -> WorkerProcess:
+def start_worker(
+    name: str,
+    token_file: Path,
+    log_dir: Path,
+    *,
+    devices: str = "cpu,sim:0",
+    peers: dict[str, str] | None = None,
+    load: bool = True,
+    listen: str = "127.0.0.1:0",
+    extra: tuple[str, ...] = (),
+    timeout: float = 30.0,
+) -> WorkerProcess:
     """Start one worker process and wait for its READY line."""
-    cmd = [sys.executable, "-m", "autograd_async.workers", "--listen", listen, "--name", name,
-           "--devices", devices, "--token-file", str(token_file), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograd_async.workers",
+        "--listen",
+        listen,
+        "--name",
+        name,
+        "--devices",
+        devices,
+        "--token-file",
+        str(token_file),
+        *extra,
+    ]
     for peer, address in (peers or {}).items():
         cmd += ["--peer", f"{peer}={address}"]
     if load:
@@ -244,8 +300,9 @@ def start_worker(name: str, token_file: Path, log_dir: Path, *, devices: str = "
     log = log_dir / f"{name}-{os.urandom(3).hex()}.log"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     with open(log, "wb") as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, cwd=REPO, env=env,
-                                text=True)
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=err, cwd=REPO, env=env, text=True
+        )
     ready, _, _ = select.select([proc.stdout], [], [], timeout)
     line = proc.stdout.readline() if ready else ""
     parts = line.split()
@@ -291,8 +348,9 @@ def cluster(tmp_path_factory):
     w3 = factory("w3")
     w2 = factory("w2", peers={"w3": w3.address})
     w1 = factory("w1", peers={"w2": w2.address, "w3": w3.address})
-    yield SimpleNamespace(w1=w1, w2=w2, w3=w3, token=TOKEN,
-                          addresses={w.name: w.address for w in (w1, w2, w3)})
+    yield SimpleNamespace(
+        w1=w1, w2=w2, w3=w3, token=TOKEN, addresses={w.name: w.address for w in (w1, w2, w3)}
+    )
     factory.close()
 
 

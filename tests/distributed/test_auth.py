@@ -40,6 +40,7 @@ class Recorder:
 
 # --- tokens -------------------------------------------------------------------------------
 
+
 def test_load_token_strips_whitespace(tmp_path):
     path = write_token(tmp_path / "token", b"  s3cret-s3cret-s3cret\n")
     assert load_token(path) == b"s3cret-s3cret-s3cret"
@@ -82,8 +83,10 @@ def test_check_token():
 
 # --- the pure handshake -------------------------------------------------------------------
 
-def run_handshake(client_token: bytes, server_token: bytes) -> tuple[ClientHandshake,
-                                                                      ServerHandshake]:
+
+def run_handshake(
+    client_token: bytes, server_token: bytes
+) -> tuple[ClientHandshake, ServerHandshake]:
     client = ClientHandshake(client_token, "c")
     server = ServerHandshake(server_token, "s")
     assert server.receive("hello", client.hello()) is None
@@ -116,7 +119,8 @@ def test_client_refuses_a_server_that_cannot_prove_the_token():
 def test_proofs_cannot_be_reflected():
     nonce_s, nonce_c = b"s" * 32, b"c" * 32
     assert compute_proof(b"t", nonce_s, nonce_c, "client") != compute_proof(
-        b"t", nonce_s, nonce_c, "server")
+        b"t", nonce_s, nonce_c, "server"
+    )
 
 
 def test_handshake_refuses_messages_out_of_order():
@@ -138,6 +142,7 @@ def test_handshake_refuses_a_malformed_nonce_and_version():
 
 
 # --- live connections ---------------------------------------------------------------------
+
 
 async def test_right_token_works_both_ways(token):
     handler = Recorder()
@@ -183,8 +188,11 @@ async def test_large_frame_before_auth_is_refused(token, raw):
     # Before authentication, frames are capped far below max_frame_bytes.
     async with await serve(Recorder(), token=token) as server:
         peer = await raw.open(*server.address, token=None)
-        peer.send_raw(b"".join(encode_frame("request", {"id": 1, "method": "m", "kwargs": {}},
-                                            [np.zeros(1 << 17)])))
+        peer.send_raw(
+            b"".join(
+                encode_frame("request", {"id": 1, "method": "m", "kwargs": {}}, [np.zeros(1 << 17)])
+            )
+        )
         assert await peer.closed_by_peer()
         await peer.close()
 
@@ -224,14 +232,16 @@ async def test_client_refuses_an_impostor_server(token):
     listener = await asyncio.start_server(impostor, "127.0.0.1", 0)
     try:
         host, port = listener.sockets[0].getsockname()[:2]
-        with pytest.raises(AuthenticationError,
-                           match=r"calling itself 'impostor'\) could not prove"):
+        with pytest.raises(
+            AuthenticationError, match=r"calling itself 'impostor'\) could not prove"
+        ):
             await connect(host, port, token=token, timeout=5)
     finally:
         listener.close()
 
 
 # --- TLS ----------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def tls_contexts(tmp_path_factory):
@@ -241,10 +251,27 @@ def tls_contexts(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tls")
     cert, key = folder / "cert.pem", folder / "key.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
     )
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_ctx.load_cert_chain(cert, key)
@@ -256,7 +283,8 @@ async def test_tls_round_trip(token, tls_contexts):
     server_ctx, client_ctx = tls_contexts
     sent = np.random.default_rng(0).standard_normal((256, 256))
     async with await serve(Recorder(), token=token, ssl=server_ctx) as server:
-        async with await connect(*server.address, token=token, ssl=client_ctx,
-                                 server_hostname="localhost") as conn:
+        async with await connect(
+            *server.address, token=token, ssl=client_ctx, server_hostname="localhost"
+        ) as conn:
             _, arrays = await conn.request("echo", [sent])
     np.testing.assert_array_equal(arrays[0], sent)

@@ -42,8 +42,9 @@ async def test_connections_open_lazily_one_per_worker(cluster):
 
 
 async def test_unknown_worker_names_the_known_ones(client):
-    with pytest.raises(UnknownWorkerError, match="unknown worker 'w9'; known workers: "
-                                                 "'w1', 'w2', 'w3'") as info:
+    with pytest.raises(
+        UnknownWorkerError, match="unknown worker 'w9'; known workers: 'w1', 'w2', 'w3'"
+    ) as info:
         await client.call("w9", "tanh", ag.ones(2))
     assert isinstance(info.value, LookupError) and info.value.worker == "w9"
 

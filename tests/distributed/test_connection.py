@@ -115,7 +115,11 @@ async def test_handler_exceptions_become_remote_errors():
             await conn.request("node-failure")
         err = info.value
         assert (err.remote_type, err.node, err.worker, err.context_id) == (
-            "NodeFailure", "MulBackward0", "worker-3", 17)
+            "NodeFailure",
+            "MulBackward0",
+            "worker-3",
+            17,
+        )
         assert "MulBackward0" in str(err) and "worker-3" in str(err)
         with pytest.raises(RemoteError, match="handler must return"):
             await conn.request("bad-return")
@@ -185,8 +189,7 @@ async def test_server_close_fails_pending_requests_promptly():
 
 async def test_killed_server_process_fails_pending_requests_promptly(server_process):
     proc = server_process()
-    conn = await connect(proc.host, proc.port, token=b"test-token-0123456789",
-                         request_timeout=30)
+    conn = await connect(proc.host, proc.port, token=b"test-token-0123456789", request_timeout=30)
     calls = [asyncio.create_task(conn.request("sleep", seconds=20)) for _ in range(3)]
     await asyncio.sleep(0.2)
     loop = asyncio.get_running_loop()

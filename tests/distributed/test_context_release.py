@@ -27,8 +27,7 @@ async def contexts(client: Client, worker: str) -> int:
 
 async def test_leaving_a_context_skips_a_worker_lost_to_a_timeout(spawn_worker):
     w1, w2 = spawn_worker("w1"), spawn_worker("w2")
-    async with Client({"w1": w1.address, "w2": w2.address}, token=TOKEN,
-                      timeout=TIMEOUT) as client:
+    async with Client({"w1": w1.address, "w2": w2.address}, token=TOKEN, timeout=TIMEOUT) as client:
         x = ag.ones(3, requires_grad=True)
         os_stopped = False
         try:

@@ -119,8 +119,9 @@ async def test_odd_arrays_round_trip_through_a_worker(client, name):
     if sent.dtype.kind in "fc":  # tensors the worker clones
         got = (await client.call("w", "clone", ag.from_numpy(sent))).numpy()
     else:  # dtypes the tensor library has no ops for travel as plain arrays
-        async with await serve(lambda info, method, kw, arrays: ({}, arrays),
-                               token=TOKEN) as server:
+        async with await serve(
+            lambda info, method, kw, arrays: ({}, arrays), token=TOKEN
+        ) as server:
             async with await connect(*server.address, token=TOKEN) as conn:
                 _, (got,) = await conn.request("echo", [sent])
     assert got.shape == sent.shape and got.dtype == sent.dtype.newbyteorder("<")

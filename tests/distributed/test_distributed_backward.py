@@ -73,8 +73,14 @@ async def test_worker_to_worker_chain_of_three(client, dtype):
     """client -> w1 (tanh) -> w2 (tanh) -> w3 (square) -> client."""
     x = leaf((6,), dtype, 3)
     async with dist.context(client) as ctx:
-        y = await client.call("w1", "tanh_then_peer", x, peer="w2", function="tanh_then_peer",
-                              kwargs={"peer": "w3", "function": "square"})
+        y = await client.call(
+            "w1",
+            "tanh_then_peer",
+            x,
+            peer="w2",
+            function="tanh_then_peer",
+            kwargs={"peer": "w3", "function": "square"},
+        )
         await dist.backward(ctx, [y.sum()])
     xl = twin(x)
     xl.tanh().tanh().square().sum().backward()
@@ -89,7 +95,7 @@ async def test_round_trips_several_outputs_and_roots(client, dtype):
         prod, total, tag = await client.call("w1", "mul_add", x, w, alpha=0.5)
         assert tag == "tag"
         a = await client.call("w2", "tanh", prod)
-        b = await client.call("w1", "mul", a, x)          # x goes to w1 a second time
+        b = await client.call("w1", "mul", a, x)  # x goes to w1 a second time
         c = await client.call("w2", "sigmoid", total)
         loss1 = (b * c).sum()
         loss2 = (a + x).square().mean()
@@ -105,8 +111,9 @@ async def test_round_trips_several_outputs_and_roots(client, dtype):
 async def test_retain_graph_twice_accumulates(client):
     ag.manual_seed(0)
     local = ag.nn.Linear(4, 3)
-    rm = await RemoteModule.create(client, "w1", "Linear", in_features=4, out_features=3,
-                                   device="sim:0")
+    rm = await RemoteModule.create(
+        client, "w1", "Linear", in_features=4, out_features=3, device="sim:0"
+    )
     await rm.load_state_dict(local.state_dict())
     x = leaf((5, 4), np.float32, 6)
     async with dist.context(client) as ctx:
@@ -176,8 +183,9 @@ async def test_concurrent_contexts_stay_apart(client):
     async def one(seed: int) -> None:
         x = leaf((8,), np.float32, 100 + seed)
         async with dist.context(client) as ctx:
-            y = await client.call("w1", "tanh_then_peer", x, peer="w2", function="mul",
-                                  args=[float(seed)])
+            y = await client.call(
+                "w1", "tanh_then_peer", x, peer="w2", function="mul", args=[float(seed)]
+            )
             await dist.backward(ctx, [(y * y).sum()])
         xl = twin(x)
         ((xl.tanh() * float(seed)) ** 2).sum().backward()

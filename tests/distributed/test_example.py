@@ -20,9 +20,19 @@ def test_distributed_training_example_matches_local_run():
     pytest.importorskip("sklearn")
     env = dict(os.environ, PYTHONPATH=str(REPO))
     done = subprocess.run(
-        [sys.executable, str(REPO / "examples" / "distributed_training.py"), "--epochs", "1",
-         "--batch-size", "128"],
-        capture_output=True, text=True, timeout=EXAMPLE_TIMEOUT, env=env, cwd=REPO,
+        [
+            sys.executable,
+            str(REPO / "examples" / "distributed_training.py"),
+            "--epochs",
+            "1",
+            "--batch-size",
+            "128",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=EXAMPLE_TIMEOUT,
+        env=env,
+        cwd=REPO,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "loss curves match" in done.stdout
@@ -35,9 +45,20 @@ def test_distributed_training_example_on_ray_workers_matches_local_run():
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop("RAY_ADDRESS", None)  # not a cluster named for the test run: a local Ray
     done = subprocess.run(
-        [sys.executable, str(REPO / "examples" / "distributed_training.py"), "--ray",
-         "--epochs", "1", "--batch-size", "256"],
-        capture_output=True, text=True, timeout=EXAMPLE_TIMEOUT, env=env, cwd=REPO,
+        [
+            sys.executable,
+            str(REPO / "examples" / "distributed_training.py"),
+            "--ray",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "256",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=EXAMPLE_TIMEOUT,
+        env=env,
+        cwd=REPO,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Ray workers: {'w1': '127.0.0.1:" in done.stdout

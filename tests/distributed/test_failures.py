@@ -51,16 +51,23 @@ async def test_kill_during_backward(pair, chain):
     context, quickly; w1 releases the context; another context on w1 is unaffected."""
     w1, w2 = pair
     # A timeout that cannot be what ends the backward: only the kill can, in time.
-    async with Client({"w1": w1.address, "w2": w2.address}, token=TOKEN,
-                      timeout=KILL_TIMEOUT) as client:
+    async with Client(
+        {"w1": w1.address, "w2": w2.address}, token=TOKEN, timeout=KILL_TIMEOUT
+    ) as client:
         x = ag.ones(4, requires_grad=True)
         async with dist.context(client) as other:  # must survive
             kept = await client.call("w1", "tanh", ag.ones(4, requires_grad=True))
             with pytest.raises(WorkerLostError) as info:
                 async with dist.context(client) as ctx:
                     if chain:
-                        y = await client.call("w1", "tanh_then_peer", x, peer="w2",
-                                              function="slow_backward", kwargs={"seconds": 30})
+                        y = await client.call(
+                            "w1",
+                            "tanh_then_peer",
+                            x,
+                            peer="w2",
+                            function="slow_backward",
+                            kwargs={"seconds": 30},
+                        )
                     else:
                         h = await client.call("w1", "tanh", x)
                         y = await client.call("w2", "slow_backward", h, seconds=30)
@@ -80,13 +87,18 @@ async def test_kill_during_backward(pair, chain):
 
 async def test_kill_during_a_forward_relayed_by_a_peer(pair):
     w1, w2 = pair
-    async with Client({"w1": w1.address, "w2": w2.address}, token=TOKEN,
-                      timeout=TIMEOUT) as client:
+    async with Client({"w1": w1.address, "w2": w2.address}, token=TOKEN, timeout=TIMEOUT) as client:
         with pytest.raises(WorkerLostError) as info:
             async with dist.context(client) as ctx:
                 asyncio.get_running_loop().call_later(0.3, w2.kill)
-                await client.call("w1", "tanh_then_peer", ag.ones(2, requires_grad=True),
-                                  peer="w2", function="sleepy", kwargs={"seconds": 30})
+                await client.call(
+                    "w1",
+                    "tanh_then_peer",
+                    ag.ones(2, requires_grad=True),
+                    peer="w2",
+                    function="sleepy",
+                    kwargs={"seconds": 30},
+                )
         assert info.value.worker == "w2" and info.value.context_id == ctx.id
         assert "reported by 'w1'" in str(info.value)
         assert await contexts(client, "w1") == 0
@@ -94,8 +106,7 @@ async def test_kill_during_a_forward_relayed_by_a_peer(pair):
 
 async def test_silent_worker_is_lost_after_the_timeout_then_reconnects(pair):
     w1, w2 = pair
-    async with Client({"w1": w1.address, "w2": w2.address}, token=TOKEN,
-                      timeout=TIMEOUT) as client:
+    async with Client({"w1": w1.address, "w2": w2.address}, token=TOKEN, timeout=TIMEOUT) as client:
         x = ag.ones(3, requires_grad=True)
         with pytest.raises(WorkerLostError, match="no answer to 'backward' within") as info:
             async with dist.context(client) as ctx:
@@ -136,8 +147,9 @@ async def test_contexts_of_a_dead_client_expire(spawn_worker):
     await client.start()
     ctx = dist.context(client)
     await ctx.__aenter__()
-    await client.call("w1", "tanh_then_peer", ag.ones(2, requires_grad=True), peer="w2",
-                      function="tanh")
+    await client.call(
+        "w1", "tanh_then_peer", ag.ones(2, requires_grad=True), peer="w2", function="tanh"
+    )
     await client.aclose()  # the client goes away without releasing its context
     async with Client(addresses, token=TOKEN) as probe:
         assert await contexts(probe, "w1") == 1 and await contexts(probe, "w2") == 1
@@ -161,8 +173,10 @@ async def test_wrong_token_refused_before_anything_is_processed(spawn_worker):
     assert isinstance(challenge, Frame) and challenge.msg == "challenge"
     msg, fields = shake.receive(challenge.msg, challenge.fields)
     pipelined = [b"".join(encode_frame(msg, fields))]  # a wrong proof, and right behind it:
-    pipelined += [b"".join(encode_frame("request", {"id": i + 1, "method": "stats",
-                                                    "kwargs": {}})) for i in range(5)]
+    pipelined += [
+        b"".join(encode_frame("request", {"id": i + 1, "method": "stats", "kwargs": {}}))
+        for i in range(5)
+    ]
     writer.write(b"".join(pipelined))  # all in one segment
     received = b""
     while chunk := await asyncio.wait_for(reader.read(65536), 5):
@@ -180,16 +194,29 @@ async def test_wrong_token_refused_before_anything_is_processed(spawn_worker):
 
 
 TEMPLATES = {
-    "call": {"function": "tanh", "args": [{"tensor": 0}], "kwargs": {}, "requires_grad": [True],
-             "context_id": 5, "record": True},
-    "module.forward": {"module_id": 1, "args": [{"tensor": 0}], "kwargs": {},
-                       "requires_grad": [False]},
+    "call": {
+        "function": "tanh",
+        "args": [{"tensor": 0}],
+        "kwargs": {},
+        "requires_grad": [True],
+        "context_id": 5,
+        "record": True,
+    },
+    "module.forward": {
+        "module_id": 1,
+        "args": [{"tensor": 0}],
+        "kwargs": {},
+        "requires_grad": [False],
+    },
     "backward": {"context_id": 5, "call_id": 1, "outputs": [0], "retain_graph": False},
     "context.release": {"context_id": 6},
     "context.gradients": {"context_id": 5},
     "module.create": {"class_name": "Linear", "kwargs": {"in_features": 2, "out_features": 2}},
-    "optim.create": {"class_name": "SGD", "kwargs": {"lr": 0.1},
-                     "params": [{"module_id": 1, "name": "weight"}]},
+    "optim.create": {
+        "class_name": "SGD",
+        "kwargs": {"lr": 0.1},
+        "params": [{"module_id": 1, "name": "weight"}],
+    },
     "optim.step": {"optimizer_id": 1, "context_id": 5},
     "module.load_state_dict": {"module_id": 1, "names": ["weight"], "strict": True},
     "stats": {},
@@ -210,8 +237,9 @@ def method_mutation(rng: random.Random) -> bytes:
         kwargs[rng.choice(["extra", "call_id", "seconds"])] = random_value(rng, 2)
     takes_arrays = method in ("call", "module.forward", "backward", "module.load_state_dict")
     count = rng.randrange(1, 3) if takes_arrays else int(rng.random() < 0.2)
-    arrays = [np.arange(rng.randrange(5), dtype=rng.choice(["f4", "f8", "i8"]))
-              for _ in range(count)]
+    arrays = [
+        np.arange(rng.randrange(5), dtype=rng.choice(["f4", "f8", "i8"])) for _ in range(count)
+    ]
     header = {"id": rng.randrange(1, 10**6), "method": method, "kwargs": kwargs}
     try:
         return b"".join(encode_frame("request", header, arrays))
@@ -231,15 +259,18 @@ async def fuzz_worker(host: str, port: int, rng: random.Random) -> int:
         reply = shake.receive(event.msg, event.fields)
         if reply is not None:
             writer.writelines(encode_frame(*reply))
-    batch = [method_mutation(rng) if rng.random() < 0.6 else intact_mutation(rng)
-             for _ in range(200)]
+    batch = [
+        method_mutation(rng) if rng.random() < 0.6 else intact_mutation(rng) for _ in range(200)
+    ]
     writer.write(b"".join(batch) + b"".join(encode_frame("ping", {"id": MARKER_ID})))
     try:
         async with asyncio.timeout(20):
             while True:
                 frames.feed(await reader.read(1 << 16))
-                if any(getattr(e, "msg", "") == "pong" and e.fields["id"] == MARKER_ID
-                       for e in frames.events):
+                if any(
+                    getattr(e, "msg", "") == "pong" and e.fields["id"] == MARKER_ID
+                    for e in frames.events
+                ):
                     break
                 frames.events.clear()
         writer.write(framing_mutation(rng))
@@ -266,8 +297,9 @@ async def test_worker_survives_10000_fuzzed_frames(spawn_worker):
     rss_before = _rss_bytes(w.proc.pid)
     sent = 0
     while sent < 10_000:
-        counts = await asyncio.gather(*(fuzz_worker(w.host, w.port, random.Random(rng.random()))
-                                        for _ in range(2)))
+        counts = await asyncio.gather(
+            *(fuzz_worker(w.host, w.port, random.Random(rng.random())) for _ in range(2))
+        )
         sent += sum(counts)
     assert w.proc.poll() is None
     grown = _rss_bytes(w.proc.pid) - rss_before

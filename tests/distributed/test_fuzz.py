@@ -19,15 +19,50 @@ from autograd_async.distributed.wire import MAGIC, PREFIX, VERSION, FrameReader,
 
 from .conftest import TOKEN, rss_kib
 
-DTYPE_NAMES = ["bool", "int8", "uint16", "int32", "int64", "uint64", "float16", "float32",
-               "float64", "complex64", "complex128", "object", "<U4", "V8", "float128", "", 5,
-               None]
-MSG_TYPES = ["request", "response", "error", "ping", "pong", "cancel", "hello", "challenge",
-             "auth", "auth_ok", "launch", "", 3, None]
+DTYPE_NAMES = [
+    "bool",
+    "int8",
+    "uint16",
+    "int32",
+    "int64",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "object",
+    "<U4",
+    "V8",
+    "float128",
+    "",
+    5,
+    None,
+]
+MSG_TYPES = [
+    "request",
+    "response",
+    "error",
+    "ping",
+    "pong",
+    "cancel",
+    "hello",
+    "challenge",
+    "auth",
+    "auth_ok",
+    "launch",
+    "",
+    3,
+    None,
+]
 
 
-def frame_bytes(header: object, buffers: list[bytes], lengths: list[int] | None = None,
-                header_len: int | None = None) -> bytes:
+def frame_bytes(
+    header: object,
+    buffers: list[bytes],
+    lengths: list[int] | None = None,
+    header_len: int | None = None,
+) -> bytes:
     raw = header if isinstance(header, bytes) else msgpack.packb(header, use_bin_type=True)
     lengths = [len(b) for b in buffers] if lengths is None else lengths
     hlen = len(raw) if header_len is None else header_len
@@ -76,14 +111,20 @@ def valid_frame(rng: random.Random) -> bytes:
     rid = rng.randrange(1, 10_000)
     if kind == 0:
         arrays = [np.arange(rng.randrange(50), dtype=rng.choice(["f4", "i8", "u1", "c8"]))]
-        return b"".join(encode_frame("request", {"id": rid, "method": "echo",
-                                                 "kwargs": {"k": random_value(rng, 2)}}, arrays))
+        return b"".join(
+            encode_frame(
+                "request",
+                {"id": rid, "method": "echo", "kwargs": {"k": random_value(rng, 2)}},
+                arrays,
+            )
+        )
     if kind == 1:
         return b"".join(encode_frame("ping", {"id": rid}))
     if kind == 2:
         return b"".join(encode_frame("cancel", {"id": rid}))
-    return b"".join(encode_frame("request", {"id": rid, "method": "sleep",
-                                             "kwargs": {"seconds": 0}}))
+    return b"".join(
+        encode_frame("request", {"id": rid, "method": "sleep", "kwargs": {"seconds": 0}})
+    )
 
 
 def intact_mutation(rng: random.Random) -> bytes:
@@ -95,16 +136,25 @@ def intact_mutation(rng: random.Random) -> bytes:
         return frame_bytes(random_value(rng), [])
     if kind == 2:  # random bytes as the header
         return frame_bytes(bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 40))), [])
-    header = {"msg": rng.choice(MSG_TYPES), "id": random_value(rng, 4),
-              "method": rng.choice(["echo", 5, None]), "kwargs": random_value(rng, 2)}
+    header = {
+        "msg": rng.choice(MSG_TYPES),
+        "id": random_value(rng, 4),
+        "method": rng.choice(["echo", 5, None]),
+        "kwargs": random_value(rng, 2),
+    }
     if kind == 3:  # drop, add or retype fields
         for key in rng.sample(list(header), rng.randrange(1, 3)):
             header.pop(key)
         header[rng.choice(["extra", "type", "message", "result", "node"])] = random_value(rng)
         return frame_bytes(header, [])
     metas, buffers = random_arrays(rng)  # random dtypes and shapes
-    header = {"msg": "request", "id": rng.randrange(10**6), "method": "echo", "kwargs": {},
-              "arrays": metas}
+    header = {
+        "msg": "request",
+        "id": rng.randrange(10**6),
+        "method": "echo",
+        "kwargs": {},
+        "arrays": metas,
+    }
     return frame_bytes(header, buffers)
 
 
@@ -119,8 +169,12 @@ def framing_mutation(rng: random.Random) -> bytes:
     if kind == 1:  # truncate
         return bytes(frame[: rng.randrange(len(frame))])
     if kind == 2:  # oversized lengths
-        return frame_bytes(b"\x80", [], lengths=[rng.choice([2**63, 2**40, 5 << 20])],
-                           header_len=rng.choice([1, 2**32 - 1]))
+        return frame_bytes(
+            b"\x80",
+            [],
+            lengths=[rng.choice([2**63, 2**40, 5 << 20])],
+            header_len=rng.choice([1, 2**32 - 1]),
+        )
     if kind == 3:  # garbage
         return bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 200)))
     if kind == 4:  # a large array, within the limit, that never arrives in full
@@ -134,8 +188,9 @@ def framing_mutation(rng: random.Random) -> bytes:
 MARKER_ID = 10**12
 
 
-async def fuzz_connection(host: str, port: int, rng: random.Random, authenticate: bool,
-                          raw_open) -> tuple[int, int, int]:
+async def fuzz_connection(
+    host: str, port: int, rng: random.Random, authenticate: bool, raw_open
+) -> tuple[int, int, int]:
     """Send mutated frames on one connection; return (frames sent, processed, error replies).
 
     On an authenticated connection a marker ping follows the batch: its pong proves that the
@@ -193,8 +248,10 @@ async def test_live_server_survives_10000_mutated_frames(server_process, raw):
     rng = random.Random(1234)
     sent = processed = errors = connections = 0
     while processed < 10_000:
-        batch = [fuzz_connection(host, port, random.Random(rng.random()), rng.random() < 0.8,
-                                 raw.open) for _ in range(6)]
+        batch = [
+            fuzz_connection(host, port, random.Random(rng.random()), rng.random() < 0.8, raw.open)
+            for _ in range(6)
+        ]
         for frames, done, errs in await asyncio.gather(*batch):
             sent, processed, errors = sent + frames, processed + done, errors + errs
         connections += len(batch)
@@ -207,20 +264,23 @@ async def test_live_server_survives_10000_mutated_frames(server_process, raw):
     assert proc.proc.poll() is None
     peak = rss_kib(proc.pid, "VmHWM")
     now = rss_kib(proc.pid)
-    print(f"fuzz: {sent} frames sent on {connections} connections, {processed} processed "
-          f"after auth, {errors} error replies; server RSS {baseline} KiB before, "
-          f"{now} KiB after, {peak} KiB peak")
+    print(
+        f"fuzz: {sent} frames sent on {connections} connections, {processed} processed "
+        f"after auth, {errors} error replies; server RSS {baseline} KiB before, "
+        f"{now} KiB after, {peak} KiB peak"
+    )
     assert peak - baseline < 64 * 1024
     assert now - baseline < 32 * 1024
 
 
 # --- the pure reader: anything at all raises ProtocolError or decodes ---------------------
 
+
 def _feed_all(data: bytes, chunk: int) -> None:
     reader = FrameReader(max_frame_bytes=1 << 20, max_header_bytes=1 << 12)
     try:
         for i in range(0, len(data), chunk):
-            reader.feed(data[i:i + chunk])
+            reader.feed(data[i : i + chunk])
         reader.eof()
     except ProtocolError:
         pass

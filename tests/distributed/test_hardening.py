@@ -43,12 +43,17 @@ def hand_made(header: object) -> bytes:
 
 # --- 4. nesting ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("header", [
-    {"msg": "ping", "id": nested(1000)},
-    nested(1000),
-    {"msg": "request", "id": 3, "method": "m", "kwargs": {"a": nested(1000)}},
-    {"msg": nested(500), "id": 4},
-], ids=["in-a-field", "whole-header", "in-kwargs", "as-msg"])
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        {"msg": "ping", "id": nested(1000)},
+        nested(1000),
+        {"msg": "request", "id": 3, "method": "m", "kwargs": {"a": nested(1000)}},
+        {"msg": nested(500), "id": 4},
+    ],
+    ids=["in-a-field", "whole-header", "in-kwargs", "as-msg"],
+)
 def test_deep_nesting_is_a_per_frame_refusal(header):
     reader = FrameReader()
     reader.feed(hand_made(header) + hand_made({"msg": "ping", "id": 9}))
@@ -67,8 +72,9 @@ async def test_nested_header_after_auth_gets_an_error_frame(raw):
     async with await serve(echo, token=TOKEN) as server:
         peer = await raw.open(*server.address)
         for _ in range(3):
-            peer.send_raw(hand_made({"msg": "request", "id": 5, "method": nested(1000),
-                                     "kwargs": {}}))
+            peer.send_raw(
+                hand_made({"msg": "request", "id": 5, "method": nested(1000), "kwargs": {}})
+            )
             error = await peer.recv()
             assert error.msg == "error" and error.fields["id"] == 5
             assert error.fields["type"] == "ProtocolError"
@@ -91,6 +97,7 @@ async def test_nested_header_before_auth_closes_without_a_traceback(raw, caplog)
 
 
 # --- 5. idle strangers ---------------------------------------------------------------------
+
 
 async def test_idle_unauthenticated_connections_cost_little_memory(server_process):
     proc = server_process(max_handshakes=1000)
@@ -142,19 +149,24 @@ async def test_handshake_failures_are_logged_at_a_bounded_rate(caplog):
 
 def test_log_limiter_counts_what_it_suppresses(caplog):
     now = [0.0]
-    limiter = LogLimiter(logging.getLogger("limiter-test"), burst=2, period=10,
-                         clock=lambda: now[0])
+    limiter = LogLimiter(
+        logging.getLogger("limiter-test"), burst=2, period=10, clock=lambda: now[0]
+    )
     caplog.set_level(logging.WARNING, logger="limiter-test")
-    assert [limiter.warning("failure %d", i) for i in range(5)] == [True, True, False, False,
-                                                                    False]
+    assert [limiter.warning("failure %d", i) for i in range(5)] == [True, True, False, False, False]
     now[0] = 10.0
     assert limiter.warning("failure again")
     messages = [r.getMessage() for r in caplog.records]
-    assert messages == ["failure 0", "failure 1",
-                        "3 similar messages suppressed since the last report", "failure again"]
+    assert messages == [
+        "failure 0",
+        "failure 1",
+        "3 similar messages suppressed since the last report",
+        "failure again",
+    ]
 
 
 # --- 6. transport security -------------------------------------------------------------------
+
 
 async def test_plaintext_beyond_loopback_needs_insecure(tls_files):
     with pytest.raises(ValueError, match="refusing to listen on '0.0.0.0' without TLS"):
@@ -166,8 +178,9 @@ async def test_plaintext_beyond_loopback_needs_insecure(tls_files):
             assert (await conn.request("echo"))[0] == {"method": "echo"}
     ctx = server_context(tls_files.cert, tls_files.key)
     async with await serve(echo, "0.0.0.0", token=TOKEN, ssl=ctx) as server:
-        async with await connect("127.0.0.1", server.address[1], token=TOKEN,
-                                 ssl=client_context(tls_files.ca)) as conn:
+        async with await connect(
+            "127.0.0.1", server.address[1], token=TOKEN, ssl=client_context(tls_files.ca)
+        ) as conn:
             assert (await conn.request("echo"))[0] == {"method": "echo"}
     for host in ("127.0.0.1", "::1", "localhost", "127.3.4.5"):
         assert is_loopback(host), host
@@ -192,8 +205,13 @@ async def test_mutual_tls_with_client_options(tls_files):
     ctx = server_context(tls_files.cert, tls_files.key, ca=tls_files.ca)
     async with await serve(echo, token=TOKEN, name="w1", ssl=ctx) as server:
         address = {"w1": f"127.0.0.1:{server.address[1]}"}
-        async with Client(address, token=TOKEN, tls_ca=tls_files.ca, tls_cert=tls_files.cert,
-                          tls_key=tls_files.key) as client:
+        async with Client(
+            address,
+            token=TOKEN,
+            tls_ca=tls_files.ca,
+            tls_cert=tls_files.cert,
+            tls_key=tls_files.key,
+        ) as client:
             result, _ = await client.request("w1", "stats")
             assert result == {"method": "stats"}
         async with Client(address, token=TOKEN, tls_ca=tls_files.ca, timeout=5) as no_cert:

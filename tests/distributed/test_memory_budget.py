@@ -71,13 +71,17 @@ async def assert_serving_and_back(client: Client, worker, before: float) -> None
 
 # --- refused before or while they allocate --------------------------------------------------
 
+
 async def test_a_broadcast_add_is_refused_before_it_builds_its_result(worker):
     async with Client({"w1": worker.address}, token=TOKEN, name="bcast") as client:
         before = await baseline(client, worker)
         row, column = ag.ones(1, 16000), ag.ones(16000, 1)  # 125 KiB sent, 977 MiB asked
-        with pytest.raises(ResourceExhausted, match=r"call 'add' from peer 'bcast': it needs "
-                           r"976\.6 MiB, over the memory share of 64 MiB per call "
-                           r"\(--max-call-memory\)") as info:
+        with pytest.raises(
+            ResourceExhausted,
+            match=r"call 'add' from peer 'bcast': it needs "
+            r"976\.6 MiB, over the memory share of 64 MiB per call "
+            r"\(--max-call-memory\)",
+        ) as info:
             await client.call("w1", "add", row, column)
         assert info.value.worker == "w1"
         assert rss_mib(worker) < before + RSS_SLACK_MIB  # nothing was built
@@ -87,8 +91,9 @@ async def test_a_broadcast_add_is_refused_before_it_builds_its_result(worker):
 async def test_huge_zeros_is_refused_as_it_allocates(worker):
     async with Client({"w1": worker.address}, token=TOKEN, name="zeros") as client:
         before = await baseline(client, worker)
-        with pytest.raises(ResourceExhausted,
-                           match=r"call 'make_zeros' .*it needs 4 GiB, over .*64 MiB per call"):
+        with pytest.raises(
+            ResourceExhausted, match=r"call 'make_zeros' .*it needs 4 GiB, over .*64 MiB per call"
+        ):
             await client.call("w1", "make_zeros", shape=[1 << 15, 1 << 15])
         y = await client.call("w1", "make_zeros", shape=[2, 3])  # a small one is served
         assert tuple(y.shape) == (2, 3)
@@ -122,8 +127,11 @@ async def test_a_module_whose_forward_allocates_too_much_is_refused(worker):
     async with Client({"w1": worker.address}, token=TOKEN, name="module") as client:
         before = await baseline(client, worker)
         hog = await RemoteModule.create(client, "w1", "Grower", mib=16, steps=10)
-        with pytest.raises(ResourceExhausted, match=r"forward of module \d+ \(Grower\) .*16 MiB "
-                           r"more while holding 48(\.0)? MiB, over .*64 MiB per call"):
+        with pytest.raises(
+            ResourceExhausted,
+            match=r"forward of module \d+ \(Grower\) .*16 MiB "
+            r"more while holding 48(\.0)? MiB, over .*64 MiB per call",
+        ):
             await hog(ag.ones(3))
         small = await RemoteModule.create(client, "w1", "Grower", mib=1, steps=2)
         y = await small(ag.ones(3))  # a forward within its share runs
@@ -137,8 +145,7 @@ async def test_a_module_too_large_to_build_is_refused(worker):
     async with Client({"w1": worker.address}, token=TOKEN, name="builder") as client:
         before = await baseline(client, worker)
         with pytest.raises(ResourceExhausted, match=r"module Linear .*over .*64 MiB per call"):
-            await RemoteModule.create(client, "w1", "Linear", in_features=8000,
-                                      out_features=8000)
+            await RemoteModule.create(client, "w1", "Linear", in_features=8000, out_features=8000)
         assert (await client.stats("w1"))["modules"] == 0
         await assert_serving_and_back(client, worker, before)
 
@@ -163,20 +170,21 @@ async def test_a_backward_that_allocates_too_much_is_refused(worker):
 
 # --- many calls at once; other peers and their contexts --------------------------------------
 
+
 async def test_concurrent_calls_over_the_budget_are_refused_and_other_peers_go_on(worker):
     address = {"w1": worker.address}
-    async with Client(address, token=TOKEN, name="flood") as flood, \
-            Client(address, token=TOKEN, name="legit") as legit:
+    async with (
+        Client(address, token=TOKEN, name="flood") as flood,
+        Client(address, token=TOKEN, name="legit") as legit,
+    ):
         before = await baseline(legit, worker)
         x = ag.ones(3, requires_grad=True)
         async with dist.context(legit) as ctx:
             kept = await legit.call("w1", "tanh", x)  # recorded on w1 for backward
             # 8 x 40 MiB held at once by one peer: its 128 MiB share takes three of them.
-            floods = [flood.call("w1", "hold", ag.ones(3), mib=40, seconds=1.0)
-                      for _ in range(8)]
+            floods = [flood.call("w1", "hold", ag.ones(3), mib=40, seconds=1.0) for _ in range(8)]
             # The other peer's calls of the same size fit in what is left of the budget.
-            legits = [legit.call("w1", "hold", ag.ones(3), mib=40, seconds=1.0)
-                      for _ in range(2)]
+            legits = [legit.call("w1", "hold", ag.ones(3), mib=40, seconds=1.0) for _ in range(2)]
             results = await asyncio.gather(*floods, *legits, return_exceptions=True)
             flood_results, legit_results = results[:8], results[8:]
             refused = [r for r in flood_results if isinstance(r, ResourceExhausted)]
@@ -195,13 +203,19 @@ async def test_concurrent_calls_over_the_budget_are_refused_and_other_peers_go_o
 
 # --- the bookkeeping itself, in this process ------------------------------------------------
 
+
 def test_memory_budget_shares_and_messages():
     budget = MemoryBudget(1000, per_peer=600, per_call=400, owner="worker 'w'")
-    a1, a2, b = (budget.account("a", "call 'f'"), budget.account("a", "call 'g'"),
-                 budget.account("b", "call 'h'"))
+    a1, a2, b = (
+        budget.account("a", "call 'f'"),
+        budget.account("a", "call 'g'"),
+        budget.account("b", "call 'h'"),
+    )
     assert a1.admit(300) and not a1.admit(101)
-    assert "call 'f' from peer 'a': it needs 101 bytes more while holding 300 bytes, over the " \
-           "memory share of 400 bytes per call (--max-call-memory)" in a1.refusal
+    assert (
+        "call 'f' from peer 'a': it needs 101 bytes more while holding 300 bytes, over the "
+        "memory share of 400 bytes per call (--max-call-memory)" in a1.refusal
+    )
     assert a2.admit(300) and not a2.admit(1)
     assert "per peer (--max-peer-memory)" in a2.refusal
     assert b.admit(400) and not budget.account("c", "call 'k'").admit(1)
@@ -220,8 +234,9 @@ def test_default_budget_follows_the_machine():
     assert (budget.per_peer, budget.per_call) == (budget.total // 2, budget.total // 4)
     args = build_parser().parse_args(["--name", "w", "--token-file", "t"])
     assert args.max_memory == DEFAULT_MAX_MEMORY and args.max_call_memory is None
-    args = build_parser().parse_args(["--name", "w", "--token-file", "t", "--max-memory", "2G",
-                                      "--max-call-memory", "300M"])
+    args = build_parser().parse_args(
+        ["--name", "w", "--token-file", "t", "--max-memory", "2G", "--max-call-memory", "300M"]
+    )
     assert (args.max_memory, args.max_call_memory) == (2 << 30, 300 * MIB)
 
 
@@ -277,8 +292,14 @@ def test_counting_charges_each_thread_to_its_own_call():
 
 def test_output_sizes_of_the_default_functions():
     f32 = np.float32
-    for a, b in [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((5, 2, 3), (3, 4)),
-                 ((1, 2, 3), (4, 3, 2)), ((7, 1), (1, 7))]:
+    for a, b in [
+        ((3,), (3,)),
+        ((2, 3), (3,)),
+        ((3,), (3, 4)),
+        ((5, 2, 3), (3, 4)),
+        ((1, 2, 3), (4, 3, 2)),
+        ((7, 1), (1, 7)),
+    ]:
         expected = np.matmul(np.ones(a, f32), np.ones(b, f32)).shape
         assert matmul_shape(a, b) == expected
         assert matmul_nbytes([np.ones(a, f32), np.ones(b, f32)], {}) == 4 * int(np.prod(expected))

@@ -34,8 +34,7 @@ async def workers():
     """w1 and w2 in this process, reachable only through one MemoryTransport; w1 knows w2."""
     memory = MemoryTransport()
     w2 = WorkerServer("w2", token=TOKEN, devices=["cpu"], peer_transport=memory)
-    w1 = WorkerServer("w1", token=TOKEN, devices=["cpu"], peer_transport=memory,
-                      peers={"w2": "w2"})
+    w1 = WorkerServer("w1", token=TOKEN, devices=["cpu"], peer_transport=memory, peers={"w2": "w2"})
     for worker in (w1, w2):
         await worker.start(listen=False)
         memory.add(worker.name, worker)
@@ -47,8 +46,7 @@ async def workers():
 @pytest.fixture
 async def client(workers):
     memory, *_ = workers
-    async with Client({"w1": "w1", "w2": "w2"}, token=TOKEN, timeout=10.0,
-                      transport=memory) as c:
+    async with Client({"w1": "w1", "w2": "w2"}, token=TOKEN, timeout=10.0, transport=memory) as c:
         yield c
         for worker in ("w1", "w2"):  # every test leaves no context behind
             assert (await c.stats(worker))["contexts"] == 0
@@ -101,8 +99,9 @@ async def test_worker_to_worker_backward_in_memory(client):
 
 async def test_handshake_runs_in_memory(workers):
     memory, *_ = workers
-    async with Client({"w1": "w1"}, token=b"another-token-0123456789", transport=memory,
-                      timeout=5.0) as stranger:
+    async with Client(
+        {"w1": "w1"}, token=b"another-token-0123456789", transport=memory, timeout=5.0
+    ) as stranger:
         with pytest.raises(AuthenticationError):
             await stranger.stats("w1")
     async with Client({"w9": "w9"}, token=TOKEN, transport=memory, timeout=5.0) as lost:
@@ -117,13 +116,17 @@ async def test_quotas_apply_in_memory():
     async def echo(info, method, kwargs, arrays):
         return {"peer": info.peer_name}, arrays
 
-    server = await serve(echo, token=TOKEN, name="echo", listen=False,
-                         budget=ByteBudget(1 << 20, 1 << 22, owner="echo"))
+    server = await serve(
+        echo,
+        token=TOKEN,
+        name="echo",
+        listen=False,
+        budget=ByteBudget(1 << 20, 1 << 22, owner="echo"),
+    )
     memory = MemoryTransport()
     memory.add("echo", server)
     try:
-        async with Client({"echo": "echo"}, token=TOKEN, transport=memory,
-                          timeout=10.0) as c:
+        async with Client({"echo": "echo"}, token=TOKEN, transport=memory, timeout=10.0) as c:
             result, arrays = await c.request("echo", "echo", {}, [np.arange(1000.0)])
             assert result == {"peer": "client"}
             np.testing.assert_array_equal(arrays[0], np.arange(1000.0))
@@ -135,6 +138,7 @@ async def test_quotas_apply_in_memory():
 
 async def test_large_frames_and_many_requests_in_memory():
     """Frames larger than the pipe's high-water mark, many in flight: backpressure holds."""
+
     async def echo(info, method, kwargs, arrays):
         await asyncio.sleep(0)
         return {"i": kwargs["i"]}, arrays
@@ -143,8 +147,7 @@ async def test_large_frames_and_many_requests_in_memory():
     memory = MemoryTransport()
     memory.add("echo", server)
     try:
-        async with Client({"echo": "echo"}, token=TOKEN, transport=memory,
-                          timeout=30.0) as c:
+        async with Client({"echo": "echo"}, token=TOKEN, transport=memory, timeout=30.0) as c:
             big = np.random.default_rng(0).standard_normal(3 << 20)  # 24 MiB
             calls = [c.request("echo", "echo", {"i": i}, [big[i:]]) for i in range(6)]
             for i, (result, arrays) in enumerate(await asyncio.gather(*calls)):

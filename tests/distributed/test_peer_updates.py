@@ -41,8 +41,10 @@ async def test_workers_learn_their_peer_after_start(spawn_worker, raw):
 
         # A stranger without the token cannot tell w1 anything: it is dropped unheard.
         stranger = await raw.open(w1.host, w1.port, token=None)
-        stranger.send("request", {"id": 1, "method": "peers.update",
-                                  "kwargs": {"addresses": {"w2": "127.0.0.1:1"}}})
+        stranger.send(
+            "request",
+            {"id": 1, "method": "peers.update", "kwargs": {"addresses": {"w2": "127.0.0.1:1"}}},
+        )
         assert await stranger.closed_by_peer()
         await stranger.close()
         assert (await c.stats("w1"))["peers"] == []

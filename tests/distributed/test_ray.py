@@ -42,8 +42,9 @@ def local_ray():
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def cluster(local_ray):
     """Two worker actors, w0 and w1, serving the test functions on cpu and sim:0."""
-    workers = await RayWorkers.start(n=2, devices="cpu,sim:0", token=TOKEN, load=(WORKER_LOAD,),
-                                     num_cpus=0.5, strategy="PACK")
+    workers = await RayWorkers.start(
+        n=2, devices="cpu,sim:0", token=TOKEN, load=(WORKER_LOAD,), num_cpus=0.5, strategy="PACK"
+    )
     yield workers
     await workers.close()
 
@@ -62,8 +63,9 @@ def data(shape, seed):
 async def chain(client, x, peer_function="mul", **kwargs):
     """x -> w0 (tanh) -> w1 (peer_function) -> loss here, under a distributed context."""
     async with dist.context(client) as ctx:
-        y = await client.call("w0", "tanh_then_peer", x, peer="w1", function=peer_function,
-                              **kwargs)
+        y = await client.call(
+            "w0", "tanh_then_peer", x, peer="w1", function=peer_function, **kwargs
+        )
         loss = (y * y).sum()
         await dist.backward(ctx, [loss])
     return loss
@@ -111,12 +113,14 @@ async def test_remote_modules_on_ray_workers_train_like_local_ones(client):
     ag.manual_seed(3)
     first, second = nn.Linear(5, 4), nn.Linear(4, 3)
     r1 = await RemoteModule.create(client, "w0", "Linear", in_features=5, out_features=4)
-    r2 = await RemoteModule.create(client, "w1", "Linear", in_features=4, out_features=3,
-                                   device="sim:0")
+    r2 = await RemoteModule.create(
+        client, "w1", "Linear", in_features=4, out_features=3, device="sim:0"
+    )
     await r1.load_state_dict(first.state_dict())
     await r2.load_state_dict(second.state_dict())
-    opt = DistributedOptimizer(optim.SGD, r1.parameter_refs() + r2.parameter_refs(), lr=0.1,
-                               momentum=0.9)
+    opt = DistributedOptimizer(
+        optim.SGD, r1.parameter_refs() + r2.parameter_refs(), lr=0.1, momentum=0.9
+    )
     local_opt = optim.SGD([*first.parameters(), *second.parameters()], lr=0.1, momentum=0.9)
     inputs = [ag.tensor(data((6, 5), 10 + step).astype(np.float32)) for step in range(3)]
     await train_like_local(client, ((r1, first), (r2, second)), opt, local_opt, inputs)
@@ -131,8 +135,9 @@ async def test_a_killed_actor_is_a_lost_worker_and_a_restarted_one_serves(cluste
     x = ag.tensor(data((2, 3), 1), requires_grad=True)
     async with dist.context(client) as ctx:
         # w1's part of backward sleeps 60 s: it is killed in the middle of it.
-        y = await client.call("w0", "tanh_then_peer", x, peer="w1", function="slow_backward",
-                              kwargs={"seconds": 60.0})
+        y = await client.call(
+            "w0", "tanh_then_peer", x, peer="w1", function="slow_backward", kwargs={"seconds": 60.0}
+        )
         requests = (await client.stats("w1"))["requests"]
         backward = asyncio.ensure_future(dist.backward(ctx, [(y * y).sum()]))
         for polls in range(1, 1000):  # until w1 has one request more than these stats calls
@@ -231,9 +236,15 @@ async def test_across_nodes_workers_need_tls_or_insecure(local_ray, monkeypatch)
     monkeypatch.setattr("autograd_async.workers.ray.cluster.is_single_node", lambda ray: False)
     with pytest.raises(ValueError, match="tls=.*insecure=True"):
         await RayWorkers.start(n=1, load=(WORKER_LOAD,))
-    async with await RayWorkers.start(n=1, names=["n0"], load=(WORKER_LOAD,), insecure=True,
-                                      num_cpus=0.5, strategy=None,
-                                      worker_options={"context_ttl": 60.0}) as plain:
+    async with await RayWorkers.start(
+        n=1,
+        names=["n0"],
+        load=(WORKER_LOAD,),
+        insecure=True,
+        num_cpus=0.5,
+        strategy=None,
+        worker_options={"context_ttl": 60.0},
+    ) as plain:
         host = plain.addresses["n0"].rpartition(":")[0]
         assert host == (await plain.info("n0"))["node_ip"] and host != "127.0.0.1"
         async with await plain.client(timeout=CLIENT_TIMEOUT) as c:
@@ -245,34 +256,48 @@ async def test_across_nodes_workers_need_tls_or_insecure(local_ray, monkeypatch)
 
 async def test_tls_files_reach_every_worker_and_the_client(local_ray, tls_files):
     tls = TlsFiles(str(tls_files.cert), str(tls_files.key), str(tls_files.ca))
-    async with await RayWorkers.start(n=2, names=["t0", "t1"], token=TOKEN, load=(WORKER_LOAD,),
-                                      tls=tls, num_cpus=0.5, strategy=None) as secure:
+    async with await RayWorkers.start(
+        n=2,
+        names=["t0", "t1"],
+        token=TOKEN,
+        load=(WORKER_LOAD,),
+        tls=tls,
+        num_cpus=0.5,
+        strategy=None,
+    ) as secure:
         async with await secure.client(timeout=CLIENT_TIMEOUT) as c:
             x = ag.tensor(data((3, 4), 2), requires_grad=True)
             async with dist.context(c) as ctx:  # client -> t0 -> t1, all over mutual TLS
-                y = await c.call("t0", "tanh_then_peer", x, peer="t1", function="mul",
-                                 args=[3.0])
+                y = await c.call("t0", "tanh_then_peer", x, peer="t1", function="mul", args=[3.0])
                 await dist.backward(ctx, [(y * y).sum()])
             np.testing.assert_allclose(x.grad.numpy(), local_chain_grad(x), rtol=1e-12)
         # Without a client certificate signed by the CA, the workers refuse the connection.
-        async with dist.Client(secure.addresses, token=TOKEN, timeout=CLIENT_TIMEOUT,
-                               tls_ca=tls.ca) as stranger:
+        async with dist.Client(
+            secure.addresses, token=TOKEN, timeout=CLIENT_TIMEOUT, tls_ca=tls.ca
+        ) as stranger:
             with pytest.raises((WorkerLostError, dist.AuthenticationError)):
                 await stranger.stats("t0")
 
 
 async def test_a_worker_that_cannot_start_is_named(local_ray):
     with pytest.raises(RayWorkerError, match="'bad'.*failed to start.*no_such_module"):
-        await RayWorkers.start(n=1, names=["bad"], load=("no_such_module",), num_cpus=0.5,
-                               strategy=None, start_timeout=60.0)
+        await RayWorkers.start(
+            n=1,
+            names=["bad"],
+            load=("no_such_module",),
+            num_cpus=0.5,
+            strategy=None,
+            start_timeout=60.0,
+        )
 
 
 async def test_a_gpu_worker_computes_on_the_gpu_ray_assigned(local_ray):
     if ray.cluster_resources().get("GPU", 0) < 1:
         pytest.skip("Ray sees no GPU on this machine")
     pytest.importorskip("cupy")
-    async with await RayWorkers.start(n=1, names=["g0"], devices="cuda:0", token=TOKEN,
-                                      num_cpus=0.5, num_gpus=1, strategy=None) as gpu:
+    async with await RayWorkers.start(
+        n=1, names=["g0"], devices="cuda:0", token=TOKEN, num_cpus=0.5, num_gpus=1, strategy=None
+    ) as gpu:
         info = await gpu.info("g0")
         assert len(info["gpu_ids"]) == 1
         assert info["cuda_visible_devices"] == info["gpu_ids"][0]  # its cuda:0 is that GPU

@@ -33,8 +33,9 @@ async def remote_copy(client, worker, local, class_name, **kwargs):
 async def test_linear_on_a_sim_device(client):
     ag.manual_seed(1)
     local = nn.Linear(8, 4)
-    rm = await remote_copy(client, "w1", local, "Linear", in_features=8, out_features=4,
-                           device="sim:0")
+    rm = await remote_copy(
+        client, "w1", local, "Linear", in_features=8, out_features=4, device="sim:0"
+    )
     info = {p["name"]: p for p in rm.parameter_info()}
     assert info["weight"]["shape"] == [4, 8] and info["weight"]["device"] == "sim:0"
     assert [r.name for r in rm.parameter_refs()] == ["weight", "bias"]
@@ -56,15 +57,21 @@ async def test_gradients_live_in_the_context(client):
     ag.manual_seed(2)
     local = nn.Sequential(nn.Linear(6, 5), nn.Tanh(), nn.Linear(5, 2))
     rm = await RemoteModule.create(
-        client, "w2", "Sequential",
-        layers=[["Linear", {"in_features": 6, "out_features": 5}], ["Tanh", {}],
-                ["Linear", {"in_features": 5, "out_features": 2}]])
+        client,
+        "w2",
+        "Sequential",
+        layers=[
+            ["Linear", {"in_features": 6, "out_features": 5}],
+            ["Tanh", {}],
+            ["Linear", {"in_features": 5, "out_features": 2}],
+        ],
+    )
     await rm.load_state_dict(local.state_dict())
     x = batch((4, 6), 3)
     async with dist.context(client) as ctx:
         y = await rm(x)  # the input needs no grad: the parameters do
         assert y.requires_grad and y.grad_fn.name() == "RecvBackward"
-        await dist.backward(ctx, [(y ** 2).sum()])
+        await dist.backward(ctx, [(y**2).sum()])
         by_name = await ctx.get_gradients(rm)
         by_ref = await ctx.get_gradients("w2")
     (local(x) ** 2).sum().backward()
@@ -77,14 +84,16 @@ async def test_gradients_live_in_the_context(client):
     await rm.aclose()
 
 
-@pytest.mark.parametrize("opt_class,kwargs", [(optim.SGD, {"lr": 0.1, "momentum": 0.9}),
-                                              (optim.Adam, {"lr": 0.01})])
+@pytest.mark.parametrize(
+    "opt_class,kwargs", [(optim.SGD, {"lr": 0.1, "momentum": 0.9}), (optim.Adam, {"lr": 0.01})]
+)
 async def test_distributed_optimizer_matches_a_local_one(client, opt_class, kwargs):
     ag.manual_seed(3)
     first, second = nn.Linear(5, 4), nn.Linear(4, 3)
     r1 = await remote_copy(client, "w1", first, "Linear", in_features=5, out_features=4)
-    r2 = await remote_copy(client, "w3", second, "Linear", in_features=4, out_features=3,
-                           device="sim:0")
+    r2 = await remote_copy(
+        client, "w3", second, "Linear", in_features=4, out_features=3, device="sim:0"
+    )
     opt = DistributedOptimizer(opt_class, r1.parameter_refs() + r2.parameter_refs(), **kwargs)
     local_opt = opt_class([*first.parameters(), *second.parameters()], **kwargs)
     assert sorted(opt.workers) == ["w1", "w3"]
@@ -98,8 +107,7 @@ async def test_distributed_optimizer_matches_a_local_one(client, opt_class, kwar
 
 
 async def test_embedding_and_a_loaded_module_class(client):
-    emb = await RemoteModule.create(client, "w1", "Embedding", num_embeddings=10,
-                                    embedding_dim=3)
+    emb = await RemoteModule.create(client, "w1", "Embedding", num_embeddings=10, embedding_dim=3)
     scale = await RemoteModule.create(client, "w1", "Scale", features=3)  # from --load
     idx = ag.tensor([[1, 2], [2, 9]])
     async with dist.context(client) as ctx:
@@ -128,8 +136,9 @@ async def test_refusals_name_what_was_refused(client):
         await RemoteModule.create(client, "w1", "Conv9d")
     assert info.value.worker == "w1"
     with pytest.raises(RemoteError, match="does not serve device sim:1"):
-        await RemoteModule.create(client, "w1", "Linear", in_features=2, out_features=2,
-                                  device="sim:1")
+        await RemoteModule.create(
+            client, "w1", "Linear", in_features=2, out_features=2, device="sim:1"
+        )
     with pytest.raises(TypeError, match="cannot be sent"):
         await RemoteModule.create(client, "w1", "Linear", in_features=object())
     with pytest.raises(RemoteError, match="no optimizer class 'LBFGS'"):

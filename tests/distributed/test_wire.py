@@ -38,8 +38,15 @@ def roundtrip(msg: str, fields: dict, arrays=(), **limits) -> Frame:
     return decode_frame(b"".join(encode_frame(msg, fields, arrays)), **limits)
 
 
-def raw_frame(header: object, buffers: list[bytes] = (), *, magic: bytes = MAGIC,
-              version: int = VERSION, flags: int = 0, lengths: list[int] | None = None) -> bytes:
+def raw_frame(
+    header: object,
+    buffers: list[bytes] = (),
+    *,
+    magic: bytes = MAGIC,
+    version: int = VERSION,
+    flags: int = 0,
+    lengths: list[int] | None = None,
+) -> bytes:
     """Build a frame by hand, bypassing the encoder's validation."""
     raw = msgpack.packb(header, use_bin_type=True) if not isinstance(header, bytes) else header
     lengths = [len(b) for b in buffers] if lengths is None else lengths
@@ -79,6 +86,7 @@ def assert_received(got: np.ndarray, sent: np.ndarray) -> None:
 
 # --- round trips -------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", list(ALLOWED_DTYPES))
 def test_every_allowed_dtype_round_trips(dtype):
     sent = sample(dtype)
@@ -100,14 +108,18 @@ def test_large_array_round_trips():
     assert_received(frame.arrays[0], sent)
 
 
-@pytest.mark.parametrize("make", [
-    lambda a: a.T,
-    lambda a: a[:, ::2],
-    lambda a: a[::-1],
-    lambda a: np.asfortranarray(a),
-    lambda a: a.astype(">f8"),
-    lambda a: a.astype(">c16").T,
-], ids=["transposed", "strided", "reversed", "fortran", "big-endian", "big-endian-T"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda a: a.T,
+        lambda a: a[:, ::2],
+        lambda a: a[::-1],
+        lambda a: np.asfortranarray(a),
+        lambda a: a.astype(">f8"),
+        lambda a: a.astype(">c16").T,
+    ],
+    ids=["transposed", "strided", "reversed", "fortran", "big-endian", "big-endian-T"],
+)
 def test_non_contiguous_and_foreign_byte_order(make):
     sent = make(np.arange(24.0).reshape(4, 6))
     frame = roundtrip("request", REQUEST, [sent])
@@ -125,8 +137,17 @@ def test_header_fields_round_trip():
     frame = roundtrip("request", {"id": 3, "method": "m", "kwargs": kwargs})
     assert frame.msg == "request" and frame.id == 3
     assert frame.fields["kwargs"] == {**kwargs, "t": [1, 2]}  # tuples travel as lists
-    frame = roundtrip("error", {"id": None, "type": "ValueError", "message": "m", "node": "n",
-                                "worker": "w", "context_id": 4})
+    frame = roundtrip(
+        "error",
+        {
+            "id": None,
+            "type": "ValueError",
+            "message": "m",
+            "node": "n",
+            "worker": "w",
+            "context_id": 4,
+        },
+    )
     assert frame.fields["node"] == "n" and frame.id is None
 
 
@@ -150,7 +171,7 @@ def test_reader_handles_any_split_of_a_stream_of_frames():
         pos = 0
         while pos < len(stream):
             step = rng.randint(1, max_chunk)
-            reader.feed(stream[pos:pos + step])
+            reader.feed(stream[pos : pos + step])
             pos += step
         reader.eof()
         got = list(reader.events)
@@ -172,6 +193,7 @@ def test_a_refused_header_does_not_break_the_stream():
 
 
 # --- schema errors: each names what is wrong ---------------------------------------------
+
 
 def test_unknown_message_type():
     assert "unknown message type 'launch'" in refused(raw_frame({"msg": "launch"}))
@@ -336,13 +358,18 @@ def test_header_with_deep_nesting():
 
 # --- the sender refuses what the receiver would -----------------------------------------
 
-@pytest.mark.parametrize("bad", [
-    np.array([object()]),
-    np.array(["text"]),
-    np.zeros(2, dtype="V4"),
-    np.zeros(2, dtype=[("a", "f4"), ("b", "i4")]),
-    np.array(["2020-01-01"], dtype="datetime64[D]"),
-], ids=["object", "str", "void", "structured", "datetime"])
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        np.array([object()]),
+        np.array(["text"]),
+        np.zeros(2, dtype="V4"),
+        np.zeros(2, dtype=[("a", "f4"), ("b", "i4")]),
+        np.array(["2020-01-01"], dtype="datetime64[D]"),
+    ],
+    ids=["object", "str", "void", "structured", "datetime"],
+)
 def test_sender_refuses_non_numeric_dtypes(bad):
     with pytest.raises(ProtocolError, match="only numeric dtypes"):
         encode_frame("request", REQUEST, [bad])
@@ -375,16 +402,21 @@ def test_pack_header_refuses_unsupported_values():
 
 # --- registry API --------------------------------------------------------------------------
 
+
 def test_registry_registers_and_validates_new_message_types():
     registry = MessageRegistry()
-    registry.register("grads", required={"context_id": NonNegativeInt, "slots": list[ArrayIndex],
-                                         "names": list[str]},
-                      optional={"note": str | None}, arrays=True)
+    registry.register(
+        "grads",
+        required={"context_id": NonNegativeInt, "slots": list[ArrayIndex], "names": list[str]},
+        optional={"note": str | None},
+        arrays=True,
+    )
     assert "grads" in registry and registry.names() == ["grads"]
     arrays = [np.ones(2), np.zeros(3)]
     fields = {"context_id": 1, "slots": [1, 0], "names": ["a", "b"], "note": None}
-    frame = decode_frame(b"".join(encode_frame("grads", fields, arrays, registry=registry)),
-                         registry=registry)
+    frame = decode_frame(
+        b"".join(encode_frame("grads", fields, arrays, registry=registry)), registry=registry
+    )
     assert frame.fields == fields and len(frame.arrays) == 2
     with pytest.raises(ProtocolError, match=r"slots'.*\[1\] refers to array 5"):
         encode_frame("grads", {**fields, "slots": [0, 5]}, arrays, registry=registry)
@@ -407,8 +439,18 @@ def test_registry_refuses_bad_declarations():
 
 def test_default_registry_holds_the_core_messages():
     names = set(DEFAULT_REGISTRY.names())
-    core = {"hello", "challenge", "auth", "auth_ok", "request", "response", "error", "ping",
-            "pong", "cancel"}
+    core = {
+        "hello",
+        "challenge",
+        "auth",
+        "auth_ok",
+        "request",
+        "response",
+        "error",
+        "ping",
+        "pong",
+        "cancel",
+    }
     assert core <= names
     with pytest.raises(ValueError):
         register_message("request", required={"id": int})

@@ -24,8 +24,14 @@ pytestmark = pytest.mark.timeout(60)
 
 def run_cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-m", "workers", *args], capture_output=True,
-                          text=True, cwd=REPO, env=env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "workers", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=timeout,
+    )
 
 
 def wait_exit(worker: WorkerProcess, timeout: float = 15) -> int:
@@ -54,8 +60,9 @@ async def test_shutdown_releases_contexts_on_peers(spawn_worker):
     async with Client({"w1": w1.address, "w2": w2.address}, token=TOKEN) as client:
         ctx = dist.context(client)
         await ctx.__aenter__()
-        await client.call("w1", "tanh_then_peer", ag.ones(2, requires_grad=True), peer="w2",
-                          function="tanh")
+        await client.call(
+            "w1", "tanh_then_peer", ag.ones(2, requires_grad=True), peer="w2", function="tanh"
+        )
         assert (await client.stats("w2"))["contexts"] == 1
         w1.proc.terminate()
         assert await asyncio.to_thread(wait_exit, w1) == 0
@@ -79,8 +86,13 @@ def test_ready_line_and_console_script(tmp_path):
         pytest.skip("console script not installed")
     # PYTHONPATH: an editable install made before `workers/` existed maps autograd_async only
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([str(script), "--name", "cs", "--token-file", str(token_file)],
-                            stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
+    proc = subprocess.Popen(
+        [str(script), "--name", "cs", "--token-file", str(token_file)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=env,
+    )
     try:
         assert proc.stdout.readline().startswith("READY cs 127.0.0.1:")
     finally:
@@ -98,12 +110,21 @@ def test_the_checkout_name_is_the_installed_package():
         "assert main is m\n"
     )
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
-                          env=env, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env, timeout=60
+    )
     assert done.returncode == 0, done.stderr
-    assert run_cli("--help").stdout == subprocess.run(
-        [sys.executable, "-m", "autograd_async.workers", "--help"], capture_output=True,
-        text=True, cwd=REPO, env=env, timeout=60).stdout
+    assert (
+        run_cli("--help").stdout
+        == subprocess.run(
+            [sys.executable, "-m", "autograd_async.workers", "--help"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=env,
+            timeout=60,
+        ).stdout
+    )
 
 
 def test_startup_errors(tmp_path):
@@ -150,8 +171,9 @@ def test_bad_arguments_exit_2_with_a_usage_line(tmp_path):
 def test_unknown_listen_host_is_named(tmp_path):
     token_file = tmp_path / "token"
     write_token(token_file)
-    bad = run_cli("--name", "w", "--token-file", str(token_file),
-                  "--listen", "no-such-host.invalid:0")
+    bad = run_cli(
+        "--name", "w", "--token-file", str(token_file), "--listen", "no-such-host.invalid:0"
+    )
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
     assert "no-such-host.invalid" in bad.stderr, bad.stderr
 
@@ -167,8 +189,9 @@ def test_plaintext_beyond_loopback_needs_insecure(tmp_path):
     refused = run_cli("--name", "w", "--token-file", str(token_file), "--listen", "0.0.0.0:0")
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
     assert "without TLS" in refused.stderr and "--insecure" in refused.stderr
-    w = start_worker("open", token_file, tmp_path, listen="0.0.0.0:0", load=False,
-                     extra=("--insecure",))
+    w = start_worker(
+        "open", token_file, tmp_path, listen="0.0.0.0:0", load=False, extra=("--insecure",)
+    )
     w.proc.terminate()
     assert w.proc.wait(15) == 0
 
@@ -182,13 +205,29 @@ def test_tls_flags_go_together(tmp_path, tls_files):
 
 async def test_mutual_tls_worker_beyond_loopback(tmp_path, tls_files):
     token_file = write_token(tmp_path / "token")
-    w = start_worker("tls", token_file, tmp_path, listen="0.0.0.0:0",
-                     extra=("--tls-cert", str(tls_files.cert), "--tls-key", str(tls_files.key),
-                            "--tls-ca", str(tls_files.ca)))
+    w = start_worker(
+        "tls",
+        token_file,
+        tmp_path,
+        listen="0.0.0.0:0",
+        extra=(
+            "--tls-cert",
+            str(tls_files.cert),
+            "--tls-key",
+            str(tls_files.key),
+            "--tls-ca",
+            str(tls_files.ca),
+        ),
+    )
     address = {"tls": f"127.0.0.1:{w.port}"}
     try:
-        async with Client(address, token=TOKEN, tls_ca=tls_files.ca, tls_cert=tls_files.cert,
-                          tls_key=tls_files.key) as client:
+        async with Client(
+            address,
+            token=TOKEN,
+            tls_ca=tls_files.ca,
+            tls_cert=tls_files.cert,
+            tls_key=tls_files.key,
+        ) as client:
             y = await client.call("tls", "tanh", ag.zeros(3))
             np.testing.assert_array_equal(y.numpy(), np.zeros(3))
         async with Client(address, token=TOKEN, timeout=5) as plaintext:

@@ -20,8 +20,16 @@ from .conftest import TOKEN
 pytestmark = pytest.mark.timeout(120)
 
 MIB = 1 << 20
-LIMITS = ("--max-peer-bytes", "64M", "--max-total-bytes", "90M",
-          "--max-contexts-per-peer", "2", "--frame-idle-timeout", "0.5")
+LIMITS = (
+    "--max-peer-bytes",
+    "64M",
+    "--max-total-bytes",
+    "90M",
+    "--max-contexts-per-peer",
+    "2",
+    "--frame-idle-timeout",
+    "0.5",
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,13 +48,17 @@ async def held(client: Client) -> int:
 
 # --- compute off the serving loop ----------------------------------------------------------
 
+
 async def test_ping_and_stats_answer_while_another_clients_long_call_runs(limited):
     address = {"w1": limited.address}
-    async with Client(address, token=TOKEN, name="busy") as busy, \
-            Client(address, token=TOKEN, name="prober") as prober:
+    async with (
+        Client(address, token=TOKEN, name="busy") as busy,
+        Client(address, token=TOKEN, name="prober") as prober,
+    ):
         await prober.ping("w1")  # connected before the long call starts
-        long_call = asyncio.ensure_future(busy.call("w1", "blocking_sleep", ag.zeros(2),
-                                                    seconds=4.0))
+        long_call = asyncio.ensure_future(
+            busy.call("w1", "blocking_sleep", ag.zeros(2), seconds=4.0)
+        )
         await asyncio.sleep(0.5)  # the worker is inside the call now
         await prober.ping("w1")
         stats = await prober.stats("w1")
@@ -56,6 +68,7 @@ async def test_ping_and_stats_answer_while_another_clients_long_call_runs(limite
 
 
 # --- byte quotas ---------------------------------------------------------------------------
+
 
 async def test_a_broadcast_that_would_make_a_huge_reply_is_refused(limited):
     async with Client({"w1": limited.address}, token=TOKEN, name="bcast") as client:
@@ -70,14 +83,15 @@ async def test_a_broadcast_that_would_make_a_huge_reply_is_refused(limited):
 
 async def linear(client: Client) -> RemoteModule:
     """A 16 MiB layer on w1."""
-    return await RemoteModule.create(client, "w1", "Linear", in_features=2048,
-                                     out_features=2048)
+    return await RemoteModule.create(client, "w1", "Linear", in_features=2048, out_features=2048)
 
 
 async def test_modules_count_against_the_creators_quota_and_the_total(limited):
     address = {"w1": limited.address}
-    async with Client(address, token=TOKEN, name="a") as a, \
-            Client(address, token=TOKEN, name="b") as b:
+    async with (
+        Client(address, token=TOKEN, name="a") as a,
+        Client(address, token=TOKEN, name="b") as b,
+    ):
         layers = [await linear(a) for _ in range(3)]
         with pytest.raises(ResourceExhausted, match="peer 'a' already holds 48"):
             await linear(a)  # 4 x 16 MiB > 64 MiB
@@ -124,10 +138,15 @@ async def test_contexts_per_peer_are_capped(limited):
 
 # --- half-sent frames ----------------------------------------------------------------------
 
+
 async def test_a_half_sent_frame_is_dropped_after_the_idle_timeout(limited, raw):
     peer = await raw.open(limited.host, limited.port, token=TOKEN, name="stalled")
-    frame = b"".join(bytes(c) for c in encode_frame(
-        "request", {"id": 1, "method": "call", "kwargs": {}}, [np.ones(MIB, np.float32)]))
+    frame = b"".join(
+        bytes(c)
+        for c in encode_frame(
+            "request", {"id": 1, "method": "call", "kwargs": {}}, [np.ones(MIB, np.float32)]
+        )
+    )
     peer.send_raw(frame[: len(frame) // 2])  # and then nothing
     assert await peer.closed_by_peer(timeout=10)
     await peer.close()
@@ -136,6 +155,7 @@ async def test_a_half_sent_frame_is_dropped_after_the_idle_timeout(limited, raw)
 
 
 # --- the bookkeeping itself ----------------------------------------------------------------
+
 
 def test_byte_budget():
     budget = ByteBudget(per_peer=100, total=150)

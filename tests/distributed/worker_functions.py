@@ -113,6 +113,7 @@ def blocking_sleep(x, *, seconds=1.0):
 
 # --- memory hogs: what a hostile peer may ask of a worker (tests/distributed/test_memory_budget.py)
 
+
 @register_function
 def make_zeros(*, shape):
     """zeros of any shape the caller names."""

@@ -61,7 +61,7 @@ def code_blocks(path: Path) -> list[CodeBlock]:
         line = lines[i]
         if SETUP_START.match(line):
             end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "-->")
-            setup += lines[i + 1:end]
+            setup += lines[i + 1 : end]
             i = end + 1
             continue
         marker = MARKER.match(line)
@@ -72,11 +72,20 @@ def code_blocks(path: Path) -> list[CodeBlock]:
         fence = FENCE.match(line)
         if fence:
             indent, language = fence.groups()
-            end = next(j for j in range(i + 1, len(lines))
-                       if lines[j].strip() == "```" and lines[j].startswith(indent))
-            body = [text.removeprefix(indent) for text in lines[i + 1:end]]
-            block = CodeBlock(path, i + 1, language, "\n".join(body) + "\n",
-                              setup="\n".join(setup) + "\n" if setup else "", markers=pending)
+            end = next(
+                j
+                for j in range(i + 1, len(lines))
+                if lines[j].strip() == "```" and lines[j].startswith(indent)
+            )
+            body = [text.removeprefix(indent) for text in lines[i + 1 : end]]
+            block = CodeBlock(
+                path,
+                i + 1,
+                language,
+                "\n".join(body) + "\n",
+                setup="\n".join(setup) + "\n" if setup else "",
+                markers=pending,
+            )
             for mark in pending:
                 if mark == "run":
                     block.run = True

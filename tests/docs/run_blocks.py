@@ -23,8 +23,9 @@ def main(path: str) -> int:
     with asyncio.Runner() as runner:
         for block in blocks:
             try:
-                code = compile(block["code"], block["where"], "exec",
-                               flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+                code = compile(
+                    block["code"], block["where"], "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+                )
                 result = eval(code, namespace)
                 if inspect.iscoroutine(result):
                     runner.run(result)

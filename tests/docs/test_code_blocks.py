@@ -66,8 +66,9 @@ def _env() -> dict[str, str]:
 def _run(command: list[str], where: str) -> str | None:
     """Run a command from the repository root; None when it succeeds, else what went wrong."""
     try:
-        proc = subprocess.run(command, cwd=REPO, env=_env(), capture_output=True, text=True,
-                              timeout=TIMEOUT)
+        proc = subprocess.run(
+            command, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=TIMEOUT
+        )
     except subprocess.TimeoutExpired as exc:
         return f"{where}: still running after {TIMEOUT:.0f} s\n{exc.stderr or ''}"
     if proc.returncode != 0:
@@ -92,8 +93,11 @@ def _run_forked(spec: Path, where: str) -> str | None:
 
 
 def _python_pages() -> list[Path]:
-    return [page for page in documentation_pages()
-            if any(b.language == "python" for b in code_blocks(page))]
+    return [
+        page
+        for page in documentation_pages()
+        if any(b.language == "python" for b in code_blocks(page))
+    ]
 
 
 def _run_page(page: Path, workdir: Path) -> str | None:
@@ -101,8 +105,10 @@ def _run_page(page: Path, workdir: Path) -> str | None:
     several processes on two MPI ranks after the others. None when all pass."""
     blocks = [b for b in code_blocks(page) if b.language == "python" and _unmet(b) is None]
     launcher = ["-m", "autograd_async.distributed.run", "-n", "2"]
-    for group, prefix in (([b for b in blocks if b.requires != "mpi"], []),
-                          ([b for b in blocks if b.requires == "mpi"], launcher)):
+    for group, prefix in (
+        ([b for b in blocks if b.requires != "mpi"], []),
+        ([b for b in blocks if b.requires == "mpi"], launcher),
+    ):
         if not group:
             continue
         spec = workdir / f"{page.stem}-{len(prefix)}.json"
@@ -137,8 +143,12 @@ def test_python_blocks_run(page: Path, page_runs):
     assert failure is None, failure
 
 
-SKIPPED = [b for page in documentation_pages() for b in code_blocks(page)
-           if b.language in ("python", "bash") and b.skip is not None]
+SKIPPED = [
+    b
+    for page in documentation_pages()
+    for b in code_blocks(page)
+    if b.language in ("python", "bash") and b.skip is not None
+]
 
 
 @pytest.mark.parametrize("block", SKIPPED, ids=lambda b: b.where)
@@ -148,8 +158,9 @@ def test_skipped_blocks_say_why(block: CodeBlock):
     pytest.skip(f"{block.where}: {block.skip}")
 
 
-RUNNABLE_BASH = [b for page in documentation_pages() for b in code_blocks(page)
-                 if b.language == "bash" and b.run]
+RUNNABLE_BASH = [
+    b for page in documentation_pages() for b in code_blocks(page) if b.language == "bash" and b.run
+]
 
 
 @pytest.mark.parametrize("block", RUNNABLE_BASH, ids=lambda b: b.where)
@@ -158,8 +169,9 @@ def test_bash_blocks_run(block: CodeBlock):
     if reason is not None:
         pytest.skip(reason)
     script = block.code.replace(".venv/bin/python", sys.executable)
-    failure = _run([shutil.which("bash") or "/bin/bash", "-euo", "pipefail", "-c", script],
-                   block.where)
+    failure = _run(
+        [shutil.which("bash") or "/bin/bash", "-euo", "pipefail", "-c", script], block.where
+    )
     assert failure is None, failure
 
 
@@ -182,6 +194,7 @@ def test_getting_started_shows_the_readme_commands():
     """The getting-started page repeats the README's two set-up commands word for word."""
     readme = _readme_set_up_commands()
     assert len(readme) == 2 and all("python3 -m venv .venv" in c for c in readme)
-    page = [b.code for b in code_blocks(REPO / "docs" / "getting-started.md")
-            if b.language == "bash"]
+    page = [
+        b.code for b in code_blocks(REPO / "docs" / "getting-started.md") if b.language == "bash"
+    ]
     assert page[:2] == readme

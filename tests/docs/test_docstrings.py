@@ -93,8 +93,9 @@ def _undocumented_members(cls: type) -> list[str]:
         if isinstance(raw, (property, staticmethod, classmethod)) or inspect.isfunction(raw):
             member = raw if isinstance(raw, property) else getattr(cls, name)
             if isinstance(raw, property) and not _has_doc(raw):
-                member = next((vars(base)[name] for base in cls.__mro__[1:]
-                               if name in vars(base)), raw)
+                member = next(
+                    (vars(base)[name] for base in cls.__mro__[1:] if name in vars(base)), raw
+                )
             if not _has_doc(member):
                 missing.append(name)
     return missing
@@ -129,7 +130,10 @@ def test_api_reference_renders_every_namespace():
     from pathlib import Path
 
     api = Path(__file__).resolve().parents[2] / "docs" / "api"
-    rendered = {line.removeprefix("::: ").strip()
-                for page in api.glob("*.md") for line in page.read_text().splitlines()
-                if line.startswith("::: ")}
+    rendered = {
+        line.removeprefix("::: ").strip()
+        for page in api.glob("*.md")
+        for line in page.read_text().splitlines()
+        if line.startswith("::: ")
+    }
     assert not set(NAMESPACES) - rendered, sorted(set(NAMESPACES) - rendered)

@@ -45,7 +45,8 @@ async def test_async_error_and_other_tasks_keep_running():
     losses = [(g.to("sim:0") * g.to("sim:0")).to("cpu").sum() for g in good]
     failing = Boom.apply(bad.to("sim:0"), ValueError("nope")).to("cpu").sum()
     results = await asyncio.gather(
-        failing.backward_async(), *(loss.backward_async() for loss in losses),
+        failing.backward_async(),
+        *(loss.backward_async() for loss in losses),
         return_exceptions=True,
     )
     assert isinstance(results[0], ValueError)
@@ -120,7 +121,7 @@ def test_a_failure_while_routing_gradients_fails_the_task_not_the_worker(monkeyp
 
     original = GraphTask.deposit
     x = aa.tensor([1.0, 2.0], requires_grad=True)
-    target = (x * 2.0)
+    target = x * 2.0
     loss = (target.tanh() * 3.0).sum()
     broken = target.grad_fn
 

@@ -77,19 +77,36 @@ PROGRAMS = [chain, diamond, fan_in_out, leaf_used_twice]
 
 PINNED = {
     "chain": [
-        ("SumBackward0", 4), ("ExpBackward0", 3), ("AddBackward0", 2), ("TanhBackward0", 1),
-        ("MulBackward0", 0), ("AccumulateGrad", -1),
+        ("SumBackward0", 4),
+        ("ExpBackward0", 3),
+        ("AddBackward0", 2),
+        ("TanhBackward0", 1),
+        ("MulBackward0", 0),
+        ("AccumulateGrad", -1),
     ],
     "diamond": [
-        ("SumBackward0", 4), ("MulBackward0", 3), ("ExpBackward0", 2), ("TanhBackward0", 1),
-        ("MulBackward0", 0), ("AccumulateGrad", -1),
+        ("SumBackward0", 4),
+        ("MulBackward0", 3),
+        ("ExpBackward0", 2),
+        ("TanhBackward0", 1),
+        ("MulBackward0", 0),
+        ("AccumulateGrad", -1),
     ],
     "fan_in_out": [
-        ("SumBackward0", 6), ("AddBackward0", 5), ("MulBackward0", 4), ("TanhBackward0", 3),
-        ("AddBackward0", 2), ("MulBackward0", 1), ("MulBackward0", 0), ("AccumulateGrad", -1),
+        ("SumBackward0", 6),
+        ("AddBackward0", 5),
+        ("MulBackward0", 4),
+        ("TanhBackward0", 3),
+        ("AddBackward0", 2),
+        ("MulBackward0", 1),
+        ("MulBackward0", 0),
+        ("AccumulateGrad", -1),
     ],
     "leaf_used_twice": [
-        ("SumBackward0", 2), ("AddBackward0", 1), ("MulBackward0", 0), ("AccumulateGrad", -1),
+        ("SumBackward0", 2),
+        ("AddBackward0", 1),
+        ("MulBackward0", 0),
+        ("AccumulateGrad", -1),
     ],
 }
 
@@ -144,8 +161,13 @@ def test_two_losses_sharing_a_graph_pinned_and_against_torch():
     x, (l1, l2) = _in_fresh_thread(build)
     order = _record_order([l1, l2], lambda: aa.autograd.backward([l1, l2]))
     assert order == [
-        ("SumBackward0", 5), ("ExpBackward0", 4), ("SumBackward0", 3), ("MulBackward0", 2),
-        ("TanhBackward0", 1), ("MulBackward0", 0), ("AccumulateGrad", -1),
+        ("SumBackward0", 5),
+        ("ExpBackward0", 4),
+        ("SumBackward0", 3),
+        ("MulBackward0", 2),
+        ("TanhBackward0", 1),
+        ("MulBackward0", 0),
+        ("AccumulateGrad", -1),
     ]
     try:
         import torch

@@ -31,6 +31,10 @@ def run_example(
 ) -> subprocess.CompletedProcess:
     """Run `examples/<name>` to completion; its output is captured as text."""
     return subprocess.run(
-        example_command(name, *args), capture_output=True, text=True, timeout=timeout,
-        env=example_env(), cwd=EXAMPLES.parent,
+        example_command(name, *args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=example_env(),
+        cwd=EXAMPLES.parent,
     )

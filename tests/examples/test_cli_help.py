@@ -19,8 +19,12 @@ def cli_examples() -> list[str]:
 
 def test_the_examples_with_a_command_line_are_all_found():
     # Guards the discovery below: a glob that found nothing would make the help test vacuous.
-    assert {"async_training.py", "distributed_training.py", "gradient_service.py",
-            "multi_device.py"} <= set(cli_examples())
+    assert {
+        "async_training.py",
+        "distributed_training.py",
+        "gradient_service.py",
+        "multi_device.py",
+    } <= set(cli_examples())
 
 
 @pytest.mark.parametrize("name", cli_examples())

@@ -32,12 +32,27 @@ def test_replicas_on_two_sim_devices_train_in_one_process():
 def test_two_mpi_ranks_under_the_launcher():
     pytest.importorskip("mpi4py")
     done = subprocess.run(
-        [sys.executable, "-m", "autograd_async.distributed.run", "-n", "2",
-         str(EXAMPLES / "data_parallel.py"), "--epochs", "2"],
-        capture_output=True, text=True, timeout=EXAMPLE_TIMEOUT, cwd=EXAMPLES.parent,
-        env=dict(example_env(), OMP_NUM_THREADS="1",
-                 PYTHONPATH=os.pathsep.join(p for p in (str(EXAMPLES.parent),
-                                                        os.environ.get("PYTHONPATH")) if p)),
+        [
+            sys.executable,
+            "-m",
+            "autograd_async.distributed.run",
+            "-n",
+            "2",
+            str(EXAMPLES / "data_parallel.py"),
+            "--epochs",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=EXAMPLE_TIMEOUT,
+        cwd=EXAMPLES.parent,
+        env=dict(
+            example_env(),
+            OMP_NUM_THREADS="1",
+            PYTHONPATH=os.pathsep.join(
+                p for p in (str(EXAMPLES.parent), os.environ.get("PYTHONPATH")) if p
+            ),
+        ),
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert_trained(done.stdout, 2)

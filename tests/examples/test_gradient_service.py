@@ -130,7 +130,12 @@ async def test_health_answers_while_saliency_load_runs(server):
 
     service.saliency_batch = counted_batch
     load = await asyncio.create_subprocess_exec(
-        sys.executable, str(SALIENCY_LOAD), server.url, "2", "100", stdout=subprocess.PIPE,
+        sys.executable,
+        str(SALIENCY_LOAD),
+        server.url,
+        "2",
+        "100",
+        stdout=subprocess.PIPE,
     )
     seen_at: list[int] = []  # saliency batches done when each health check was answered
     try:
@@ -163,15 +168,18 @@ async def test_learn_equals_a_local_sgd_step(server, model, digits):
     optimizer.step()
 
     async with aiohttp.ClientSession() as session:
-        status, answer = await post(session, f"{server.url}/learn",
-                                    {"input": pixels.tolist(), "label": label})
+        status, answer = await post(
+            session, f"{server.url}/learn", {"input": pixels.tolist(), "label": label}
+        )
         assert status == 200, answer
         assert answer["steps"] == 1
         assert answer["loss"] == loss.item()
-        for (name, want), got in zip(local.named_parameters(), server.service.model.parameters(),
-                                     strict=True):
-            np.testing.assert_array_equal(np.asarray(got.detach()), np.asarray(want.detach()),
-                                          err_msg=name)
+        for (name, want), got in zip(
+            local.named_parameters(), server.service.model.parameters(), strict=True
+        ):
+            np.testing.assert_array_equal(
+                np.asarray(got.detach()), np.asarray(want.detach()), err_msg=name
+            )
         # Saliency now answers with the stepped weights.
         status, answer = await post(session, f"{server.url}/saliency", {"input": pixels.tolist()})
         top, gradient = local_saliency(frozen_copy(local), pixels)
@@ -198,16 +206,20 @@ async def test_saliency_during_learning_sees_whole_steps(server, model, digits):
             optimizer.step()
 
     async with aiohttp.ClientSession() as session:
-        learning = [post(session, f"{server.url}/learn", {"input": example, "label": label})
-                    for _ in range(steps)]
-        probing = [post(session, f"{server.url}/saliency", {"input": row.tolist()})
-                   for row in probes]
+        learning = [
+            post(session, f"{server.url}/learn", {"input": example, "label": label})
+            for _ in range(steps)
+        ]
+        probing = [
+            post(session, f"{server.url}/saliency", {"input": row.tolist()}) for row in probes
+        ]
         answers = await asyncio.gather(*learning, *probing)
     assert sorted(a["steps"] for _, a in answers[:steps]) == list(range(1, steps + 1))
     for i, (status, answer) in enumerate(answers[steps:]):
         assert status == 200
-        matches = [k for k, after_k in enumerate(expected)
-                   if same_gradient(answer["gradient"], after_k[i])]
+        matches = [
+            k for k, after_k in enumerate(expected) if same_gradient(answer["gradient"], after_k[i])
+        ]
         assert len(matches) == 1, f"probe {i} matches the weights after steps {matches}"
 
 
@@ -238,8 +250,11 @@ MALFORMED = [
     ("/saliency", _replace_pixel(4, True), "'input[4]' must be a number, got a boolean"),
     ("/saliency", _replace_pixel(5, None), "'input[5]' must be a number, got null"),
     ("/saliency", _replace_pixel(6, {"v": 1}), "'input[6]' must be a number, got an object"),
-    ("/saliency", json.dumps(_replace_pixel(7, float("nan"))).encode(),
-     "'input[7]' must be a finite float32 number, got nan"),
+    (
+        "/saliency",
+        json.dumps(_replace_pixel(7, float("nan"))).encode(),
+        "'input[7]' must be a finite float32 number, got nan",
+    ),
     ("/saliency", json.dumps(_replace_pixel(8, float("-inf"))).encode(), "got -inf"),
     ("/saliency", _replace_pixel(9, 1e39), "'input[9]' must be a finite float32 number"),
     ("/saliency", _replace_pixel(10, 10**400), "'input[10]' must be a finite float32 number"),
@@ -271,17 +286,30 @@ async def test_checkpoint_is_written_then_loaded(tmp_path, digits):
     path = str(tmp_path / "digits.npz")
     trained = await load_or_train(path, epochs=1, device=DEVICE)
     loaded = await load_or_train(path, epochs=1, device=DEVICE)
-    for (name, a), b in zip(trained.state_dict().items(), loaded.state_dict().values(),
-                            strict=True):
+    for (name, a), b in zip(
+        trained.state_dict().items(), loaded.state_dict().values(), strict=True
+    ):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
 
 
 async def test_command_line_serves_until_terminated(tmp_path):
     checkpoint = tmp_path / "digits.npz"
-    command = example_command("gradient_service.py", "--port", "0", "--train-epochs", "1",
-                              "--device", "cpu", "--checkpoint", str(checkpoint))
+    command = example_command(
+        "gradient_service.py",
+        "--port",
+        "0",
+        "--train-epochs",
+        "1",
+        "--device",
+        "cpu",
+        "--checkpoint",
+        str(checkpoint),
+    )
     process = await asyncio.create_subprocess_exec(
-        *command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=example_env(),
+        *command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=example_env(),
         cwd=EXAMPLES.parent,
     )
     try:
@@ -303,11 +331,22 @@ async def test_port_in_use_is_one_line_and_a_non_zero_exit(tmp_path):
     blocker = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     port = blocker.sockets[0].getsockname()[1]
     try:
-        command = example_command("gradient_service.py", "--port", str(port), "--train-epochs",
-                                  "1", "--device", "cpu",
-                                  "--checkpoint", str(tmp_path / "digits.npz"))
+        command = example_command(
+            "gradient_service.py",
+            "--port",
+            str(port),
+            "--train-epochs",
+            "1",
+            "--device",
+            "cpu",
+            "--checkpoint",
+            str(tmp_path / "digits.npz"),
+        )
         process = await asyncio.create_subprocess_exec(
-            *command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=example_env(),
+            *command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=example_env(),
             cwd=EXAMPLES.parent,
         )
         _, stderr = await asyncio.wait_for(process.communicate(), 60)

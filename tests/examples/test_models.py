@@ -37,7 +37,8 @@ async def test_transformer_learns_to_sort(tmp_path):
 
 async def test_transformer_reverses_too():
     result = await transformer.train(
-        transformer.parse_args(["--task", "reverse", "--steps", "100", "--device", "cpu",
-                                "--quiet"])
+        transformer.parse_args(
+            ["--task", "reverse", "--steps", "100", "--device", "cpu", "--quiet"]
+        )
     )
     assert result.accuracy >= 0.8

@@ -70,7 +70,8 @@ def _node(device: str, start: int, end: int) -> NodeRun:
 
 def test_overlap_counts_time_with_two_or_more_tracks_busy():
     events = [
-        _forward(0, 100), _forward(10, 20),  # nested ops on one track count once
+        _forward(0, 100),
+        _forward(10, 20),  # nested ops on one track count once
         _node("sim:1", 50, 150),  # overlaps the forward for 50
         _node("sim:0", 120, 200),  # overlaps sim:1 for 30
         _node("sim:0", 300, 400),  # alone

@@ -100,8 +100,22 @@ def _real_loss(fn, weights):
 
 
 @pytest.mark.parametrize(
-    "name", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "rfftn", "irfftn",
-             "hfft2", "hfftn", "ihfft2", "ihfftn"]
+    "name",
+    [
+        "fft",
+        "ifft",
+        "rfft",
+        "irfft",
+        "hfft",
+        "ihfft",
+        "fft2",
+        "rfftn",
+        "irfftn",
+        "hfft2",
+        "hfftn",
+        "ihfft2",
+        "ihfftn",
+    ],
 )
 def test_gradients_match_central_differences_in_double_precision(name):
     """PyTorch's convention for a complex input: dL/dre + 1j * dL/dim of the real loss L."""

@@ -114,19 +114,31 @@ def test_warnings_match_torch(torch):
 
 ERRORS = [
     (lambda m: m.stft(m.ones(20), 8), "stft requires the return_complex parameter be given"),
-    (lambda m: m.stft(m.ones(20), 8, hop_length=0, return_complex=True),
-     "expected hop_length > 0, but got hop_length=0"),
-    (lambda m: m.stft(m.ones(20), 8, win_length=9, return_complex=True),
-     "expected 0 < win_length <= n_fft, but got win_length=9"),
-    (lambda m: m.stft(m.ones(20), 8, window=m.ones(7), return_complex=True),
-     "expected a 1D window tensor of size equal to win_length=8, but got window with size [7]"),
+    (
+        lambda m: m.stft(m.ones(20), 8, hop_length=0, return_complex=True),
+        "expected hop_length > 0, but got hop_length=0",
+    ),
+    (
+        lambda m: m.stft(m.ones(20), 8, win_length=9, return_complex=True),
+        "expected 0 < win_length <= n_fft, but got win_length=9",
+    ),
+    (
+        lambda m: m.stft(m.ones(20), 8, window=m.ones(7), return_complex=True),
+        "expected a 1D window tensor of size equal to win_length=8, but got window with size [7]",
+    ),
     (lambda m: m.stft(m.ones(2, 2, 5), 4, return_complex=True), "expected a 1D or 2D tensor"),
-    (lambda m: m.stft(m.ones(20), 30, center=False, return_complex=True),
-     "expected 0 < n_fft < 20, but got n_fft=30"),
-    (lambda m: m.stft(m.ones(20) + 0j, 8, onesided=True, return_complex=True),
-     "Cannot have onesided output if window or input is complex"),
-    (lambda m: m.istft(m.stft(m.ones(20), 8, return_complex=True), 8, window=m.zeros(8)),
-     "window overlap add min"),
+    (
+        lambda m: m.stft(m.ones(20), 30, center=False, return_complex=True),
+        "expected 0 < n_fft < 20, but got n_fft=30",
+    ),
+    (
+        lambda m: m.stft(m.ones(20) + 0j, 8, onesided=True, return_complex=True),
+        "Cannot have onesided output if window or input is complex",
+    ),
+    (
+        lambda m: m.istft(m.stft(m.ones(20), 8, return_complex=True), 8, window=m.zeros(8)),
+        "window overlap add min",
+    ),
 ]
 
 

@@ -78,8 +78,10 @@ def test_ensemble_by_stack_module_state_and_vmap_matches_torch(torch, device):
         return func.functional_call(base, (p, b), (v,))
 
     got = func.vmap(run, in_dims=(0, 0, None))(params, buffers, x)
-    tmodels = [torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
-               for _ in range(3)]
+    tmodels = [
+        torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+        for _ in range(3)
+    ]
     for m, t in zip(models, tmodels):
         for (_, p), (_, tp) in zip(m.named_parameters(), t.named_parameters()):
             tp.data = torch.from_numpy(_np(p).copy())
@@ -89,7 +91,8 @@ def test_ensemble_by_stack_module_state_and_vmap_matches_torch(torch, device):
         return torch.func.functional_call(tmodels[0], (p, b), (v,))
 
     expected = torch.func.vmap(trun, in_dims=(0, 0, None))(
-        tparams, tbuffers, torch.from_numpy(_data(5, 3)))
+        tparams, tbuffers, torch.from_numpy(_data(5, 3))
+    )
     _close(got, expected)
     with pytest.raises(RuntimeError, match="Expected at least one model, got 0"):
         func.stack_module_state([])

@@ -30,9 +30,11 @@ def test_grad_argnums_and_aux_match_torch(torch, device):
         return (x.sin() * y).sum() + (x * x).sum(), x.cos()
 
     ours = func.grad(lambda x, y: f(aa, x, y), argnums=(0, 1), has_aux=True)(
-        aa.tensor(a, device=device), aa.tensor(b, device=device))
+        aa.tensor(a, device=device), aa.tensor(b, device=device)
+    )
     theirs = torch.func.grad(lambda x, y: f(torch, x, y), argnums=(0, 1), has_aux=True)(
-        _t(torch, a), _t(torch, b))
+        _t(torch, a), _t(torch, b)
+    )
     for o, t in zip(ours[0], theirs[0]):
         _close(o, t)
     _close(ours[1], theirs[1])
@@ -68,7 +70,7 @@ def test_nested_grad_keeps_perturbations_apart():
     # d/dx [d/dy (x * y)] at y = x is 1, not 2 (the inner input is its own variable)
     x = aa.tensor(3.0)
     assert func.grad(lambda a: func.grad(lambda b: a * b)(a))(x).item() == pytest.approx(1.0)
-    third = func.grad(func.grad(func.grad(lambda a: a ** 4)))(aa.tensor(2.0))
+    third = func.grad(func.grad(func.grad(lambda a: a**4)))(aa.tensor(2.0))
     assert third.item() == pytest.approx(48.0)
 
 
@@ -101,7 +103,8 @@ def test_jacobians_match_torch(torch, device, transform):
         return (m @ x.sin()) * x[:2]
 
     ours = getattr(func, transform)(f, argnums=(0, 1))(
-        aa.tensor(a, device=device), aa.tensor(b, device=device))
+        aa.tensor(a, device=device), aa.tensor(b, device=device)
+    )
     theirs = getattr(torch.func, transform)(f, argnums=(0, 1))(_t(torch, a), _t(torch, b))
     for o, t in zip(ours, theirs):
         assert tuple(o.shape) == tuple(t.shape)

@@ -39,32 +39,82 @@ CASES = [
     ("matmul mat batched", lambda L, w, x: w @ x, (None, 0), [(2, 3), (4, 3)]),
     ("matmul both", lambda L, a, b: a @ b, (0, 0), [(4, 2, 3), (4, 3, 5)]),
     ("dot", lambda L, a, b: L.dot(a, b), (0, 0), [(4, 3), (4, 3)]),
-    ("reductions", lambda L, x: x.sum() + x.mean(1).max() + x.logsumexp(0).min()
-     + x.var(1).sum() + x.std(0).sum(), 0, [(4, 3, 5)]),
+    (
+        "reductions",
+        lambda L, x: (
+            x.sum() + x.mean(1).max() + x.logsumexp(0).min() + x.var(1).sum() + x.std(0).sum()
+        ),
+        0,
+        [(4, 3, 5)],
+    ),
     ("max dim", lambda L, x: x.max(1)[0] + x.amax(0).sum(), 0, [(4, 3, 2)]),
-    ("views", lambda L, x: x.reshape(6, 2).t().permute(1, 0).unsqueeze(0).squeeze(0)
-     .flatten().view(3, 4).transpose(0, 1)[1:, ::2].select(1, 0), 0, [(4, 3, 4)]),
+    (
+        "views",
+        lambda L, x: (
+            x.reshape(6, 2)
+            .t()
+            .permute(1, 0)
+            .unsqueeze(0)
+            .squeeze(0)
+            .flatten()
+            .view(3, 4)
+            .transpose(0, 1)[1:, ::2]
+            .select(1, 0)
+        ),
+        0,
+        [(4, 3, 4)],
+    ),
     ("expand", lambda L, x: x.unsqueeze(0).expand(2, 3) + x[0], 0, [(4, 3)]),
-    ("cat stack", lambda L, x, y: L.cat([x, y], 0).sum() + L.stack([x, y], 1), (0, None),
-     [(4, 3), (3,)]),
+    (
+        "cat stack",
+        lambda L, x, y: L.cat([x, y], 0).sum() + L.stack([x, y], 1),
+        (0, None),
+        [(4, 3), (3,)],
+    ),
     ("softmax", lambda L, x: L.softmax(x, -1) + L.log_softmax(x, 0), 0, [(4, 2, 3)]),
-    ("activations", lambda L, x: L.nn.functional.gelu(x) + L.nn.functional.silu(x)
-     + L.nn.functional.leaky_relu(x, 0.1), 0, [(4, 5)]),
-    ("linear", lambda L, x, w, b: L.nn.functional.linear(x, w, b), (0, None, None),
-     [(4, 3), (2, 3), (2,)]),
-    ("linear batched weight", lambda L, x, w: L.nn.functional.linear(x, w), (None, 0),
-     [(3,), (4, 2, 3)]),
+    (
+        "activations",
+        lambda L, x: (
+            L.nn.functional.gelu(x) + L.nn.functional.silu(x) + L.nn.functional.leaky_relu(x, 0.1)
+        ),
+        0,
+        [(4, 5)],
+    ),
+    (
+        "linear",
+        lambda L, x, w, b: L.nn.functional.linear(x, w, b),
+        (0, None, None),
+        [(4, 3), (2, 3), (2,)],
+    ),
+    (
+        "linear batched weight",
+        lambda L, x, w: L.nn.functional.linear(x, w),
+        (None, 0),
+        [(3,), (4, 2, 3)],
+    ),
     ("mse", lambda L, x, y: L.nn.functional.mse_loss(x, y), (0, 0), [(4, 3), (4, 3)]),
     ("where compare", lambda L, x: L.where(x > 0, x, x * 0.1), 0, [(4, 3)]),
-    ("masked_fill", lambda L, x, y: x.masked_fill(y > 0, 0.5) + y.masked_fill(x > 0, 1.0),
-     (0, None), [(4, 3), (3,)]),
+    (
+        "masked_fill",
+        lambda L, x, y: x.masked_fill(y > 0, 0.5) + y.masked_fill(x > 0, 1.0),
+        (0, None),
+        [(4, 3), (3,)],
+    ),
     ("einsum", lambda L, a, b: L.einsum("ij,jk->ik", a, b), (0, None), [(4, 2, 3), (3, 2)]),
     ("indexing", lambda L, x: x[..., 1] + x[0, :], 0, [(4, 3, 3)]),
     ("argsort argmax", lambda L, x: x.argsort(0) + x.argmax(-1, keepdim=True), 0, [(4, 3, 2)]),
-    ("pad norm", lambda L, x: L.nn.functional.pad(x, (1, 2)).sum(0) + x.norm(dim=1).sum(), 0,
-     [(4, 3, 2)]),
-    ("bce", lambda L, x, t: L.nn.functional.binary_cross_entropy(x.sigmoid(), t.sigmoid()), (0, 0),
-     [(4, 3), (4, 3)]),
+    (
+        "pad norm",
+        lambda L, x: L.nn.functional.pad(x, (1, 2)).sum(0) + x.norm(dim=1).sum(),
+        0,
+        [(4, 3, 2)],
+    ),
+    (
+        "bce",
+        lambda L, x, t: L.nn.functional.binary_cross_entropy(x.sigmoid(), t.sigmoid()),
+        (0, 0),
+        [(4, 3), (4, 3)],
+    ),
 ]
 
 
@@ -89,10 +139,10 @@ def test_in_dims_pytrees_out_dims_and_none(torch, device):
         return {"s": pair[0] * pair[1] + d["v"].sum() * scale, "k": pair[1]}, scale
 
     in_dims = ((1, 0), {"v": None}, None)
-    got = func.vmap(f, in_dims=in_dims, out_dims=({"s": 1, "k": 0}, None))(
-        (x, y), {"v": z}, 2.0)
+    got = func.vmap(f, in_dims=in_dims, out_dims=({"s": 1, "k": 0}, None))((x, y), {"v": z}, 2.0)
     expected = torch.func.vmap(f, in_dims=in_dims, out_dims=({"s": 1, "k": 0}, None))(
-        (tx, ty), {"v": tz}, 2.0)
+        (tx, ty), {"v": tz}, 2.0
+    )
     _close(got[0]["s"], expected[0]["s"])
     _close(got[0]["k"], expected[0]["k"])
     assert got[1] == 2.0
@@ -110,8 +160,10 @@ def test_nested_vmap_and_chunks(torch, device):
     got = func.vmap(func.vmap(f, in_dims=(0, None)), in_dims=(1, None))(x, w)
     expected = torch.func.vmap(torch.func.vmap(f, in_dims=(0, None)), in_dims=(1, None))(tx, tw)
     _close(got, expected)
-    _close(func.vmap(f, in_dims=(0, None), chunk_size=1)(x, w),
-           torch.func.vmap(f, in_dims=(0, None))(tx, tw))
+    _close(
+        func.vmap(f, in_dims=(0, None), chunk_size=1)(x, w),
+        torch.func.vmap(f, in_dims=(0, None))(tx, tw),
+    )
 
 
 def test_randomness_modes(device):
@@ -154,8 +206,11 @@ def test_per_example_fallback_warns_once_and_is_right(torch, device):
 
 def test_vmap_errors_say_what_torch_says():
     x, y = aa.ones(3), aa.ones(4)
-    with pytest.raises(ValueError, match="Expected all tensors to have the same size in the "
-                                         r"mapped dimension, got sizes \[3, 4\]"):
+    with pytest.raises(
+        ValueError,
+        match="Expected all tensors to have the same size in the "
+        r"mapped dimension, got sizes \[3, 4\]",
+    ):
         func.vmap(lambda a, b: a + b)(x, y)
     with pytest.raises(ValueError, match="expected in_dim to satisfy -1 <= in_dim < 1"):
         func.vmap(lambda a: a, in_dims=2)(x)
@@ -205,7 +260,11 @@ def test_per_example_gradients_of_an_mlp(device):
 
 def test_per_example_gradients_of_a_cnn(torch, device):
     model = nn.Sequential(
-        nn.Conv2d(1, 3, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(0), nn.Linear(12, 4),
+        nn.Conv2d(1, 3, 3),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(0),
+        nn.Linear(12, 4),
     ).to(device)
     params = {k: v.detach() for k, v in model.named_parameters()}
     xs = aa.tensor(_data(3, 1, 6, 6), device=device)
@@ -219,7 +278,10 @@ def test_per_example_gradients_of_a_cnn(torch, device):
     for k in got:
         _close(got[k], expected[k], atol=1e-4)
     tmodel = torch.nn.Sequential(
-        torch.nn.Conv2d(1, 3, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(0),
+        torch.nn.Conv2d(1, 3, 3),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(0),
         torch.nn.Linear(12, 4),
     )
     tparams = {k: torch.from_numpy(_np(v).copy()) for k, v in params.items()}
@@ -228,7 +290,8 @@ def test_per_example_gradients_of_a_cnn(torch, device):
         return torch.nn.functional.cross_entropy(torch.func.functional_call(tmodel, p, (x,)), y)
 
     tgot = torch.func.vmap(torch.func.grad(tloss), in_dims=(None, 0, 0))(
-        tparams, torch.from_numpy(_data(3, 1, 6, 6)), torch.tensor([1, 0, 3]))
+        tparams, torch.from_numpy(_data(3, 1, 6, 6)), torch.tensor([1, 0, 3])
+    )
     for k in got:
         _close(got[k], tgot[k], atol=1e-4)
 
@@ -270,17 +333,22 @@ def test_compositions_match_torch(torch):
     def run(lib, tr, make):
         m, x = make(w), make(xs)
         return {
-            "vmap vmap grad": tr.vmap(tr.vmap(tr.grad(loss(lib)), in_dims=(None, 0)),
-                                      in_dims=(None, 0))(m, x),
-            "grad of vmap": tr.grad(
-                lambda m: tr.vmap(loss(lib), in_dims=(None, 0))(m, x[0]).sum())(m),
-            "jacrev of vmap": tr.jacrev(
-                lambda m: tr.vmap(loss(lib), in_dims=(None, 0))(m, x[0]))(m),
+            "vmap vmap grad": tr.vmap(
+                tr.vmap(tr.grad(loss(lib)), in_dims=(None, 0)), in_dims=(None, 0)
+            )(m, x),
+            "grad of vmap": tr.grad(lambda m: tr.vmap(loss(lib), in_dims=(None, 0))(m, x[0]).sum())(
+                m
+            ),
+            "jacrev of vmap": tr.jacrev(lambda m: tr.vmap(loss(lib), in_dims=(None, 0))(m, x[0]))(
+                m
+            ),
             "vmap hessian": tr.vmap(tr.hessian(loss(lib)), in_dims=(None, 0))(
-                m[:2, :2], x[0][:, :2]),
+                m[:2, :2], x[0][:, :2]
+            ),
             "vmap jvp": tr.vmap(lambda v: tr.jvp(lambda a: loss(lib)(m, a), (v,), (v,))[1])(x[0]),
-            "grad of vmap grad": tr.grad(lambda m: tr.vmap(tr.grad(loss(lib)), in_dims=(None, 0))(
-                m, x[0]).pow(2).sum())(m),
+            "grad of vmap grad": tr.grad(
+                lambda m: tr.vmap(tr.grad(loss(lib)), in_dims=(None, 0))(m, x[0]).pow(2).sum()
+            )(m),
         }
 
     ours = run(aa, func, aa.tensor)
@@ -313,8 +381,14 @@ def test_in_place_ops_on_batched_tensors_match_torch(torch, device):
 
 @pytest.mark.parametrize("rows", [True, False], ids=["rows", "one row"])
 @pytest.mark.parametrize(
-    "options", [{}, {"ignore_index": 1}, {"ignore_index": 1, "reduction": "sum"},
-                {"reduction": "none"}, {"label_smoothing": 0.1}],
+    "options",
+    [
+        {},
+        {"ignore_index": 1},
+        {"ignore_index": 1, "reduction": "sum"},
+        {"reduction": "none"},
+        {"label_smoothing": 0.1},
+    ],
     ids=["mean", "ignored", "ignored sum", "none", "smoothing"],
 )
 def test_class_index_losses_per_example_match_torch(torch, rows, options):
@@ -334,7 +408,8 @@ def test_class_index_losses_per_example_match_torch(torch, rows, options):
         values = func.vmap(loss(aa, F))(aa.tensor(xs), aa.tensor(ys))
     tf = torch.nn.functional
     expected = torch.func.vmap(torch.func.grad(loss(torch, tf)))(
-        torch.from_numpy(xs), torch.from_numpy(ys))
+        torch.from_numpy(xs), torch.from_numpy(ys)
+    )
     tvalues = torch.func.vmap(loss(torch, tf))(torch.from_numpy(xs), torch.from_numpy(ys))
     _close(got, expected)
     np.testing.assert_allclose(_np(values), _np(tvalues), rtol=1e-5, equal_nan=True)

@@ -20,7 +20,7 @@ def test_graph_over_cuda_cpu_and_sim():
     x = aa.tensor([0.5, -1.0, 2.0], requires_grad=True)
     h = (x.to("cuda:0") * 3).tanh()
     k = (h.to("sim:0") * h.to("sim:0")).to("cpu")
-    loss = (k.sum() + h.sum().to("cpu"))
+    loss = k.sum() + h.sum().to("cpu")
     loss.backward()
     t = np.tanh(3 * np.array([0.5, -1.0, 2.0]))
     expected = (2 * t + 1) * (1 - t**2) * 3
@@ -116,7 +116,8 @@ def test_profiler_gpu_spans_from_events():
     spans = [ev for ev in prof.events if type(ev) is GpuKernelSpan]
     assert spans and {span.device for span in spans} == {"cuda:0"}
     names = {
-        ev["args"]["name"] for ev in prof.chrome_trace()["traceEvents"]
+        ev["args"]["name"]
+        for ev in prof.chrome_trace()["traceEvents"]
         if ev.get("ph") == "M" and ev.get("name") == "thread_name"
     }
     assert "cuda:0 stream" in names

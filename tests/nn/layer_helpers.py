@@ -30,9 +30,7 @@ def compare_layer(torch, ours, theirs, *arrays, rtol=1e-10, atol=1e-12, call=Non
     rng = np.random.default_rng(1)
     loss_ours, loss_theirs = 0, 0
     for a, b in outs:
-        np.testing.assert_allclose(
-            np.asarray(a.detach()), b.detach().numpy(), rtol=rtol, atol=atol
-        )
+        np.testing.assert_allclose(np.asarray(a.detach()), b.detach().numpy(), rtol=rtol, atol=atol)
         if b.dtype.is_floating_point and b.requires_grad:
             weights = rng.standard_normal(tuple(b.shape))
             loss_ours = loss_ours + (a * aa.tensor(weights)).sum()

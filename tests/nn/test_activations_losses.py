@@ -45,16 +45,18 @@ ACTIVATIONS = {
 def test_activation_matches_torch(torch, device: str, name: str) -> None:
     kwargs, _ = ACTIVATIONS[name]
     theirs = getattr(torch.nn.functional, name)
-    versus_torch(torch, device, lambda t: getattr(F, name)(t, **kwargs),
-                 lambda t: theirs(t, **kwargs), X)
+    versus_torch(
+        torch, device, lambda t: getattr(F, name)(t, **kwargs), lambda t: theirs(t, **kwargs), X
+    )
 
 
 @pytest.mark.parametrize("name", sorted(ACTIVATIONS))
 def test_activation_gradcheck(device: str, name: str) -> None:
     kwargs, second = ACTIVATIONS[name]
     # away from the kinks, where finite differences are meaningful
-    x = aa.tensor(RNG.standard_normal((3, 4)) * 2, dtype=aa.float64, device=device,
-                  requires_grad=True)
+    x = aa.tensor(
+        RNG.standard_normal((3, 4)) * 2, dtype=aa.float64, device=device, requires_grad=True
+    )
     fn = lambda t: getattr(F, name)(t, **kwargs)  # noqa: E731
     assert gradcheck(fn, (x,))
     if second:
@@ -70,8 +72,9 @@ def test_elu_family_second_order_away_from_zero(device: str) -> None:
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_glu_matches_torch(torch, device: str, dim: int) -> None:
     data = RNG.standard_normal((4, 6))
-    versus_torch(torch, device, lambda t: F.glu(t, dim), lambda t: torch.nn.functional.glu(t, dim),
-                 data)
+    versus_torch(
+        torch, device, lambda t: F.glu(t, dim), lambda t: torch.nn.functional.glu(t, dim), data
+    )
     assert gradcheck(lambda t: F.glu(t, dim), (aa.tensor(data, device=device, requires_grad=True),))
 
 
@@ -87,8 +90,13 @@ def test_prelu_matches_torch(torch, device: str, shape, count: int) -> None:
         return
     versus_torch(torch, device, F.prelu, torch.nn.functional.prelu, data, weight)
     data.flat[0] = 0.5  # finite differences across the kink would disagree
-    assert gradcheck(F.prelu, (aa.tensor(data, device=device, requires_grad=True),
-                               aa.tensor(weight, device=device, requires_grad=True)))
+    assert gradcheck(
+        F.prelu,
+        (
+            aa.tensor(data, device=device, requires_grad=True),
+            aa.tensor(weight, device=device, requires_grad=True),
+        ),
+    )
 
 
 def test_inplace_activations(torch, device: str) -> None:
@@ -105,10 +113,20 @@ def test_inplace_activations(torch, device: str) -> None:
 
 # integer inputs: PyTorch's kernel refuses them (naming itself), keeps them, or makes them float
 INTEGER_INPUTS = {
-    "silu": "silu", "leaky_relu": "leaky_relu", "elu": "elu", "selu": "elu", "celu": "elu",
-    "softplus": "softplus", "mish": "mish", "hardsigmoid": "hardsigmoid",
-    "hardswish": "hardswish", "logsigmoid": "log_sigmoid", "hardtanh": "keep", "relu6": "keep",
-    "softsign": "float", "tanhshrink": "float",
+    "silu": "silu",
+    "leaky_relu": "leaky_relu",
+    "elu": "elu",
+    "selu": "elu",
+    "celu": "elu",
+    "softplus": "softplus",
+    "mish": "mish",
+    "hardsigmoid": "hardsigmoid",
+    "hardswish": "hardswish",
+    "logsigmoid": "log_sigmoid",
+    "hardtanh": "keep",
+    "relu6": "keep",
+    "softsign": "float",
+    "tanhshrink": "float",
 }
 
 
@@ -117,8 +135,9 @@ def test_activation_integer_inputs(torch, name: str) -> None:
     expected = INTEGER_INPUTS[name]
     ints = aa.tensor([-7, 1, 2, 9])
     if expected not in ("keep", "float"):
-        with pytest.raises(NotImplementedError, match=f"\"{expected}_cpu\" not implemented for "
-                                                      "'Long'"):
+        with pytest.raises(
+            NotImplementedError, match=f"\"{expected}_cpu\" not implemented for 'Long'"
+        ):
             getattr(F, name)(ints)
         return
     out = getattr(F, name)(ints)
@@ -130,13 +149,17 @@ def test_activation_integer_inputs(torch, name: str) -> None:
 def test_activation_errors() -> None:
     with pytest.raises(ValueError, match="min_val cannot be greater than max_val"):
         F.hardtanh(aa.zeros(2), 2.0, 1.0)
-    with pytest.raises(RuntimeError, match="Halving dimension must be even, but dimension 1 is "
-                                           "size 3"):
+    with pytest.raises(
+        RuntimeError, match="Halving dimension must be even, but dimension 1 is size 3"
+    ):
         F.glu(aa.zeros(2, 3))
     with pytest.raises(RuntimeError, match="glu does not support scalars"):
         F.glu(aa.zeros(()))
-    with pytest.raises(RuntimeError, match="Mismatch of parameter numbers and input channel size. "
-                                           "Found parameter numbers = 2 and channel size = 3."):
+    with pytest.raises(
+        RuntimeError,
+        match="Mismatch of parameter numbers and input channel size. "
+        "Found parameter numbers = 2 and channel size = 3.",
+    ):
         F.prelu(aa.zeros(2, 3), aa.zeros(2))
     with pytest.raises(TypeError, match=r"silu\(\): argument 'input' must be Tensor"):
         F.silu([1.0])
@@ -165,7 +188,8 @@ def test_nll_loss_matches_torch(torch, device: str, reduction: str, weighted: bo
     target, t_target = _pair(torch, device, TARGET)
     weight, t_weight = _pair(torch, device, WEIGHT) if weighted else (None, None)
     versus_torch(
-        torch, device,
+        torch,
+        device,
         lambda x: F.nll_loss(x, target, weight=weight, reduction=reduction),
         lambda x: torch.nn.functional.nll_loss(x, t_target, weight=t_weight, reduction=reduction),
         _log_probs(LOGITS),
@@ -177,14 +201,21 @@ def test_nll_loss_k_dimensional_and_single_sample(torch, device: str, reduction:
     data = _log_probs(RNG.standard_normal((2, 4, 3, 2)))
     target, t_target = _pair(torch, device, RNG.integers(0, 4, (2, 3, 2)))
     weight, t_weight = _pair(torch, device, WEIGHT)
-    versus_torch(torch, device,
-                 lambda x: F.nll_loss(x, target, weight=weight, reduction=reduction),
-                 lambda x: torch.nn.functional.nll_loss(x, t_target, weight=t_weight,
-                                                        reduction=reduction), data)
+    versus_torch(
+        torch,
+        device,
+        lambda x: F.nll_loss(x, target, weight=weight, reduction=reduction),
+        lambda x: torch.nn.functional.nll_loss(x, t_target, weight=t_weight, reduction=reduction),
+        data,
+    )
     single, t_single = _pair(torch, device, np.array(2))
-    versus_torch(torch, device, lambda x: F.nll_loss(x, single, reduction=reduction),
-                 lambda x: torch.nn.functional.nll_loss(x, t_single, reduction=reduction),
-                 _log_probs(LOGITS[0], 0))
+    versus_torch(
+        torch,
+        device,
+        lambda x: F.nll_loss(x, single, reduction=reduction),
+        lambda x: torch.nn.functional.nll_loss(x, t_single, reduction=reduction),
+        _log_probs(LOGITS[0], 0),
+    )
 
 
 CE_CASES = {
@@ -202,12 +233,16 @@ def test_cross_entropy_options_match_torch(torch, device: str, case: str, reduct
     ours_opts, their_opts = dict(options), dict(options)
     if options.pop("weight", False):
         ours_opts["weight"], their_opts["weight"] = _pair(torch, device, WEIGHT)
-    target, t_target = _pair(torch, device, np.where(TARGET < 0, 1, TARGET)
-                             if case == "ignore_other" else TARGET)
-    versus_torch(torch, device,
-                 lambda x: F.cross_entropy(x, target, reduction=reduction, **ours_opts),
-                 lambda x: torch.nn.functional.cross_entropy(x, t_target, reduction=reduction,
-                                                             **their_opts), LOGITS)
+    target, t_target = _pair(
+        torch, device, np.where(TARGET < 0, 1, TARGET) if case == "ignore_other" else TARGET
+    )
+    versus_torch(
+        torch,
+        device,
+        lambda x: F.cross_entropy(x, target, reduction=reduction, **ours_opts),
+        lambda x: torch.nn.functional.cross_entropy(x, t_target, reduction=reduction, **their_opts),
+        LOGITS,
+    )
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -219,35 +254,51 @@ def test_cross_entropy_probability_targets(torch, device: str, reduction: str, o
         ours_opts["weight"], their_opts["weight"] = _pair(torch, device, WEIGHT)
     probs = RNG.dirichlet(np.ones(4), 5)
     # the targets take a gradient too, as in PyTorch
-    versus_torch(torch, device,
-                 lambda x, p: F.cross_entropy(x, p, reduction=reduction, **ours_opts),
-                 lambda x, p: torch.nn.functional.cross_entropy(x, p, reduction=reduction,
-                                                                **their_opts), LOGITS, probs)
+    versus_torch(
+        torch,
+        device,
+        lambda x, p: F.cross_entropy(x, p, reduction=reduction, **ours_opts),
+        lambda x, p: torch.nn.functional.cross_entropy(x, p, reduction=reduction, **their_opts),
+        LOGITS,
+        probs,
+    )
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("smoothing", [0.0, 0.25])
-def test_cross_entropy_k_dimensional(torch, device: str, reduction: str, weighted: bool,
-                                     smoothing: float) -> None:
+def test_cross_entropy_k_dimensional(
+    torch, device: str, reduction: str, weighted: bool, smoothing: float
+) -> None:
     data = RNG.standard_normal((2, 4, 3, 2))
     labels = RNG.integers(0, 4, (2, 3, 2))
     labels[0, 0, 0] = -100
     target, t_target = _pair(torch, device, labels)
     weight, t_weight = _pair(torch, device, WEIGHT) if weighted else (None, None)
-    versus_torch(torch, device,
-                 lambda x: F.cross_entropy(x, target, weight=weight, reduction=reduction,
-                                           label_smoothing=smoothing),
-                 lambda x: torch.nn.functional.cross_entropy(x, t_target, weight=t_weight,
-                                                             reduction=reduction,
-                                                             label_smoothing=smoothing), data)
+    versus_torch(
+        torch,
+        device,
+        lambda x: F.cross_entropy(
+            x, target, weight=weight, reduction=reduction, label_smoothing=smoothing
+        ),
+        lambda x: torch.nn.functional.cross_entropy(
+            x, t_target, weight=t_weight, reduction=reduction, label_smoothing=smoothing
+        ),
+        data,
+    )
     probs = RNG.dirichlet(np.ones(4), (2, 3, 2)).transpose(0, 3, 1, 2)
-    versus_torch(torch, device,
-                 lambda x, p: F.cross_entropy(x, p, weight=weight, reduction=reduction,
-                                              label_smoothing=smoothing),
-                 lambda x, p: torch.nn.functional.cross_entropy(
-                     x, p, weight=t_weight, reduction=reduction, label_smoothing=smoothing),
-                 data, probs)
+    versus_torch(
+        torch,
+        device,
+        lambda x, p: F.cross_entropy(
+            x, p, weight=weight, reduction=reduction, label_smoothing=smoothing
+        ),
+        lambda x, p: torch.nn.functional.cross_entropy(
+            x, p, weight=t_weight, reduction=reduction, label_smoothing=smoothing
+        ),
+        data,
+        probs,
+    )
 
 
 def test_cross_entropy_gradcheck(device: str) -> None:
@@ -255,8 +306,7 @@ def test_cross_entropy_gradcheck(device: str) -> None:
     target = aa.tensor(TARGET, device=device)
     weight = aa.tensor(WEIGHT, device=device)
     probs = aa.tensor(RNG.dirichlet(np.ones(4), 5), device=device, requires_grad=True)
-    assert gradcheck(lambda t: F.cross_entropy(t, target, weight=weight, label_smoothing=0.2),
-                     (x,))
+    assert gradcheck(lambda t: F.cross_entropy(t, target, weight=weight, label_smoothing=0.2), (x,))
     assert gradcheck(lambda t, p: F.cross_entropy(t, p, label_smoothing=0.1), (x, probs))
     assert gradcheck(lambda t: F.nll_loss(t, target, weight=weight, reduction="none"), (x,))
     assert gradgradcheck(lambda t: F.cross_entropy(t, target, weight=weight), (x,))
@@ -266,8 +316,9 @@ def test_cross_entropy_legacy_reduction(torch) -> None:
     x = aa.tensor(LOGITS, requires_grad=True)
     with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated"):
         out = F.cross_entropy(x, aa.tensor(TARGET), reduce=False)
-    ref = torch.nn.functional.cross_entropy(torch.tensor(LOGITS), torch.tensor(TARGET),
-                                            reduction="none")
+    ref = torch.nn.functional.cross_entropy(
+        torch.tensor(LOGITS), torch.tensor(TARGET), reduction="none"
+    )
     np.testing.assert_allclose(to_numpy(out), ref.numpy())
 
 
@@ -279,36 +330,48 @@ BINARY_TARGETS = RNG.uniform(0, 1, (3, 4))
 @pytest.mark.parametrize("weighted", [False, True])
 def test_binary_cross_entropy(torch, device: str, reduction: str, weighted: bool) -> None:
     weight, t_weight = _pair(torch, device, WEIGHT) if weighted else (None, None)
-    versus_torch(torch, device,
-                 lambda x, t: F.binary_cross_entropy(x, t, weight, reduction=reduction),
-                 lambda x, t: torch.nn.functional.binary_cross_entropy(x, t, t_weight,
-                                                                       reduction=reduction),
-                 BINARY_PROBS, BINARY_TARGETS)
+    versus_torch(
+        torch,
+        device,
+        lambda x, t: F.binary_cross_entropy(x, t, weight, reduction=reduction),
+        lambda x, t: torch.nn.functional.binary_cross_entropy(x, t, t_weight, reduction=reduction),
+        BINARY_PROBS,
+        BINARY_TARGETS,
+    )
 
 
 def test_binary_cross_entropy_at_zero_and_one(torch, device: str) -> None:
     probs = np.array([0.0, 1.0, 0.5, 1.0])
     targets = np.array([0.0, 1.0, 1.0, 0.0])
-    versus_torch(torch, device, lambda x: F.binary_cross_entropy(x, aa.tensor(
-        targets, device=device), reduction="sum"), lambda x: torch.nn.functional.
-        binary_cross_entropy(x, torch.tensor(targets), reduction="sum"), probs)
+    versus_torch(
+        torch,
+        device,
+        lambda x: F.binary_cross_entropy(x, aa.tensor(targets, device=device), reduction="sum"),
+        lambda x: torch.nn.functional.binary_cross_entropy(
+            x, torch.tensor(targets), reduction="sum"
+        ),
+        probs,
+    )
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("options", ["plain", "weight", "pos_weight", "both"])
-def test_binary_cross_entropy_with_logits(torch, device: str, reduction: str,
-                                          options: str) -> None:
+def test_binary_cross_entropy_with_logits(torch, device: str, reduction: str, options: str) -> None:
     ours_opts, their_opts = {}, {}
     if options in ("weight", "both"):
         ours_opts["weight"], their_opts["weight"] = _pair(torch, device, WEIGHT)
     if options in ("pos_weight", "both"):
         ours_opts["pos_weight"], their_opts["pos_weight"] = _pair(torch, device, WEIGHT * 3)
-    versus_torch(torch, device,
-                 lambda x, t: F.binary_cross_entropy_with_logits(x, t, reduction=reduction,
-                                                                 **ours_opts),
-                 lambda x, t: torch.nn.functional.binary_cross_entropy_with_logits(
-                     x, t, reduction=reduction, **their_opts),
-                 X[:, :4] * 10, BINARY_TARGETS[:2])
+    versus_torch(
+        torch,
+        device,
+        lambda x, t: F.binary_cross_entropy_with_logits(x, t, reduction=reduction, **ours_opts),
+        lambda x, t: torch.nn.functional.binary_cross_entropy_with_logits(
+            x, t, reduction=reduction, **their_opts
+        ),
+        X[:, :4] * 10,
+        BINARY_TARGETS[:2],
+    )
 
 
 # name -> (ours, theirs' name, keyword arguments): losses of (input, target)
@@ -326,11 +389,18 @@ REGRESSION = {
 def test_regression_losses(torch, device: str, name: str, reduction: str) -> None:
     ours, theirs, kwargs = REGRESSION[name]
     target = X + np.array([0.0, 0.5, -0.5, 1.0, 0.25, 2.0, 0.0, -3.0, 0.1, 0.7, -0.2])
-    versus_torch(torch, device, lambda x, t: ours(x, t, reduction=reduction, **kwargs),
-                 lambda x, t: getattr(torch.nn.functional, theirs)(x, t, reduction=reduction,
-                                                                   **kwargs), X, target)
-    inputs = (aa.tensor(X[:, :4] * 2, device=device, requires_grad=True),
-              aa.tensor(BINARY_TARGETS[:2], device=device, requires_grad=True))
+    versus_torch(
+        torch,
+        device,
+        lambda x, t: ours(x, t, reduction=reduction, **kwargs),
+        lambda x, t: getattr(torch.nn.functional, theirs)(x, t, reduction=reduction, **kwargs),
+        X,
+        target,
+    )
+    inputs = (
+        aa.tensor(X[:, :4] * 2, device=device, requires_grad=True),
+        aa.tensor(BINARY_TARGETS[:2], device=device, requires_grad=True),
+    )
     assert gradcheck(lambda x, t: ours(x, t, reduction=reduction, **kwargs), inputs)
 
 
@@ -338,11 +408,15 @@ def test_regression_losses(torch, device: str, name: str, reduction: str) -> Non
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_weighted_regression_losses(torch, device: str, name: str, reduction: str) -> None:
     weights = RNG.uniform(0.1, 2.0, X.shape)
-    versus_torch(torch, device,
-                 lambda x, t, w: getattr(F, name)(x, t, reduction=reduction, weight=w),
-                 lambda x, t, w: getattr(torch.nn.functional, name)(x, t, reduction=reduction,
-                                                                    weight=w),
-                 X, X[::-1] * 0.5, weights)
+    versus_torch(
+        torch,
+        device,
+        lambda x, t, w: getattr(F, name)(x, t, reduction=reduction, weight=w),
+        lambda x, t, w: getattr(torch.nn.functional, name)(x, t, reduction=reduction, weight=w),
+        X,
+        X[::-1] * 0.5,
+        weights,
+    )
     with pytest.raises(ValueError, match="Weights and input must have the same size."):
         getattr(F, name)(aa.zeros(3), aa.zeros(3), weight=aa.ones(2))
 
@@ -356,32 +430,51 @@ def test_kl_div(torch, device: str, reduction: str, log_target: bool) -> None:
         targets = np.exp(targets)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # 'mean' warns in both libraries
-        versus_torch(torch, device,
-                     lambda x, t: F.kl_div(x, t, reduction=reduction, log_target=log_target),
-                     lambda x, t: torch.nn.functional.kl_div(x, t, reduction=reduction,
-                                                             log_target=log_target),
-                     inputs, targets)
-        assert gradcheck(lambda x, t: F.kl_div(x, t, reduction=reduction,
-                                               log_target=log_target),
-                         (aa.tensor(inputs, device=device, requires_grad=True),
-                          aa.tensor(targets, device=device, requires_grad=True)))
+        versus_torch(
+            torch,
+            device,
+            lambda x, t: F.kl_div(x, t, reduction=reduction, log_target=log_target),
+            lambda x, t: torch.nn.functional.kl_div(
+                x, t, reduction=reduction, log_target=log_target
+            ),
+            inputs,
+            targets,
+        )
+        assert gradcheck(
+            lambda x, t: F.kl_div(x, t, reduction=reduction, log_target=log_target),
+            (
+                aa.tensor(inputs, device=device, requires_grad=True),
+                aa.tensor(targets, device=device, requires_grad=True),
+            ),
+        )
 
 
 def test_kl_div_zero_targets(torch) -> None:
     target = np.array([0.0, 0.5, 0.5])
-    versus_torch(torch, "cpu", lambda x: F.kl_div(x, aa.tensor(target), reduction="sum"),
-                 lambda x: torch.nn.functional.kl_div(x, torch.tensor(target), reduction="sum"),
-                 np.log([0.2, 0.3, 0.5]))
+    versus_torch(
+        torch,
+        "cpu",
+        lambda x: F.kl_div(x, aa.tensor(target), reduction="sum"),
+        lambda x: torch.nn.functional.kl_div(x, torch.tensor(target), reduction="sum"),
+        np.log([0.2, 0.3, 0.5]),
+    )
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_margin_ranking_loss(torch, device: str, reduction: str) -> None:
     labels = np.array([1.0, -1.0, 1.0, -1.0])
     first, second = np.array([0.5, 0.2, -1.0, 3.0]), np.array([0.2, 0.5, 1.0, 0.0])
-    versus_torch(torch, device,
-                 lambda a, b, y: F.margin_ranking_loss(a, b, y, margin=0.1, reduction=reduction),
-                 lambda a, b, y: torch.nn.functional.margin_ranking_loss(
-                     a, b, y, margin=0.1, reduction=reduction), first, second, labels)
+    versus_torch(
+        torch,
+        device,
+        lambda a, b, y: F.margin_ranking_loss(a, b, y, margin=0.1, reduction=reduction),
+        lambda a, b, y: torch.nn.functional.margin_ranking_loss(
+            a, b, y, margin=0.1, reduction=reduction
+        ),
+        first,
+        second,
+        labels,
+    )
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -392,27 +485,43 @@ def test_cosine_embedding_loss(torch, device: str, reduction: str, batched: bool
     if not batched:
         first, second, labels = first[0], second[0], labels[1]
     target, t_target = _pair(torch, device, labels)
-    versus_torch(torch, device,
-                 lambda a, b: F.cosine_embedding_loss(a, b, target, margin=-0.5,
-                                                      reduction=reduction),
-                 lambda a, b: torch.nn.functional.cosine_embedding_loss(
-                     a, b, t_target, margin=-0.5, reduction=reduction), first, second)
-    assert gradcheck(lambda a, b: F.cosine_embedding_loss(a, b, target, reduction=reduction),
-                     (aa.tensor(first, device=device, requires_grad=True),
-                      aa.tensor(second, device=device, requires_grad=True)))
+    versus_torch(
+        torch,
+        device,
+        lambda a, b: F.cosine_embedding_loss(a, b, target, margin=-0.5, reduction=reduction),
+        lambda a, b: torch.nn.functional.cosine_embedding_loss(
+            a, b, t_target, margin=-0.5, reduction=reduction
+        ),
+        first,
+        second,
+    )
+    assert gradcheck(
+        lambda a, b: F.cosine_embedding_loss(a, b, target, reduction=reduction),
+        (
+            aa.tensor(first, device=device, requires_grad=True),
+            aa.tensor(second, device=device, requires_grad=True),
+        ),
+    )
 
 
 def test_loss_errors() -> None:
     long = aa.int64
-    with pytest.raises(ValueError, match=r"Expected input batch_size \(3\) to match target "
-                                         r"batch_size \(4\)."):
+    with pytest.raises(
+        ValueError,
+        match=r"Expected input batch_size \(3\) to match target "
+        r"batch_size \(4\).",
+    ):
         F.nll_loss(aa.zeros(3, 4), aa.zeros(4, dtype=long))
-    with pytest.raises(RuntimeError, match=r"weight tensor should be defined either for all 4 "
-                                           r"classes or no classes but got weight tensor of "
-                                           r"shape: \[2\]"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"weight tensor should be defined either for all 4 "
+        r"classes or no classes but got weight tensor of "
+        r"shape: \[2\]",
+    ):
         F.nll_loss(aa.zeros(3, 4), aa.zeros(3, dtype=long), weight=aa.ones(2))
-    with pytest.raises(RuntimeError, match="expected target dtype to be Long or Byte, but got "
-                                           "Float"):
+    with pytest.raises(
+        RuntimeError, match="expected target dtype to be Long or Byte, but got Float"
+    ):
         F.nll_loss(aa.zeros(3, 4), aa.zeros(3))
     with pytest.raises(IndexError, match="Target 5 is out of bounds."):
         F.nll_loss(aa.zeros(3, 4), aa.full((3,), 5, dtype=long))
@@ -420,36 +529,50 @@ def test_loss_errors() -> None:
         F.nll_loss(aa.zeros(3, 4, 5), aa.zeros(3, 4, dtype=long))
     with pytest.raises(ValueError, match="bad is not a valid value for reduction"):
         F.nll_loss(aa.zeros(3, 4), aa.zeros(3, dtype=long), reduction="bad")
-    with pytest.raises(RuntimeError, match="label_smoothing must be between 0.0 and 1.0. Got: "
-                                           "1.5"):
+    with pytest.raises(RuntimeError, match="label_smoothing must be between 0.0 and 1.0. Got: 1.5"):
         F.cross_entropy(aa.zeros(3, 4), aa.zeros(3, dtype=long), label_smoothing=1.5)
-    with pytest.raises(RuntimeError, match="Expected floating point type for target with class "
-                                           "probabilities, got Long"):
+    with pytest.raises(
+        RuntimeError,
+        match="Expected floating point type for target with class probabilities, got Long",
+    ):
         F.cross_entropy(aa.zeros(3, 4), aa.zeros(3, 4, dtype=long))
-    with pytest.raises(ValueError, match=r"Using a target size \(torch.Size\(\[3, 1\]\)\) that is "
-                                         r"different to the input size"):
+    with pytest.raises(
+        ValueError,
+        match=r"Using a target size \(torch.Size\(\[3, 1\]\)\) that is "
+        r"different to the input size",
+    ):
         F.binary_cross_entropy(aa.zeros(3), aa.zeros(3, 1))
     with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
         F.binary_cross_entropy(aa.full((3,), 2.0), aa.zeros(3))
-    with pytest.raises(ValueError, match=r"Target size \(torch.Size\(\[3, 1\]\)\) must be the "
-                                         r"same as input size"):
+    with pytest.raises(
+        ValueError,
+        match=r"Target size \(torch.Size\(\[3, 1\]\)\) must be the "
+        r"same as input size",
+    ):
         F.binary_cross_entropy_with_logits(aa.zeros(3), aa.zeros(3, 1))
-    with pytest.raises(RuntimeError, match="smooth_l1_loss does not support negative values for "
-                                           "beta."):
+    with pytest.raises(
+        RuntimeError, match="smooth_l1_loss does not support negative values for beta."
+    ):
         F.smooth_l1_loss(aa.zeros(3), aa.zeros(3), beta=-1.0)
-    with pytest.raises(RuntimeError, match="huber_loss does not support non-positive values for "
-                                           "delta."):
+    with pytest.raises(
+        RuntimeError, match="huber_loss does not support non-positive values for delta."
+    ):
         F.huber_loss(aa.zeros(3), aa.zeros(3), delta=0.0)
     with pytest.raises(ValueError, match="bad is not a valid value for reduction"):
         F.kl_div(aa.zeros(3), aa.zeros(3), reduction="bad")
-    with pytest.raises(RuntimeError, match="margin_ranking_loss : All input tensors should have "
-                                           "same dimension"):
+    with pytest.raises(
+        RuntimeError, match="margin_ranking_loss : All input tensors should have same dimension"
+    ):
         F.margin_ranking_loss(aa.zeros(3), aa.zeros(3, 1), aa.zeros(3))
-    with pytest.raises(RuntimeError, match=r"1D target tensor expects 2D input tensors, but found "
-                                           r"inputs with sizes \[3, 2, 2\] and \[3, 2, 2\]."):
+    with pytest.raises(
+        RuntimeError,
+        match=r"1D target tensor expects 2D input tensors, but found "
+        r"inputs with sizes \[3, 2, 2\] and \[3, 2, 2\].",
+    ):
         F.cosine_embedding_loss(aa.zeros(3, 2, 2), aa.zeros(3, 2, 2), aa.zeros(3))
-    with pytest.warns(UserWarning, match="This will likely lead to incorrect results due to "
-                                         "broadcasting"):
+    with pytest.warns(
+        UserWarning, match="This will likely lead to incorrect results due to broadcasting"
+    ):
         F.l1_loss(aa.zeros(3, 1), aa.zeros(3))
 
 
@@ -469,8 +592,11 @@ def test_losses_refuse_mixed_devices() -> None:
 def test_nll_loss_everything_ignored_is_nan(torch) -> None:
     out = F.nll_loss(aa.zeros(3, 4), aa.full((3,), -100, dtype=aa.int64))
     assert math.isnan(out.item())
-    assert math.isnan(F.cross_entropy(aa.zeros(3, 4), aa.full((3,), -100, dtype=aa.int64),
-                                      weight=aa.ones(4)).item())
+    assert math.isnan(
+        F.cross_entropy(
+            aa.zeros(3, 4), aa.full((3,), -100, dtype=aa.int64), weight=aa.ones(4)
+        ).item()
+    )
 
 
 # ----------------------------------------------------------------- modules
@@ -522,31 +648,74 @@ def test_loss_modules_match_torch(torch, device: str) -> None:
     probs, t_probs = _pair(torch, device, BINARY_TARGETS[:, :4])
     labels, t_labels = _pair(torch, device, np.array([1.0, -1.0, 1.0]))
     cases = [
-        (aa.nn.NLLLoss(weight, reduction="sum"), tnn.NLLLoss(t_weight, reduction="sum"),
-         [_log_probs(LOGITS)], [target], [t_target]),
-        (aa.nn.CrossEntropyLoss(weight, label_smoothing=0.2),
-         tnn.CrossEntropyLoss(t_weight, label_smoothing=0.2), [LOGITS], [target], [t_target]),
+        (
+            aa.nn.NLLLoss(weight, reduction="sum"),
+            tnn.NLLLoss(t_weight, reduction="sum"),
+            [_log_probs(LOGITS)],
+            [target],
+            [t_target],
+        ),
+        (
+            aa.nn.CrossEntropyLoss(weight, label_smoothing=0.2),
+            tnn.CrossEntropyLoss(t_weight, label_smoothing=0.2),
+            [LOGITS],
+            [target],
+            [t_target],
+        ),
         (aa.nn.BCELoss(weight), tnn.BCELoss(t_weight), [BINARY_PROBS], [probs], [t_probs]),
-        (aa.nn.BCEWithLogitsLoss(pos_weight=weight), tnn.BCEWithLogitsLoss(pos_weight=t_weight),
-         [LOGITS[:3]], [probs], [t_probs]),
-        (aa.nn.L1Loss(reduction="none"), tnn.L1Loss(reduction="none"), [LOGITS[:3]], [probs],
-         [t_probs]),
-        (aa.nn.SmoothL1Loss(beta=0.3), tnn.SmoothL1Loss(beta=0.3), [LOGITS[:3]], [probs],
-         [t_probs]),
+        (
+            aa.nn.BCEWithLogitsLoss(pos_weight=weight),
+            tnn.BCEWithLogitsLoss(pos_weight=t_weight),
+            [LOGITS[:3]],
+            [probs],
+            [t_probs],
+        ),
+        (
+            aa.nn.L1Loss(reduction="none"),
+            tnn.L1Loss(reduction="none"),
+            [LOGITS[:3]],
+            [probs],
+            [t_probs],
+        ),
+        (
+            aa.nn.SmoothL1Loss(beta=0.3),
+            tnn.SmoothL1Loss(beta=0.3),
+            [LOGITS[:3]],
+            [probs],
+            [t_probs],
+        ),
         (aa.nn.HuberLoss(delta=0.4), tnn.HuberLoss(delta=0.4), [LOGITS[:3]], [probs], [t_probs]),
-        (aa.nn.KLDivLoss(reduction="batchmean", log_target=True),
-         tnn.KLDivLoss(reduction="batchmean", log_target=True), [_log_probs(LOGITS[:3])],
-         [aa.tensor(_log_probs(LOGITS[2:]), device=device)],
-         [torch.tensor(_log_probs(LOGITS[2:]))]),
-        (aa.nn.MarginRankingLoss(margin=0.2), tnn.MarginRankingLoss(margin=0.2),
-         [LOGITS[0, :3], LOGITS[1, :3]], [labels], [t_labels]),
-        (aa.nn.CosineEmbeddingLoss(0.1), tnn.CosineEmbeddingLoss(0.1), [LOGITS[:3], LOGITS[2:]],
-         [labels], [t_labels]),
+        (
+            aa.nn.KLDivLoss(reduction="batchmean", log_target=True),
+            tnn.KLDivLoss(reduction="batchmean", log_target=True),
+            [_log_probs(LOGITS[:3])],
+            [aa.tensor(_log_probs(LOGITS[2:]), device=device)],
+            [torch.tensor(_log_probs(LOGITS[2:]))],
+        ),
+        (
+            aa.nn.MarginRankingLoss(margin=0.2),
+            tnn.MarginRankingLoss(margin=0.2),
+            [LOGITS[0, :3], LOGITS[1, :3]],
+            [labels],
+            [t_labels],
+        ),
+        (
+            aa.nn.CosineEmbeddingLoss(0.1),
+            tnn.CosineEmbeddingLoss(0.1),
+            [LOGITS[:3], LOGITS[2:]],
+            [labels],
+            [t_labels],
+        ),
     ]
     for ours, theirs, arrays, constants, t_constants in cases:
         assert repr(ours) == repr(theirs)
-        versus_torch(torch, device, lambda *t, m=ours, c=constants: m(*t, *c),
-                     lambda *t, m=theirs, c=t_constants: m(*t, *c), *arrays)
+        versus_torch(
+            torch,
+            device,
+            lambda *t, m=ours, c=constants: m(*t, *c),
+            lambda *t, m=theirs, c=t_constants: m(*t, *c),
+            *arrays,
+        )
 
 
 def test_loss_module_legacy_arguments(torch) -> None:
@@ -560,15 +729,18 @@ def test_loss_module_legacy_arguments(torch) -> None:
 
 
 SECOND_ORDER = {
-    "binary_cross_entropy": lambda x, t: F.binary_cross_entropy(x.sigmoid(), t.sigmoid(),
-                                                                reduction="sum"),
+    "binary_cross_entropy": lambda x, t: F.binary_cross_entropy(
+        x.sigmoid(), t.sigmoid(), reduction="sum"
+    ),
     "bce_with_logits": lambda x, t: F.binary_cross_entropy_with_logits(
-        x, t.sigmoid(), pos_weight=aa.tensor([2.0, 0.5, 1.0], dtype=aa.float64, device=x.device)),
+        x, t.sigmoid(), pos_weight=aa.tensor([2.0, 0.5, 1.0], dtype=aa.float64, device=x.device)
+    ),
     "smooth_l1": lambda x, t: F.smooth_l1_loss(x * x, t, beta=0.7),
     "huber": lambda x, t: F.huber_loss(x * x, t, delta=0.7),
     "kl_div": lambda x, t: F.kl_div(x.log_softmax(1), t.softmax(1), reduction="batchmean"),
     "margin_ranking": lambda x, t: F.margin_ranking_loss(
-        x * x, t, aa.tensor([[1.0, -1.0, 1.0]], dtype=aa.float64, device=x.device)),
+        x * x, t, aa.tensor([[1.0, -1.0, 1.0]], dtype=aa.float64, device=x.device)
+    ),
     "leaky_relu": lambda x, t: F.leaky_relu(x, 0.3) * t,
     "hardswish": lambda x, t: F.hardswish(x) * t,
     "elu": lambda x, t: F.elu(x) * t,
@@ -578,6 +750,8 @@ SECOND_ORDER = {
 
 @pytest.mark.parametrize("name", sorted(SECOND_ORDER))
 def test_second_order(device: str, name: str) -> None:
-    inputs = (aa.tensor(RNG.standard_normal((2, 3)) + 0.2, device=device, requires_grad=True),
-              aa.tensor(RNG.standard_normal((2, 3)), device=device, requires_grad=True))
+    inputs = (
+        aa.tensor(RNG.standard_normal((2, 3)) + 0.2, device=device, requires_grad=True),
+        aa.tensor(RNG.standard_normal((2, 3)), device=device, requires_grad=True),
+    )
     assert gradgradcheck(SECOND_ORDER[name], inputs)

@@ -35,11 +35,13 @@ def test_log_prob_predict_and_unbatched_match_torch(torch) -> None:
     load_from_torch(ours, theirs)
     x = RNG.standard_normal((6, 8))
     full = ours.log_prob(aa.tensor(x))
-    np.testing.assert_allclose(np.asarray(full.detach()),
-                               theirs.log_prob(torch.tensor(x)).detach().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(
+        np.asarray(full.detach()), theirs.log_prob(torch.tensor(x)).detach().numpy(), rtol=1e-10
+    )
     np.testing.assert_allclose(np.exp(np.asarray(full.detach())).sum(1), 1.0)
-    np.testing.assert_array_equal(np.asarray(ours.predict(aa.tensor(x))),
-                                  theirs.predict(torch.tensor(x)).numpy())
+    np.testing.assert_array_equal(
+        np.asarray(ours.predict(aa.tensor(x))), theirs.predict(torch.tensor(x)).numpy()
+    )
     one = ours(aa.tensor(x[0]), aa.tensor(np.int64(16)))
     ref = theirs(torch.tensor(x[0]), torch.tensor(16))
     assert tuple(one.output.shape) == () and tuple(ref.output.shape) == ()
@@ -52,12 +54,15 @@ def test_log_prob_predict_and_unbatched_match_torch(torch) -> None:
         lambda lib: lib.nn.AdaptiveLogSoftmaxWithLoss(8, 20, []),
         lambda lib: lib.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [10, 4]),
         lambda lib: lib.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4, 20]),
-        lambda lib: lib.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4])(lib.ones(3, 8),
-                                                                  lib.tensor([1, 2, 25])),
-        lambda lib: lib.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4])(lib.ones(3, 8),
-                                                                  lib.tensor([1, 2])),
-        lambda lib: lib.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4])(lib.ones(3, 8),
-                                                                  lib.ones(3, 1).long()),
+        lambda lib: lib.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4])(
+            lib.ones(3, 8), lib.tensor([1, 2, 25])
+        ),
+        lambda lib: lib.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4])(
+            lib.ones(3, 8), lib.tensor([1, 2])
+        ),
+        lambda lib: lib.nn.AdaptiveLogSoftmaxWithLoss(8, 20, [4])(
+            lib.ones(3, 8), lib.ones(3, 1).long()
+        ),
     ],
 )
 def test_errors_match_torch(torch, call) -> None:

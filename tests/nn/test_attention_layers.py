@@ -39,9 +39,13 @@ MHA_CASES = [
     ({}, {"key_padding_mask": np.array([[0, 0, 0, 1, 1], [0] * 5, [0, 1, 0, 0, 0]], bool)}),
     ({"bias": False}, {"attn_mask": _x(N * 2, L, S), "average_attn_weights": False}),
     ({"kdim": 6, "vdim": 5}, {"need_weights": False}),
-    ({"add_bias_kv": True, "add_zero_attn": True},
-     {"attn_mask": np.triu(np.ones((L, S), bool), 2),
-      "key_padding_mask": np.array([[0, 0, 0, 1, 1], [0] * 5, [0, 1, 0, 0, 0]], bool)}),
+    (
+        {"add_bias_kv": True, "add_zero_attn": True},
+        {
+            "attn_mask": np.triu(np.ones((L, S), bool), 2),
+            "key_padding_mask": np.array([[0, 0, 0, 1, 1], [0] * 5, [0, 1, 0, 0, 0]], bool),
+        },
+    ),
 ]
 
 
@@ -78,8 +82,12 @@ def test_causal_mask_matches_torch(torch):
 
 @pytest.mark.parametrize(
     "options",
-    [{}, {"norm_first": True}, {"activation": "gelu", "batch_first": True},
-     {"dim_feedforward": 16, "bias": False}],
+    [
+        {},
+        {"norm_first": True},
+        {"activation": "gelu", "batch_first": True},
+        {"dim_feedforward": 16, "bias": False},
+    ],
 )
 def test_encoder_layer_matches_torch(torch, options):
     ours = nn.TransformerEncoderLayer(E, 2, dropout=0.0, **options)
@@ -94,10 +102,12 @@ def test_encoder_layer_matches_torch(torch, options):
 
 def test_encoder_with_masks_and_final_norm_matches_torch(torch):
     def make(lib):
-        layer = lib.nn.TransformerEncoderLayer(E, 2, dim_feedforward=12, dropout=0.0,
-                                               batch_first=True)
-        return lib.nn.TransformerEncoder(layer, 2, norm=lib.nn.LayerNorm(E),
-                                         enable_nested_tensor=False)
+        layer = lib.nn.TransformerEncoderLayer(
+            E, 2, dim_feedforward=12, dropout=0.0, batch_first=True
+        )
+        return lib.nn.TransformerEncoder(
+            layer, 2, norm=lib.nn.LayerNorm(E), enable_nested_tensor=False
+        )
 
     ours, theirs = make(aa), make(torch)
     assert list(ours.state_dict()) == list(theirs.state_dict())
@@ -115,8 +125,9 @@ def test_encoder_layers_are_independent_copies():
     layer = nn.TransformerEncoderLayer(E, 2)
     encoder = nn.TransformerEncoder(layer, 3)
     weights = [m.linear1.weight for m in encoder.layers]
-    assert len({id(w) for w in weights}) == 3 and all(w is not layer.linear1.weight
-                                                      for w in weights)
+    assert len({id(w) for w in weights}) == 3 and all(
+        w is not layer.linear1.weight for w in weights
+    )
     assert len(list(encoder.parameters())) == 3 * len(list(layer.parameters()))
 
 
@@ -136,16 +147,33 @@ def test_attention_dropout_only_in_training():
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [
-        (lambda m: m(aa.zeros(L, N, 6), aa.zeros(S, N, E), aa.zeros(S, N, E)), RuntimeError,
-         r"expected query of shape \(L, 8\)"),
-        (lambda m: m(aa.zeros(L, N, E), aa.zeros(S, E), aa.zeros(S, E)), RuntimeError,
-         "all be batched"),
-        (lambda m: m(aa.zeros(L, N, E), aa.zeros(S, N, E), aa.zeros(S, N, E),
-                     attn_mask=aa.zeros(3, 3)), RuntimeError, "The shape of the attn_mask"),
-        (lambda m: m(aa.zeros(L, N, E), aa.zeros(S, N, E), aa.zeros(S, N, E), is_causal=True),
-         RuntimeError, "Need attn_mask if specifying the is_causal hint"),
-        (lambda m: m([1.0], aa.zeros(S, N, E), aa.zeros(S, N, E)), TypeError,
-         "argument 'query' must be Tensor, not list"),
+        (
+            lambda m: m(aa.zeros(L, N, 6), aa.zeros(S, N, E), aa.zeros(S, N, E)),
+            RuntimeError,
+            r"expected query of shape \(L, 8\)",
+        ),
+        (
+            lambda m: m(aa.zeros(L, N, E), aa.zeros(S, E), aa.zeros(S, E)),
+            RuntimeError,
+            "all be batched",
+        ),
+        (
+            lambda m: m(
+                aa.zeros(L, N, E), aa.zeros(S, N, E), aa.zeros(S, N, E), attn_mask=aa.zeros(3, 3)
+            ),
+            RuntimeError,
+            "The shape of the attn_mask",
+        ),
+        (
+            lambda m: m(aa.zeros(L, N, E), aa.zeros(S, N, E), aa.zeros(S, N, E), is_causal=True),
+            RuntimeError,
+            "Need attn_mask if specifying the is_causal hint",
+        ),
+        (
+            lambda m: m([1.0], aa.zeros(S, N, E), aa.zeros(S, N, E)),
+            TypeError,
+            "argument 'query' must be Tensor, not list",
+        ),
     ],
 )
 def test_attention_errors(call, error, message):

@@ -31,8 +31,10 @@ def test_assigning_a_buffer_registers_it(torch):
 
 
 CASES = {
-    "bilinear": (lambda F, a, b, w, bias: F.bilinear(a, b, w, bias),
-                 [(4, 3), (4, 2), (5, 3, 2), (5,)]),
+    "bilinear": (
+        lambda F, a, b, w, bias: F.bilinear(a, b, w, bias),
+        [(4, 3), (4, 2), (5, 3, 2), (5,)],
+    ),
     "pdist": (lambda F, x: F.pdist(x), [(5, 3)]),
     "pdist_p1": (lambda F, x: F.pdist(x, p=1.0), [(4, 3)]),
     "conv_tbc": (lambda F, x, w, b: F.conv_tbc(x, w, b), [(6, 2, 3), (3, 3, 4), (4,)]),

@@ -44,8 +44,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "args", "kwargs", "shape"), CASES,
-                         ids=[f"{c[0]}{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    ("name", "args", "kwargs", "shape"), CASES, ids=[f"{c[0]}{i}" for i, c in enumerate(CASES)]
+)
 def test_layer_matches_torch(torch, device, name, args, kwargs, shape):
     x = RNG.standard_normal(shape)
     theirs = getattr(torch.nn, name)(*args, **kwargs).double()
@@ -59,17 +60,20 @@ def test_layer_matches_torch(torch, device, name, args, kwargs, shape):
     x_ours = aa.tensor(x, requires_grad=True, device=device)
     x_ref = torch.tensor(x, requires_grad=True)
     out_ours, out_ref = ours(x_ours), theirs(x_ref)
-    np.testing.assert_allclose(out_ours.detach().cpu().numpy(), out_ref.detach().numpy(),
-                               rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(
+        out_ours.detach().cpu().numpy(), out_ref.detach().numpy(), rtol=1e-12, atol=1e-14
+    )
     w = RNG.standard_normal(tuple(out_ref.shape))
     (out_ours * aa.tensor(w, device=device)).sum().backward()
     (out_ref * torch.tensor(w)).sum().backward()
-    np.testing.assert_allclose(x_ours.grad.cpu().numpy(), x_ref.grad.numpy(), rtol=1e-10,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        x_ours.grad.cpu().numpy(), x_ref.grad.numpy(), rtol=1e-10, atol=1e-12
+    )
     ref_params = dict(theirs.named_parameters())
     for key, p in ours.named_parameters():
-        np.testing.assert_allclose(p.grad.cpu().numpy(), ref_params[key].grad.numpy(),
-                                   rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(
+            p.grad.cpu().numpy(), ref_params[key].grad.numpy(), rtol=1e-10, atol=1e-12
+        )
 
 
 def test_rms_norm_default_eps_follows_the_dtype(torch):

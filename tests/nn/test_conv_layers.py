@@ -23,8 +23,12 @@ CONV_CASES = [
     ("Conv1d", (4, 6, 3), {"stride": 2, "padding": 1, "groups": 2}, (2, 4, 10)),
     ("Conv1d", (3, 2, 4), {"padding": "same", "dilation": 2, "padding_mode": "circular"}, (3, 11)),
     ("Conv2d", (3, 4, 3), {"padding": 1}, (2, 3, 8, 7)),
-    ("Conv2d", (4, 4, (3, 2)), {"stride": (2, 1), "dilation": (1, 2), "groups": 4,
-                                "bias": False}, (1, 4, 9, 9)),
+    (
+        "Conv2d",
+        (4, 4, (3, 2)),
+        {"stride": (2, 1), "dilation": (1, 2), "groups": 4, "bias": False},
+        (1, 4, 9, 9),
+    ),
     ("Conv2d", (2, 3, 3), {"padding": 2, "padding_mode": "reflect"}, (2, 2, 6, 6)),
     ("Conv2d", (2, 3, 3), {"padding": "same", "padding_mode": "replicate"}, (2, 5, 6)),
     ("Conv2d", (2, 3, 3), {"padding": "valid"}, (1, 2, 5, 5)),
@@ -110,8 +114,9 @@ def test_normalisation_train_then_eval_matches_torch(torch, name, kwargs, shape)
     assert list(ours.state_dict()) == list(theirs.state_dict())
     for _ in range(3):  # training steps move the running statistics
         compare_layer(torch, ours, theirs, _x(*shape))
-    for (key, mine), ref in zip(ours.state_dict().items(), theirs.state_dict().values(),
-                                strict=True):
+    for (key, mine), ref in zip(
+        ours.state_dict().items(), theirs.state_dict().values(), strict=True
+    ):
         np.testing.assert_allclose(np.asarray(mine), ref.numpy(), rtol=1e-10, err_msg=key)
     ours.eval()
     theirs.eval()
@@ -128,8 +133,12 @@ def test_group_norm_matches_torch(torch):
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"scale_factor": 2}, {"size": (5, 7)}, {"scale_factor": 2, "mode": "bilinear"},
-     {"size": 9, "mode": "bilinear", "align_corners": True}],
+    [
+        {"scale_factor": 2},
+        {"size": (5, 7)},
+        {"scale_factor": 2, "mode": "bilinear"},
+        {"size": 9, "mode": "bilinear", "align_corners": True},
+    ],
 )
 def test_upsample_matches_torch(torch, kwargs):
     ours, theirs = nn.Upsample(**kwargs), torch.nn.Upsample(**kwargs)
@@ -140,12 +149,20 @@ def test_upsample_matches_torch(torch, kwargs):
 @pytest.mark.parametrize(
     ("make", "x", "error", "message"),
     [
-        (lambda: nn.Conv2d(3, 8, 3), (2, 4, 8, 8), RuntimeError,
-         r"Conv2d\(3, 8, \.\.\.\): expected input with 3 channels, got 4"),
+        (
+            lambda: nn.Conv2d(3, 8, 3),
+            (2, 4, 8, 8),
+            RuntimeError,
+            r"Conv2d\(3, 8, \.\.\.\): expected input with 3 channels, got 4",
+        ),
         (lambda: nn.Conv2d(3, 8, 3), (8, 8), RuntimeError, "Conv2d: expected 3D or 4D input"),
         (lambda: nn.Conv1d(3, 8, 3), (2, 3, 4, 4), RuntimeError, "Conv1d: expected 2D or 3D"),
-        (lambda: nn.BatchNorm2d(3), (2, 3, 4), ValueError,
-         r"BatchNorm2d: expected 4D input \(got 3D input\)"),
+        (
+            lambda: nn.BatchNorm2d(3),
+            (2, 3, 4),
+            ValueError,
+            r"BatchNorm2d: expected 4D input \(got 3D input\)",
+        ),
         (lambda: nn.BatchNorm1d(3), (2, 5), ValueError, r"BatchNorm1d\(3\): expected input with 3"),
         (lambda: nn.MaxPool2d(2), (4,), RuntimeError, "MaxPool2d: expected 3D or 4D input"),
     ],

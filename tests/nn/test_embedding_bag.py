@@ -47,8 +47,11 @@ def test_embedding_bag_matches_torch(torch, device, case):
         w = lib.tensor(weight, requires_grad=True, **on)
         p = None if sample is None else lib.tensor(sample, requires_grad=True, **on)
         out = functional.embedding_bag(
-            lib.tensor(indices, **on), w, None if offsets is None else lib.tensor(offsets, **on),
-            per_sample_weights=p, **case,
+            lib.tensor(indices, **on),
+            w,
+            None if offsets is None else lib.tensor(offsets, **on),
+            per_sample_weights=p,
+            **case,
         )
         cotangent = np.arange(np.prod(tuple(out.shape)), dtype=np.float64).reshape(out.shape)
         (out * lib.tensor(cotangent, **on)).sum().backward()
@@ -88,8 +91,9 @@ ERRORS = [
     lambda lib, f, w: f.embedding_bag(lib.tensor([[1, 2], [3, 4]]), w, lib.tensor([0])),
     lambda lib, f, w: f.embedding_bag(lib.tensor([1, 2]), w),
     lambda lib, f, w: f.embedding_bag(lib.tensor([[[1]]]), w),
-    lambda lib, f, w: f.embedding_bag(lib.tensor([1, 2]), w, lib.tensor([0]), mode="mean",
-                                      per_sample_weights=lib.ones(2)),
+    lambda lib, f, w: f.embedding_bag(
+        lib.tensor([1, 2]), w, lib.tensor([0]), mode="mean", per_sample_weights=lib.ones(2)
+    ),
     lambda lib, f, w: f.embedding_bag(lib.tensor([1, 2]), w, lib.tensor([0]), mode="bad"),
     lambda lib, f, w: f.embedding_bag(lib.tensor([1, 2]), w, lib.tensor([0, 3])),
     lambda lib, f, w: f.embedding_bag(lib.tensor([1, 12]), w, lib.tensor([0])),

@@ -35,8 +35,9 @@ def _node_names(out: aa.Tensor) -> set[str]:
 def _self_attention(masks):
     def call(layer, x, *mask_arrays):
         lib = aa if isinstance(layer, nn.Module) else __import__("torch")
-        given = {name: lib.tensor(a) if isinstance(a, np.ndarray) else a
-                 for name, a in masks.items()}
+        given = {
+            name: lib.tensor(a) if isinstance(a, np.ndarray) else a for name, a in masks.items()
+        }
         for name, a in zip(("attn_mask",), mask_arrays, strict=False):
             given[name] = a  # a float mask passed as an input: it takes a gradient
         return layer(x, x, x, need_weights=False, **given)
@@ -72,15 +73,15 @@ def test_unbatched_self_attention_matches_torch(torch):
     ours, theirs = nn.MultiheadAttention(E, HEADS), torch.nn.MultiheadAttention(E, HEADS)
     compare_layer(torch, ours, theirs, _x(L, E), call=_self_attention({}))
     padding = np.array([0, 0, 1, 0, 1], bool)
-    compare_layer(torch, ours, theirs, _x(L, E),
-                  call=_self_attention({"key_padding_mask": padding}))
+    compare_layer(
+        torch, ours, theirs, _x(L, E), call=_self_attention({"key_padding_mask": padding})
+    )
 
 
 def test_a_mask_that_takes_a_gradient_matches_torch(torch):
     ours = nn.MultiheadAttention(E, HEADS, batch_first=True)
     theirs = torch.nn.MultiheadAttention(E, HEADS, batch_first=True)
-    compare_layer(torch, ours, theirs, _x(N, L, E), _x(N * HEADS, L, L),
-                  call=_self_attention({}))
+    compare_layer(torch, ours, theirs, _x(N, L, E), _x(N * HEADS, L, L), call=_self_attention({}))
     compare_layer(torch, ours, theirs, _x(N, L, E), _x(L, L), call=_self_attention({}))
 
 
@@ -104,8 +105,9 @@ def test_returned_weights_equal_the_one_node_output():
     x = aa.tensor(_x(N, L, E), dtype=aa.float32)
     fused, _ = layer(x, x, x, need_weights=False)
     composed, weights = layer(x, x, x)
-    np.testing.assert_allclose(np.asarray(fused.detach()), np.asarray(composed.detach()),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(fused.detach()), np.asarray(composed.detach()), rtol=1e-5, atol=1e-6
+    )
     assert tuple(weights.shape) == (N, L, L)
 
 

@@ -35,8 +35,9 @@ def test_orthogonal_gives_orthonormal_rows_or_columns(device, shape):
 
 def test_trunc_normal_stays_in_bounds_with_the_right_moments(device):
     aa.manual_seed(0)
-    t = init.trunc_normal_(aa.empty(20000, dtype=aa.float64, device=device), mean=0.5, std=2.0,
-                           a=-1.0, b=3.0)
+    t = init.trunc_normal_(
+        aa.empty(20000, dtype=aa.float64, device=device), mean=0.5, std=2.0, a=-1.0, b=3.0
+    )
     values = t.cpu().numpy()
     assert values.min() >= -1.0 and values.max() <= 3.0
     scipy_stats = pytest.importorskip("scipy.stats")
@@ -61,13 +62,16 @@ def error_of(fn):
     return None
 
 
-@pytest.mark.parametrize("call", [
-    lambda lib, i: i.orthogonal_(lib.empty(3)),
-    lambda lib, i: i.sparse_(lib.empty(3, 2, 2), 0.5),
-    lambda lib, i: i.dirac_(lib.empty(3, 3)),
-    lambda lib, i: i.dirac_(lib.empty(3, 3, 3), groups=2),
-    lambda lib, i: i.eye_(lib.empty(3, 3, 3)),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lib, i: i.orthogonal_(lib.empty(3)),
+        lambda lib, i: i.sparse_(lib.empty(3, 2, 2), 0.5),
+        lambda lib, i: i.dirac_(lib.empty(3, 3)),
+        lambda lib, i: i.dirac_(lib.empty(3, 3, 3), groups=2),
+        lambda lib, i: i.eye_(lib.empty(3, 3, 3)),
+    ],
+)
 def test_errors_match_torch(torch, call):
     ref = error_of(lambda: call(torch, torch.nn.init))
     assert ref is not None
@@ -75,10 +79,21 @@ def test_errors_match_torch(torch, call):
 
 
 def test_old_names_warn_and_fill(torch):
-    with pytest.warns(FutureWarning, match="`nn.init.eye` is now deprecated in favor of "
-                                           "`nn.init.eye_`"):
+    with pytest.warns(
+        FutureWarning, match="`nn.init.eye` is now deprecated in favor of `nn.init.eye_`"
+    ):
         t = init.eye(aa.empty(2, 2))
     np.testing.assert_array_equal(t.numpy(), np.eye(2))
-    for name in ("uniform", "normal", "constant", "dirac", "xavier_uniform", "xavier_normal",
-                 "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"):
+    for name in (
+        "uniform",
+        "normal",
+        "constant",
+        "dirac",
+        "xavier_uniform",
+        "xavier_normal",
+        "kaiming_uniform",
+        "kaiming_normal",
+        "orthogonal",
+        "sparse",
+    ):
         assert callable(getattr(init, name)) and hasattr(torch.nn.init, name)

@@ -19,16 +19,28 @@ DATA = [[1.0, 2.0, 3.0]]
 def layers() -> list[nn.Module]:
     """One of each built-in layer that takes a single tensor, built to accept DATA's shape."""
     return [
-        nn.Linear(3, 2), nn.ReLU(), nn.GELU(), nn.Tanh(), nn.Sigmoid(), nn.Softmax(dim=1),
-        nn.LogSoftmax(dim=1), nn.Dropout(), nn.Flatten(), nn.LayerNorm(3), nn.Embedding(4, 2),
+        nn.Linear(3, 2),
+        nn.ReLU(),
+        nn.GELU(),
+        nn.Tanh(),
+        nn.Sigmoid(),
+        nn.Softmax(dim=1),
+        nn.LogSoftmax(dim=1),
+        nn.Dropout(),
+        nn.Flatten(),
+        nn.LayerNorm(3),
+        nn.Embedding(4, 2),
     ]
 
 
 @pytest.mark.parametrize("layer", layers(), ids=lambda m: type(m).__name__)
 def test_a_list_passed_to_a_layer_is_a_type_error_naming_the_layer(layer):
     name = type(layer).__name__
-    with pytest.raises(TypeError, match=rf"^{name}\.forward\(\): argument 'input' must be Tensor, "
-                       r"not list \(autograd_async\.tensor\(data\) makes one\)$"):
+    with pytest.raises(
+        TypeError,
+        match=rf"^{name}\.forward\(\): argument 'input' must be Tensor, "
+        r"not list \(autograd_async\.tensor\(data\) makes one\)$",
+    ):
         layer(DATA)
 
 
@@ -80,11 +92,20 @@ def test_losses_name_the_argument_that_is_not_a_tensor(loss, target):
         (lambda: F.log_softmax(DATA, dim=1), "log_softmax(): argument 'input' (position 1)"),
         (lambda: F.mse_loss(DATA, aa.ones(1, 3)), "mse_loss(): argument 'input' (position 1)"),
         (lambda: F.mse_loss(aa.ones(1, 3), DATA), "mse_loss(): argument 'target' (position 2)"),
-        (lambda: F.cross_entropy(DATA, aa.tensor([0])),
-         "cross_entropy(): argument 'input' (position 1)"),
+        (
+            lambda: F.cross_entropy(DATA, aa.tensor([0])),
+            "cross_entropy(): argument 'input' (position 1)",
+        ),
     ],
-    ids=["linear-input", "linear-weight", "softmax", "log_softmax", "mse-input", "mse-target",
-         "cross_entropy-input"],
+    ids=[
+        "linear-input",
+        "linear-weight",
+        "softmax",
+        "log_softmax",
+        "mse-input",
+        "mse-target",
+        "cross_entropy-input",
+    ],
 )
 def test_functions_use_pytorchs_wording(call, message):
     with pytest.raises(TypeError) as error:
@@ -102,8 +123,11 @@ def test_linear_matches_pytorchs_message_exactly(torch):
 
 def test_a_list_target_for_cross_entropy_is_a_type_error_about_the_target(torch):
     logits = [[0.5, 1.0], [2.0, -1.0]]
-    with pytest.raises(TypeError, match=r"argument 'target' \(position 2\) must be Tensor, not "
-                       "list") as ours:
+    with pytest.raises(
+        TypeError,
+        match=r"argument 'target' \(position 2\) must be Tensor, not "
+        "list",
+    ) as ours:
         F.cross_entropy(aa.tensor(logits), [0, 1])
     with pytest.raises(TypeError) as theirs:
         torch.nn.functional.cross_entropy(torch.tensor(logits), [0, 1])

@@ -21,23 +21,29 @@ def _r(*shape):
 # (class name, constructor args, constructor kwargs, inputs)
 LAYERS = [
     ("MaxPool3d", (2,), {"stride": 1, "padding": 1}, (_r(2, 3, 4, 5, 4),)),
-    ("AvgPool3d", (3,), {"stride": 2, "padding": 1, "count_include_pad": False},
-     (_r(2, 3, 5, 6, 5),)),
+    (
+        "AvgPool3d",
+        (3,),
+        {"stride": 2, "padding": 1, "count_include_pad": False},
+        (_r(2, 3, 5, 6, 5),),
+    ),
     ("AdaptiveAvgPool3d", ((2, 3, None),), {}, (_r(2, 3, 5, 6, 5),)),
     ("AdaptiveMaxPool1d", (4,), {}, (_r(2, 3, 9),)),
     ("AdaptiveMaxPool3d", (3,), {}, (_r(3, 5, 6, 5),)),
     ("LPPool1d", (2, 3), {"stride": 2}, (_r(2, 3, 9),)),
     ("LPPool2d", (1.5, 2), {"ceil_mode": True}, (np.abs(_r(2, 3, 5, 5)) + 0.1,)),
     ("LPPool3d", (2, 2), {}, (_r(2, 3, 4, 4, 4),)),
-    ("ConvTranspose3d", (3, 4, (2, 3, 2)), {"stride": 2, "padding": 1, "output_padding": 1},
-     (_r(2, 3, 3, 4, 3),)),
-    ("ConvTranspose3d", (4, 2, 2), {"groups": 2, "bias": False, "dilation": 2},
-     (_r(4, 3, 2, 3),)),
+    (
+        "ConvTranspose3d",
+        (3, 4, (2, 3, 2)),
+        {"stride": 2, "padding": 1, "output_padding": 1},
+        (_r(2, 3, 3, 4, 3),),
+    ),
+    ("ConvTranspose3d", (4, 2, 2), {"groups": 2, "bias": False, "dilation": 2}, (_r(4, 3, 2, 3),)),
     ("BatchNorm3d", (3,), {}, (_r(2, 3, 2, 3, 4),)),
     ("InstanceNorm1d", (3,), {"affine": True}, (_r(2, 3, 7),)),
     ("InstanceNorm1d", (3,), {}, (_r(3, 7),)),
-    ("InstanceNorm3d", (3,), {"affine": True, "track_running_stats": True},
-     (_r(2, 3, 3, 4, 2),)),
+    ("InstanceNorm3d", (3,), {"affine": True, "track_running_stats": True}, (_r(2, 3, 3, 4, 2),)),
     ("LocalResponseNorm", (3,), {"alpha": 0.1, "k": 2.0}, (_r(2, 5, 3, 4),)),
     ("CosineSimilarity", (), {"dim": 0}, (_r(4, 5), _r(4, 5))),
     ("PairwiseDistance", (), {"p": 3.0, "keepdim": True}, (_r(4, 5), _r(4, 5))),
@@ -76,8 +82,9 @@ def test_layer_matches_torch(torch, case) -> None:
 
 
 @pytest.mark.parametrize(("size", "channels"), [(3, 7), (4, 3), (5, 8), (2, 5), (1, 4)])
-def test_cross_map_lrn2d_forward_matches_torch_and_gradient_is_exact(torch, device, size,
-                                                                     channels) -> None:
+def test_cross_map_lrn2d_forward_matches_torch_and_gradient_is_exact(
+    torch, device, size, channels
+) -> None:
     x = _r(2, channels, 3, 2)
     ref = torch.nn.CrossMapLRN2d(size, 0.1, 0.6, 1.5)(torch.tensor(x))
     layer = aa.nn.CrossMapLRN2d(size, 0.1, 0.6, 1.5)
@@ -107,10 +114,12 @@ def test_max_unpool_layers_invert_max_pool(torch) -> None:
 
 def test_fractional_max_pool_layers_take_torch_arguments(torch) -> None:
     samples = RNG.random((2, 3, 2))
-    theirs = torch.nn.FractionalMaxPool2d(2, output_size=(3, 4), return_indices=True,
-                                          _random_samples=torch.tensor(samples))
-    ours = aa.nn.FractionalMaxPool2d(2, output_size=(3, 4), return_indices=True,
-                                     _random_samples=aa.tensor(samples))
+    theirs = torch.nn.FractionalMaxPool2d(
+        2, output_size=(3, 4), return_indices=True, _random_samples=torch.tensor(samples)
+    )
+    ours = aa.nn.FractionalMaxPool2d(
+        2, output_size=(3, 4), return_indices=True, _random_samples=aa.tensor(samples)
+    )
     x = _r(2, 3, 7, 8)
     for a, b in zip(ours(aa.tensor(x)), theirs(torch.tensor(x)), strict=True):
         np.testing.assert_array_equal(np.asarray(a), b.numpy())
@@ -144,8 +153,9 @@ def test_nll_loss_2d_and_container_are_the_old_names(torch) -> None:
     with pytest.warns(FutureWarning, match="`NLLLoss2d` has been deprecated"):
         loss = aa.nn.NLLLoss2d(ignore_index=1)(logp, target)
     with pytest.warns(FutureWarning):
-        ref = torch.nn.NLLLoss2d(ignore_index=1)(torch.tensor(np.asarray(logp)),
-                                                torch.tensor(np.asarray(target)))
+        ref = torch.nn.NLLLoss2d(ignore_index=1)(
+            torch.tensor(np.asarray(logp)), torch.tensor(np.asarray(target))
+        )
     np.testing.assert_allclose(float(loss), float(ref))
     with pytest.warns(FutureWarning, match="`nn.Container` is deprecated"):
         box = aa.nn.Container(lin=aa.nn.Linear(2, 3))

@@ -21,8 +21,13 @@ LAZY = [
     ("LazyConv1d", (4, 3), {"padding": 1}, "Conv1d", (2, 3, 7)),
     ("LazyConv2d", (4, 3), {"groups": 2, "stride": 2}, "Conv2d", (2, 6, 7, 6)),
     ("LazyConv3d", (2, 2), {"bias": False}, "Conv3d", (3, 4, 4, 3)),
-    ("LazyConvTranspose1d", (4, 3), {"stride": 2, "output_padding": 1}, "ConvTranspose1d",
-     (2, 3, 5)),
+    (
+        "LazyConvTranspose1d",
+        (4, 3),
+        {"stride": 2, "output_padding": 1},
+        "ConvTranspose1d",
+        (2, 3, 5),
+    ),
     ("LazyConvTranspose2d", (4, 2), {"groups": 2}, "ConvTranspose2d", (2, 6, 3, 4)),
     ("LazyConvTranspose3d", (2, 2), {"dilation": 2}, "ConvTranspose3d", (1, 3, 2, 3, 2)),
     ("LazyBatchNorm1d", (), {}, "BatchNorm1d", (4, 3, 5)),
@@ -42,10 +47,16 @@ def test_lazy_layer_becomes_its_eager_class_like_torch(torch, case) -> None:
     assert repr(ours) == repr(theirs)
     assert list(ours.state_dict()) == list(theirs.state_dict())
     assert ours.has_uninitialized_params()
-    lazy = [k for k, v in ours.state_dict().items() if isinstance(
-        v, nn.UninitializedParameter | nn.UninitializedBuffer)]
-    assert lazy == [k for k, v in theirs.state_dict().items() if isinstance(
-        v, torch.nn.UninitializedParameter | torch.nn.UninitializedBuffer)]
+    lazy = [
+        k
+        for k, v in ours.state_dict().items()
+        if isinstance(v, nn.UninitializedParameter | nn.UninitializedBuffer)
+    ]
+    assert lazy == [
+        k
+        for k, v in theirs.state_dict().items()
+        if isinstance(v, torch.nn.UninitializedParameter | torch.nn.UninitializedBuffer)
+    ]
     x = RNG.standard_normal(shape)
     ours(aa.tensor(x, dtype=aa.float32))
     theirs(torch.tensor(x, dtype=torch.float32))
@@ -76,8 +87,11 @@ def test_uninitialised_parameters_refuse_their_shape() -> None:
     assert repr(layer.weight) == "<UninitializedParameter>"
     with pytest.raises(RuntimeError, match="Can't access the shape of an uninitialized"):
         _ = layer.weight.shape
-    with pytest.raises(RuntimeError, match=r"Expected 3D \(unbatched\) or 4D \(batched\) input "
-                                           "to LazyConv2d"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"Expected 3D \(unbatched\) or 4D \(batched\) input "
+        "to LazyConv2d",
+    ):
         layer(aa.ones(5, 5))
     with pytest.raises(ValueError, match="in_channels must be divisible by groups"):
         nn.LazyConv2d(4, 3, groups=2)(aa.ones(1, 3, 5, 5))

@@ -23,19 +23,28 @@ VAR = RNG.random((4, 5)) + 0.1
 # (module name, constructor kwargs, inputs: (array, takes grad)); forward(*inputs)
 CASES = [
     ("TripletMarginLoss", {}, [(X, True), (Y, True), (Z, True)]),
-    ("TripletMarginLoss", {"margin": 0.5, "p": 1.0, "swap": True}, [(X, True), (Y, True),
-                                                                     (Z, True)]),
+    (
+        "TripletMarginLoss",
+        {"margin": 0.5, "p": 1.0, "swap": True},
+        [(X, True), (Y, True), (Z, True)],
+    ),
     ("TripletMarginWithDistanceLoss", {"swap": True}, [(X, True), (Y, True), (Z, True)]),
     ("MultiMarginLoss", {}, [(X, True), (CLASSES, False)]),
     ("MultiMarginLoss", {"p": 2, "margin": 0.7}, [(X, True), (CLASSES, False)]),
-    ("MultiMarginLoss", {"weight": np.array([1.0, 2.0, 0.5, 1.5, 3.0])},
-     [(X, True), (CLASSES, False)]),
+    (
+        "MultiMarginLoss",
+        {"weight": np.array([1.0, 2.0, 0.5, 1.5, 3.0])},
+        [(X, True), (CLASSES, False)],
+    ),
     ("MultiMarginLoss", {}, [(X[0], True), (CLASSES[1:2], False)]),
     ("MultiLabelMarginLoss", {}, [(X, True), (LABEL_LISTS, False)]),
     ("MultiLabelMarginLoss", {}, [(X[0], True), (LABEL_LISTS[0], False)]),
     ("MultiLabelSoftMarginLoss", {}, [(X, True), (BITS, False)]),
-    ("MultiLabelSoftMarginLoss", {"weight": np.array([1.0, 2.0, 0.5, 1.5, 3.0])},
-     [(X, True), (BITS, True)]),
+    (
+        "MultiLabelSoftMarginLoss",
+        {"weight": np.array([1.0, 2.0, 0.5, 1.5, 3.0])},
+        [(X, True), (BITS, True)],
+    ),
     ("HingeEmbeddingLoss", {"margin": 0.5}, [(X, True), (np.tile(SIGNS, (4, 1)), False)]),
     ("SoftMarginLoss", {}, [(X, True), (np.tile(SIGNS, (4, 1)), False)]),
     ("PoissonNLLLoss", {}, [(X, True), (COUNTS, True)]),
@@ -47,22 +56,25 @@ CASES = [
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-@pytest.mark.parametrize(("name", "kwargs", "inputs"), CASES,
-                         ids=[f"{c[0]}{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    ("name", "kwargs", "inputs"), CASES, ids=[f"{c[0]}{i}" for i, c in enumerate(CASES)]
+)
 def test_loss_matches_torch(torch, device, name, kwargs, inputs, reduction):
     results = []
     for lib, module, where in ((aa, nn, device), (torch, torch.nn, None)):
         on = {"device": where} if where else {}
-        built = {k: lib.tensor(v, **on) if isinstance(v, np.ndarray) else v
-                 for k, v in kwargs.items()}
+        built = {
+            k: lib.tensor(v, **on) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()
+        }
         loss_fn = getattr(module, name)(reduction=reduction, **built)
-        tensors = [lib.tensor(a, requires_grad=grad, **on) if a.dtype.kind == "f"
-                   else lib.tensor(a, **on) for a, grad in inputs]
+        tensors = [
+            lib.tensor(a, requires_grad=grad, **on) if a.dtype.kind == "f" else lib.tensor(a, **on)
+            for a, grad in inputs
+        ]
         loss = loss_fn(*tensors)
         weights = np.arange(1, np.prod(tuple(loss.shape)) + 1, dtype=np.float64)
         (loss * lib.tensor(weights.reshape(tuple(loss.shape)), **on)).sum().backward()
-        grads = [t.grad.cpu().numpy() for t, (_, grad) in zip(tensors, inputs, strict=True)
-                 if grad]
+        grads = [t.grad.cpu().numpy() for t, (_, grad) in zip(tensors, inputs, strict=True) if grad]
         results.append([loss.detach().cpu().numpy(), *grads])
     for a, b in zip(*results, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
@@ -81,8 +93,7 @@ ERRORS = [
     lambda lib, f: f.multi_margin_loss(lib.zeros(3, 4), lib.tensor([0, 1, 2]), p=3),
     lambda lib, f: f.multi_margin_loss(lib.zeros(3, 4), lib.tensor([0, 1])),
     lambda lib, f: f.multi_margin_loss(lib.zeros(3, 4), lib.tensor([0, 1, 7])),
-    lambda lib, f: f.multi_margin_loss(lib.zeros(3, 4), lib.tensor([0, 1, 2]),
-                                       weight=lib.ones(3)),
+    lambda lib, f: f.multi_margin_loss(lib.zeros(3, 4), lib.tensor([0, 1, 2]), weight=lib.ones(3)),
     lambda lib, f: f.gaussian_nll_loss(lib.zeros(3, 4), lib.zeros(3, 4), -lib.ones(3, 4)),
     lambda lib, f: f.gaussian_nll_loss(lib.zeros(3, 4), lib.zeros(3, 4), lib.ones(3, 2)),
     lambda lib, f: f.multilabel_margin_loss(lib.zeros(3, 4), lib.zeros(3, 3, dtype=lib.int64)),

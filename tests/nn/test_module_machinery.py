@@ -20,8 +20,10 @@ def _lib(torch, which):
 def _np(t):
     if t is None:
         return None
-    return t.detach().numpy() if hasattr(t, "numpy") and not isinstance(t, aa.Tensor) else (
-        np.asarray(t.detach())
+    return (
+        t.detach().numpy()
+        if hasattr(t, "numpy") and not isinstance(t, aa.Tensor)
+        else (np.asarray(t.detach()))
     )
 
 
@@ -193,8 +195,10 @@ def test_backward_hook_with_two_outputs_and_a_non_tensor_argument(torch):
         m = Split()
         m.register_full_backward_hook(
             lambda mod, gi, go: log.append(
-                ([None if g is None else _np(g).tolist() for g in gi],
-                 [None if g is None else _np(g).tolist() for g in go])
+                (
+                    [None if g is None else _np(g).tolist() for g in gi],
+                    [None if g is None else _np(g).tolist() for g in go],
+                )
             )
         )
         x = lib.tensor([1.0, 2.0], requires_grad=True)
@@ -253,8 +257,12 @@ def test_bilinear_matches_torch(torch):
     np.testing.assert_allclose(np.asarray(out.detach()), expected.detach().numpy(), rtol=1e-12)
     (out**2).sum().backward()
     (expected**2).sum().backward()
-    pairs = [(a1.grad, t1.grad), (a2.grad, t2.grad), (ours.weight.grad, theirs.weight.grad),
-             (ours.bias.grad, theirs.bias.grad)]
+    pairs = [
+        (a1.grad, t1.grad),
+        (a2.grad, t2.grad),
+        (ours.weight.grad, theirs.weight.grad),
+        (ours.bias.grad, theirs.bias.grad),
+    ]
     for mine, ref in pairs:
         np.testing.assert_allclose(np.asarray(mine), ref.numpy(), rtol=1e-10)
     assert repr(ours) == repr(theirs)

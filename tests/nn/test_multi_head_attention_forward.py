@@ -41,21 +41,45 @@ def _call(lib, tensors, masks, **options):
     for name, default in defaults.items():
         args.setdefault(name, default)
     return lib.nn.functional.multi_head_attention_forward(
-        query, key, value, E, H, args.pop("in_proj_weight"), args.pop("in_proj_bias"),
-        args.pop("bias_k"), args.pop("bias_v"), options.pop("add_zero_attn", False), 0.0,
-        args.pop("out_proj_weight"), args.pop("out_proj_bias"),
-        use_separate_proj_weight="q_proj_weight" in args, **args, **made, **options)
+        query,
+        key,
+        value,
+        E,
+        H,
+        args.pop("in_proj_weight"),
+        args.pop("in_proj_bias"),
+        args.pop("bias_k"),
+        args.pop("bias_v"),
+        options.pop("add_zero_attn", False),
+        0.0,
+        args.pop("out_proj_weight"),
+        args.pop("out_proj_bias"),
+        use_separate_proj_weight="q_proj_weight" in args,
+        **args,
+        **made,
+        **options,
+    )
 
 
 CASES = [
     (False, False, {}, {}),
     (True, False, {}, {"average_attn_weights": False}),
     (False, True, {"attn_mask": np.triu(np.ones((L, S), bool), 1)}, {}),
-    (False, False, {"attn_mask": RNG.standard_normal((N * H, L, S)),
-                    "key_padding_mask": np.array([[0, 0, 0, 1, 1], [0] * 5, [0, 1, 0, 0, 0]],
-                                                 bool)}, {"add_zero_attn": True}),
-    (True, True, {"key_padding_mask": np.array([[0, 0, 1, 1, 1], [0] * 5, [1, 0, 0, 0, 0]],
-                                               bool)}, {"need_weights": False}),
+    (
+        False,
+        False,
+        {
+            "attn_mask": RNG.standard_normal((N * H, L, S)),
+            "key_padding_mask": np.array([[0, 0, 0, 1, 1], [0] * 5, [0, 1, 0, 0, 0]], bool),
+        },
+        {"add_zero_attn": True},
+    ),
+    (
+        True,
+        True,
+        {"key_padding_mask": np.array([[0, 0, 1, 1, 1], [0] * 5, [1, 0, 0, 0, 0]], bool)},
+        {"need_weights": False},
+    ),
 ]
 
 
@@ -67,19 +91,26 @@ def test_matches_torch(torch, case) -> None:
     theirs = {k: torch.tensor(v, requires_grad=True) for k, v in arrays.items()}
     out, weights = _call(aa, ours, masks, **dict(options))
     ref, ref_weights = _call(torch, theirs, masks, **dict(options))
-    np.testing.assert_allclose(np.asarray(out.detach()), ref.detach().numpy(), rtol=1e-10,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(out.detach()), ref.detach().numpy(), rtol=1e-10, atol=1e-12
+    )
     if ref_weights is None:
         assert weights is None
     else:
-        np.testing.assert_allclose(np.asarray(weights.detach()), ref_weights.detach().numpy(),
-                                   rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(
+            np.asarray(weights.detach()), ref_weights.detach().numpy(), rtol=1e-10, atol=1e-12
+        )
     g = RNG.standard_normal(tuple(ref.shape))
     out.backward(aa.tensor(g))
     ref.backward(torch.tensor(g))
     for name in arrays:
-        np.testing.assert_allclose(np.asarray(ours[name].grad), theirs[name].grad.numpy(),
-                                   rtol=1e-9, atol=1e-11, err_msg=name)
+        np.testing.assert_allclose(
+            np.asarray(ours[name].grad),
+            theirs[name].grad.numpy(),
+            rtol=1e-9,
+            atol=1e-11,
+            err_msg=name,
+        )
 
 
 def test_unbatched_and_static_keys_match_torch(torch) -> None:

@@ -109,8 +109,7 @@ def test_padded_batch_matches_torch(torch, device, kind, kwargs, with_states):
     batch, steps = 3, 5
     shape = (batch, steps, INPUT) if kwargs.get("batch_first") else (steps, batch, INPUT)
     states = [rng.standard_normal(s) for s in state_shapes(kind, kwargs, batch)]
-    compare(torch, ours, theirs, rng.standard_normal(shape), states if with_states else [],
-            device)
+    compare(torch, ours, theirs, rng.standard_normal(shape), states if with_states else [], device)
 
 
 @pytest.mark.parametrize(("kind", "kwargs"), CASES[::2], ids=IDS[::2])
@@ -131,18 +130,29 @@ def test_packed_batch_matches_torch(torch, device, kind, kwargs, enforce_sorted)
     batch_first = kwargs.get("batch_first", False)
     shape = (5, 5, INPUT)
     states = [rng.standard_normal(s) for s in state_shapes(kind, kwargs, 5)]
-    compare(torch, ours, theirs, rng.standard_normal(shape), states, device,
-            pack=(lengths, enforce_sorted, batch_first))
+    compare(
+        torch,
+        ours,
+        theirs,
+        rng.standard_normal(shape),
+        states,
+        device,
+        pack=(lengths, enforce_sorted, batch_first),
+    )
 
 
 def test_packed_output_keeps_the_packing(torch):
     ours, theirs = pair(torch, "LSTM", {"bidirectional": True})
     x = np.random.default_rng(4).standard_normal((4, 3, INPUT))
-    packed = rnn_utils.pack_padded_sequence(aa.tensor(x), aa.tensor([2, 4, 3]),
-                                            enforce_sorted=False)
+    packed = rnn_utils.pack_padded_sequence(
+        aa.tensor(x), aa.tensor([2, 4, 3]), enforce_sorted=False
+    )
     out, (h, c) = ours(packed)
-    ref, (h_ref, c_ref) = theirs(torch.nn.utils.rnn.pack_padded_sequence(
-        torch.tensor(x), torch.tensor([2, 4, 3]), enforce_sorted=False))
+    ref, (h_ref, c_ref) = theirs(
+        torch.nn.utils.rnn.pack_padded_sequence(
+            torch.tensor(x), torch.tensor([2, 4, 3]), enforce_sorted=False
+        )
+    )
     assert isinstance(out, rnn_utils.PackedSequence)
     assert out.batch_sizes.tolist() == ref.batch_sizes.tolist()
     assert out.sorted_indices.tolist() == ref.sorted_indices.tolist()
@@ -215,8 +225,13 @@ def test_gradcheck_float64():
     for layer in (nn.LSTM(2, 3, proj_size=2, bidirectional=True), nn.GRU(2, 3), nn.RNN(2, 3)):
         layer.double()
         x = aa.randn(3, 2, 2, dtype=aa.float64, requires_grad=True)
-        h0 = aa.randn(2 if layer.bidirectional else 1, 2, layer.proj_size or 3,
-                      dtype=aa.float64, requires_grad=True)
+        h0 = aa.randn(
+            2 if layer.bidirectional else 1,
+            2,
+            layer.proj_size or 3,
+            dtype=aa.float64,
+            requires_grad=True,
+        )
         if isinstance(layer, nn.LSTM):
             c0 = aa.randn(2, 2, 3, dtype=aa.float64, requires_grad=True)
             params = [x, h0, c0, *layer.parameters()]
@@ -229,16 +244,20 @@ def test_gradcheck_float64():
 
             def fn(x, h0, *_, layer=layer):
                 return layer(x, h0)
+
         assert aa.autograd.gradcheck(fn, params)
 
 
-@pytest.mark.parametrize(("kind", "kwargs"), [
-    ("LSTM", {"proj_size": 2}),
-    ("GRU", {}),
-    ("RNN", {}),
-    ("LSTM", {"bidirectional": True, "num_layers": 2}),
-    ("GRU", {"bidirectional": True}),
-])
+@pytest.mark.parametrize(
+    ("kind", "kwargs"),
+    [
+        ("LSTM", {"proj_size": 2}),
+        ("GRU", {}),
+        ("RNN", {}),
+        ("LSTM", {"bidirectional": True, "num_layers": 2}),
+        ("GRU", {"bidirectional": True}),
+    ],
+)
 def test_double_backward_matches_torch(torch, device, kind, kwargs):
     ours, theirs = pair(torch, kind, kwargs, device)
     rng = np.random.default_rng(6)
@@ -256,7 +275,7 @@ def test_double_backward_matches_torch(torch, device, kind, kwargs):
             grad = torch.autograd.grad
         out, _ = layer(packed)
         weights = list(layer.parameters())
-        first = grad((out.data ** 2).sum(), [xt, *weights], create_graph=True)
+        first = grad((out.data**2).sum(), [xt, *weights], create_graph=True)
         total = sum((g * g).sum() for g in first)
         second = grad(total, [xt, *weights])
         results.append([to_numpy(g) if lib == "ours" else g.numpy() for g in second])
@@ -287,10 +306,23 @@ def test_in_place_loops_agree_with_the_plain_rules(mode, reverse):
     g_h = rng.standard_normal(h0.shape)
     g_c = rng.standard_normal((3, hidden)) if mode == "LSTM" else None
     need = (True, True, mode == "LSTM", True, True, True, True, proj is not None)
-    expected = rules.backprop_layer(mode, batch_sizes, reverse, plain[3], need, x, w_ih, w_hh,
-                                    w_hr, g_out, g_h, g_c)
-    got = backward_arrays(mode, rules.step_spans(batch_sizes), reverse, fast[3], need, x, w_ih,
-                          w_hh, w_hr, g_out, g_h, g_c)
+    expected = rules.backprop_layer(
+        mode, batch_sizes, reverse, plain[3], need, x, w_ih, w_hh, w_hr, g_out, g_h, g_c
+    )
+    got = backward_arrays(
+        mode,
+        rules.step_spans(batch_sizes),
+        reverse,
+        fast[3],
+        need,
+        x,
+        w_ih,
+        w_hh,
+        w_hr,
+        g_out,
+        g_h,
+        g_c,
+    )
     for a, b in zip(expected, got, strict=True):
         assert (a is None) == (b is None)
         if a is not None:

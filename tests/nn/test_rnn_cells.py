@@ -70,8 +70,9 @@ def test_cell_matches_torch(torch, device, kind, kwargs, shape, with_state):
         np.testing.assert_allclose(to_numpy(a.grad), b.grad.numpy(), rtol=1e-9, atol=1e-12)
     ref_params = dict(theirs.named_parameters())
     for name, p in ours.named_parameters():
-        np.testing.assert_allclose(to_numpy(p.grad), ref_params[name].grad.numpy(), rtol=1e-9,
-                                   atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(
+            to_numpy(p.grad), ref_params[name].grad.numpy(), rtol=1e-9, atol=1e-12, err_msg=name
+        )
 
 
 def test_cells_double_backward_matches_torch(torch):
@@ -84,8 +85,8 @@ def test_cells_double_backward_matches_torch(torch):
             out = layer(xt)
             out = out[1] if isinstance(out, tuple) else out
             params = list(layer.parameters())
-            first = lib.autograd.grad((out ** 3).sum(), [xt, *params], create_graph=True)
-            second = lib.autograd.grad(sum((g ** 2).sum() for g in first), [xt, *params])
+            first = lib.autograd.grad((out**3).sum(), [xt, *params], create_graph=True)
+            second = lib.autograd.grad(sum((g**2).sum() for g in first), [xt, *params])
             grads.append([np.asarray(g.detach().numpy()) for g in second])
         for a, b in zip(*grads, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)
@@ -114,28 +115,58 @@ INPUT_ERRORS = [
     (lambda m: m.GRU(4, 3), lambda layer, t: layer(t(np.zeros((5, 2, 2, 4), F32)))),
     (lambda m: m.RNN(4, 3), lambda layer, t: layer(t(np.zeros((5, 2, 2, 4), F32)))),
     (lambda m: m.LSTM(4, 3), lambda layer, t: layer(t(np.zeros((5,), F32)))),
-    (lambda m: m.RNN(4, 3), lambda layer, t: layer(t(np.zeros((5, 2, 4), F32)),
-                                                  t(np.zeros((1, 3, 3), F32)))),
-    (lambda m: m.GRU(4, 3), lambda layer, t: layer(t(np.zeros((5, 2, 4), F32)),
-                                                  t(np.zeros((2, 3), F32)))),
-    (lambda m: m.GRU(4, 3), lambda layer, t: layer(t(np.zeros((5, 4), F32)),
-                                                  t(np.zeros((1, 1, 3), F32)))),
-    (lambda m: m.LSTM(4, 3), lambda layer, t: layer(
-        t(np.zeros((5, 2, 4), F32)), (t(np.zeros((1, 3, 3), F32)), t(np.zeros((1, 2, 3), F32))))),
-    (lambda m: m.LSTM(4, 3), lambda layer, t: layer(
-        t(np.zeros((5, 2, 4), F32)), (t(np.zeros((1, 2, 3), F32)), t(np.zeros((1, 2, 2), F32))))),
-    (lambda m: m.LSTM(4, 3), lambda layer, t: layer(
-        t(np.zeros((5, 2, 4), F32)), (t(np.zeros((2, 3), F32)), t(np.zeros((2, 3), F32))))),
-    (lambda m: m.LSTM(4, 3, proj_size=2), lambda layer, t: layer(
-        t(np.zeros((5, 2, 4), F32)), (t(np.zeros((1, 2, 3), F32)), t(np.zeros((1, 2, 3), F32))))),
+    (
+        lambda m: m.RNN(4, 3),
+        lambda layer, t: layer(t(np.zeros((5, 2, 4), F32)), t(np.zeros((1, 3, 3), F32))),
+    ),
+    (
+        lambda m: m.GRU(4, 3),
+        lambda layer, t: layer(t(np.zeros((5, 2, 4), F32)), t(np.zeros((2, 3), F32))),
+    ),
+    (
+        lambda m: m.GRU(4, 3),
+        lambda layer, t: layer(t(np.zeros((5, 4), F32)), t(np.zeros((1, 1, 3), F32))),
+    ),
+    (
+        lambda m: m.LSTM(4, 3),
+        lambda layer, t: layer(
+            t(np.zeros((5, 2, 4), F32)), (t(np.zeros((1, 3, 3), F32)), t(np.zeros((1, 2, 3), F32)))
+        ),
+    ),
+    (
+        lambda m: m.LSTM(4, 3),
+        lambda layer, t: layer(
+            t(np.zeros((5, 2, 4), F32)), (t(np.zeros((1, 2, 3), F32)), t(np.zeros((1, 2, 2), F32)))
+        ),
+    ),
+    (
+        lambda m: m.LSTM(4, 3),
+        lambda layer, t: layer(
+            t(np.zeros((5, 2, 4), F32)), (t(np.zeros((2, 3), F32)), t(np.zeros((2, 3), F32)))
+        ),
+    ),
+    (
+        lambda m: m.LSTM(4, 3, proj_size=2),
+        lambda layer, t: layer(
+            t(np.zeros((5, 2, 4), F32)), (t(np.zeros((1, 2, 3), F32)), t(np.zeros((1, 2, 3), F32)))
+        ),
+    ),
     (lambda m: m.LSTMCell(4, 3), lambda layer, t: layer(t(np.zeros((2, 3), F32)))),
-    (lambda m: m.LSTMCell(4, 3), lambda layer, t: layer(
-        t(np.zeros((2, 4), F32)), (t(np.zeros((3, 3), F32)), t(np.zeros((2, 3), F32))))),
-    (lambda m: m.GRUCell(4, 3), lambda layer, t: layer(t(np.zeros((2, 4), F32)),
-                                                       t(np.zeros((2, 5), F32)))),
+    (
+        lambda m: m.LSTMCell(4, 3),
+        lambda layer, t: layer(
+            t(np.zeros((2, 4), F32)), (t(np.zeros((3, 3), F32)), t(np.zeros((2, 3), F32)))
+        ),
+    ),
+    (
+        lambda m: m.GRUCell(4, 3),
+        lambda layer, t: layer(t(np.zeros((2, 4), F32)), t(np.zeros((2, 5), F32))),
+    ),
     (lambda m: m.RNNCell(4, 3), lambda layer, t: layer(t(np.zeros((2, 2, 4), F32)))),
-    (lambda m: m.GRUCell(4, 3), lambda layer, t: layer(t(np.zeros((2, 4), F32)),
-                                                       t(np.zeros((1, 2, 3), F32)))),
+    (
+        lambda m: m.GRUCell(4, 3),
+        lambda layer, t: layer(t(np.zeros((2, 4), F32)), t(np.zeros((1, 2, 3), F32))),
+    ),
 ]
 
 
@@ -169,8 +200,9 @@ def test_dropout_with_one_layer_warns_as_torch():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         nn.GRU(4, 3, dropout=0.5)
-    assert any("non-zero dropout expects num_layers greater than 1" in str(w.message)
-               for w in caught)
+    assert any(
+        "non-zero dropout expects num_layers greater than 1" in str(w.message) for w in caught
+    )
 
 
 def test_dtype_mismatch_is_a_value_error():

@@ -21,24 +21,35 @@ def test_pack_then_pad_matches_torch(torch, device, batch_first, enforce_sorted,
     x = np.random.default_rng(0).standard_normal((4, 6, 2) if batch_first else (6, 4, 2))
     ours_x = aa.tensor(x, requires_grad=True, device=device)
     ref_x = torch.tensor(x, requires_grad=True)
-    ours = R.pack_padded_sequence(ours_x, aa.tensor(lengths) if as_tensor else lengths,
-                                  batch_first=batch_first, enforce_sorted=enforce_sorted)
+    ours = R.pack_padded_sequence(
+        ours_x,
+        aa.tensor(lengths) if as_tensor else lengths,
+        batch_first=batch_first,
+        enforce_sorted=enforce_sorted,
+    )
     ref = torch.nn.utils.rnn.pack_padded_sequence(
-        ref_x, torch.tensor(lengths) if as_tensor else lengths, batch_first=batch_first,
-        enforce_sorted=enforce_sorted)
+        ref_x,
+        torch.tensor(lengths) if as_tensor else lengths,
+        batch_first=batch_first,
+        enforce_sorted=enforce_sorted,
+    )
     np.testing.assert_array_equal(to_numpy(ours.data), ref.data.detach().numpy())
     assert ours.batch_sizes.tolist() == ref.batch_sizes.tolist()
     assert ours.batch_sizes.dtype == aa.int64 and ours.batch_sizes.device.type == "cpu"
-    for mine, theirs in ((ours.sorted_indices, ref.sorted_indices),
-                         (ours.unsorted_indices, ref.unsorted_indices)):
+    for mine, theirs in (
+        (ours.sorted_indices, ref.sorted_indices),
+        (ours.unsorted_indices, ref.unsorted_indices),
+    ):
         assert (mine is None) == (theirs is None)
         if mine is not None:
             assert mine.tolist() == theirs.tolist()
     for total in (None, 7):
-        padded, lens = R.pad_packed_sequence(ours, batch_first=batch_first, padding_value=-1.5,
-                                             total_length=total)
+        padded, lens = R.pad_packed_sequence(
+            ours, batch_first=batch_first, padding_value=-1.5, total_length=total
+        )
         ref_padded, ref_lens = torch.nn.utils.rnn.pad_packed_sequence(
-            ref, batch_first=batch_first, padding_value=-1.5, total_length=total)
+            ref, batch_first=batch_first, padding_value=-1.5, total_length=total
+        )
         np.testing.assert_array_equal(to_numpy(padded), ref_padded.detach().numpy())
         assert lens.tolist() == ref_lens.tolist()
     w = np.random.default_rng(1).standard_normal(tuple(ref_padded.shape))
@@ -55,8 +66,9 @@ def test_pad_sequence_matches_torch(torch, device, batch_first, side):
     ours_in = [aa.tensor(a, requires_grad=True, device=device) for a in arrays]
     ref_in = [torch.tensor(a, requires_grad=True) for a in arrays]
     ours = R.pad_sequence(ours_in, batch_first=batch_first, padding_value=7.0, padding_side=side)
-    ref = torch.nn.utils.rnn.pad_sequence(ref_in, batch_first=batch_first, padding_value=7.0,
-                                          padding_side=side)
+    ref = torch.nn.utils.rnn.pad_sequence(
+        ref_in, batch_first=batch_first, padding_value=7.0, padding_side=side
+    )
     np.testing.assert_array_equal(to_numpy(ours), ref.detach().numpy())
     w = rng.standard_normal(tuple(ref.shape))
     (ours * aa.tensor(w, device=device)).sum().backward()
@@ -74,8 +86,9 @@ def test_pack_unpack_and_unpad_sequence_match_torch(torch, device, enforce_sorte
     ref = torch.nn.utils.rnn.pack_sequence([torch.tensor(a) for a in arrays], enforce_sorted)
     np.testing.assert_array_equal(to_numpy(ours.data), ref.data.numpy())
     assert ours.batch_sizes.tolist() == ref.batch_sizes.tolist()
-    for mine, theirs in zip(R.unpack_sequence(ours), torch.nn.utils.rnn.unpack_sequence(ref),
-                            strict=True):
+    for mine, theirs in zip(
+        R.unpack_sequence(ours), torch.nn.utils.rnn.unpack_sequence(ref), strict=True
+    ):
         np.testing.assert_array_equal(to_numpy(mine), theirs.numpy())
     padded = R.pad_sequence([aa.tensor(a, device=device) for a in arrays], batch_first=True)
     pieces = R.unpad_sequence(padded, aa.tensor(list(sizes)), batch_first=True)
@@ -114,8 +127,7 @@ def test_errors_match_torch(torch):
         lambda m, t: m.pack_padded_sequence(t(x), [2, 3, 1]),
         lambda m, t: m.pack_padded_sequence(t(x), [3, 2]),
         lambda m, t: m.pack_padded_sequence(t(x), [3, 1, 0]),
-        lambda m, t: m.pad_packed_sequence(m.pack_padded_sequence(t(x), [3, 2, 1]),
-                                           total_length=2),
+        lambda m, t: m.pad_packed_sequence(m.pack_padded_sequence(t(x), [3, 2, 1]), total_length=2),
         lambda m, t: m.pad_sequence([t(np.zeros(2))], padding_side="middle"),
     ]
     for case in cases:

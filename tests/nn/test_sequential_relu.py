@@ -125,6 +125,7 @@ def test_relu_first_leaves_the_callers_tensor_alone(inplace: bool) -> None:
     x = aa.tensor(X)
     out = net(x)
     np.testing.assert_array_equal(x.numpy(), X)
-    want = np.maximum(np.maximum(X, 0) @ net[1].weight.detach().numpy().T
-                      + net[1].bias.detach().numpy(), 0)
+    want = np.maximum(
+        np.maximum(X, 0) @ net[1].weight.detach().numpy().T + net[1].bias.detach().numpy(), 0
+    )
     np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-6, atol=1e-6)

@@ -32,6 +32,7 @@ def no_warning(call):
 
 def as_tuple_shapes(message: str) -> str:
     """PyTorch's message with its `torch.Size([4, 1])` written as our shapes are, `(4, 1)`."""
+
     def shape(match: re.Match) -> str:
         dims = [int(d) for d in match.group(1).split(",") if d.strip()]
         return repr(tuple(dims))
@@ -40,10 +41,12 @@ def as_tuple_shapes(message: str) -> str:
 
 
 # ------------------------------------------------------------------------ mse_loss broadcasting
-@pytest.mark.parametrize(("input_shape", "target_shape"), [((4, 1), (4,)), ((4, 1), ()),
-                                                           ((3,), (2, 3))])
-def test_mse_loss_warns_as_pytorch_does_when_the_target_broadcasts(torch, input_shape,
-                                                                   target_shape):
+@pytest.mark.parametrize(
+    ("input_shape", "target_shape"), [((4, 1), (4,)), ((4, 1), ()), ((3,), (2, 3))]
+)
+def test_mse_loss_warns_as_pytorch_does_when_the_target_broadcasts(
+    torch, input_shape, target_shape
+):
     x, t = np.ones(input_shape, np.float32), np.zeros(target_shape, np.float32)
     ours = only_warning(lambda: F.mse_loss(aa.tensor(x), aa.tensor(t)))
     theirs = only_warning(lambda: torch.nn.functional.mse_loss(torch.tensor(x), torch.tensor(t)))
@@ -79,8 +82,9 @@ def test_linear_refuses_an_input_of_another_dtype_than_its_weight(torch, dtype, 
         torch.nn.Linear(3, 2, bias=True)(torch.tensor(data))
     # PyTorch's biased path gives this text (its unbiased matmul path words it differently).
     assert str(ours.value) == str(theirs.value)
-    assert re.fullmatch(r"mat1 and mat2 must have the same dtype, but got \w+ and Float",
-                        str(ours.value))
+    assert re.fullmatch(
+        r"mat1 and mat2 must have the same dtype, but got \w+ and Float", str(ours.value)
+    )
 
 
 def test_linear_refuses_a_bias_of_another_dtype(torch):
@@ -89,8 +93,10 @@ def test_linear_refuses_a_bias_of_another_dtype(torch):
         F.linear(aa.tensor(x), aa.tensor(w), aa.tensor(b))
     with pytest.raises(RuntimeError) as theirs:
         torch.nn.functional.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b))
-    assert str(ours.value) == str(theirs.value) == (
-        "self and mat2 must have the same dtype, but got Double and Float"
+    assert (
+        str(ours.value)
+        == str(theirs.value)
+        == ("self and mat2 must have the same dtype, but got Double and Float")
     )
 
 
@@ -111,9 +117,13 @@ def test_softmax_without_dim_warns_and_picks_pytorchs_dim(torch, name, ndim):
     ours = only_warning(lambda: got.append(ours_fn(aa.tensor(data))))
     want = []
     theirs = only_warning(lambda: want.append(theirs_fn(torch.tensor(data))))
-    assert str(ours.message) == str(theirs.message) == (
-        f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
-        "dim=X as an argument."
+    assert (
+        str(ours.message)
+        == str(theirs.message)
+        == (
+            f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
+            "dim=X as an argument."
+        )
     )
     assert ours.category is theirs.category is UserWarning
     assert ours.filename == __file__
@@ -130,13 +140,22 @@ def test_softmax_with_dim_is_silent_and_the_modules_warn_without_one():
 # ---------------------------------------------------------------------- mse_loss dtypes
 @pytest.mark.parametrize(
     ("input_dtype", "target_dtype"),
-    [("float32", "int64"), ("float32", "bool"), ("float64", "float32"), ("float32", "float64"),
-     ("int64", "float32"), ("float16", "int64")],
+    [
+        ("float32", "int64"),
+        ("float32", "bool"),
+        ("float64", "float32"),
+        ("float32", "float64"),
+        ("int64", "float32"),
+        ("float16", "int64"),
+    ],
 )
 @pytest.mark.parametrize("reduction", ["mean", "none"])
 def test_mse_loss_result_dtype_is_pytorchs(torch, input_dtype, target_dtype, reduction):
-    x = np.array([0.5, 1.5, -2.0, 3.0], input_dtype) if input_dtype != "int64" else \
-        np.array([0, 1, -2, 3])
+    x = (
+        np.array([0.5, 1.5, -2.0, 3.0], input_dtype)
+        if input_dtype != "int64"
+        else np.array([0, 1, -2, 3])
+    )
     t = np.array([1, 0, 1, 1], target_dtype)
     ours = F.mse_loss(aa.tensor(x), aa.tensor(t), reduction=reduction)
     theirs = torch.nn.functional.mse_loss(torch.tensor(x), torch.tensor(t), reduction=reduction)

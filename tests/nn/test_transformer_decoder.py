@@ -27,8 +27,9 @@ def test_decoder_layer_matches_torch(torch, options):
     ours = nn.TransformerDecoderLayer(E, 2, dim_feedforward=16, dropout=0.0, **options)
     theirs = torch.nn.TransformerDecoderLayer(E, 2, dim_feedforward=16, dropout=0.0, **options)
     assert list(ours.state_dict()) == list(theirs.state_dict())
-    shape_t, shape_m = ((N, T, E), (N, S, E)) if options.get("batch_first") else ((T, N, E),
-                                                                                (S, N, E))
+    shape_t, shape_m = (
+        ((N, T, E), (N, S, E)) if options.get("batch_first") else ((T, N, E), (S, N, E))
+    )
     compare_layer(torch, ours, theirs, _x(*shape_t), _x(*shape_m))
 
 
@@ -45,9 +46,14 @@ def test_decoder_with_masks_and_final_norm_matches_torch(torch):
 
     def call(layer, tgt, memory):
         lib = aa if isinstance(layer, nn.Module) else torch
-        return layer(tgt, memory, tgt_mask=lib.tensor(causal),
-                     memory_mask=lib.tensor(memory_mask),
-                     memory_key_padding_mask=lib.tensor(padding), tgt_is_causal=True)
+        return layer(
+            tgt,
+            memory,
+            tgt_mask=lib.tensor(causal),
+            memory_mask=lib.tensor(memory_mask),
+            memory_key_padding_mask=lib.tensor(padding),
+            tgt_is_causal=True,
+        )
 
     compare_layer(torch, ours, theirs, _x(T, N, E), _x(S, N, E), call=call)
 
@@ -55,8 +61,9 @@ def test_decoder_with_masks_and_final_norm_matches_torch(torch):
 @pytest.mark.parametrize("batch_first", [False, True])
 def test_transformer_matches_torch(torch, batch_first):
     def make(lib):
-        return lib.nn.Transformer(E, 2, 2, 1, dim_feedforward=12, dropout=0.0,
-                                  batch_first=batch_first)
+        return lib.nn.Transformer(
+            E, 2, 2, 1, dim_feedforward=12, dropout=0.0, batch_first=batch_first
+        )
 
     ours, theirs = make(aa), make(torch)
     assert list(ours.state_dict()) == list(theirs.state_dict())
@@ -82,6 +89,7 @@ def test_transformer_init_and_errors():
         model(aa.randn(S, 2, E), aa.randn(T, 3, E))
     with pytest.raises(RuntimeError, match="the feature number of src and tgt must be equal"):
         model(aa.randn(S, 2, E), aa.randn(T, 2, E + 1))
-    custom = nn.Transformer(E, 2, custom_encoder=nn.Identity(), num_decoder_layers=1,
-                            dim_feedforward=12)
+    custom = nn.Transformer(
+        E, 2, custom_encoder=nn.Identity(), num_decoder_layers=1, dim_feedforward=12
+    )
     assert isinstance(custom.encoder, nn.Identity)

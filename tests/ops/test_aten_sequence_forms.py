@@ -13,9 +13,16 @@ WEIGHT = _RNG.normal(size=(6, 3))
 INDICES = [1, 2, 4, 5, 4, 3]
 OFFSETS = [0, 2, 2, 4]
 BAG_CASES = [
-    (0,), (1,), (2,),
-    (0, False, None, False, 4), (1, False, None, False, 4), (2, False, None, False, 4),
-    (0, False, "weights"), (0, False, None, True), (1, False, None, True), (2, False, None, True),
+    (0,),
+    (1,),
+    (2,),
+    (0, False, None, False, 4),
+    (1, False, None, False, 4),
+    (2, False, None, False, 4),
+    (0, False, "weights"),
+    (0, False, None, True),
+    (1, False, None, True),
+    (2, False, None, True),
 ]
 
 
@@ -29,8 +36,9 @@ def test_embedding_bag_matches_torch(torch, device, case):
         if len(extra) > 2 and extra[2] == "weights":
             extra[2] = lib.tensor(np.linspace(0.5, 1.5, 6), requires_grad=True, **on)
         offsets = OFFSETS[:-1] + [6] if len(extra) > 3 and extra[3] else OFFSETS
-        out = lib.embedding_bag(weight, lib.tensor(INDICES, **on), lib.tensor(offsets, **on),
-                                False, *extra)
+        out = lib.embedding_bag(
+            weight, lib.tensor(INDICES, **on), lib.tensor(offsets, **on), False, *extra
+        )
         (out[0] * out[0]).sum().backward()
         return out, weight.grad
 

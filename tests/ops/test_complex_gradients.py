@@ -57,7 +57,8 @@ UNARY = {
     "qr_wide": lambda m, z: m.linalg.qr(z[:2])[1],
     "svd_uvh": lambda m, z: (lambda u, s, vh: u @ vh)(*m.linalg.svd(z)),
     "svd_rebuilt": lambda m, z: (lambda u, s, vh: (u * s.to(u.dtype)) @ vh)(
-        *m.linalg.svd(z, full_matrices=False)),
+        *m.linalg.svd(z, full_matrices=False)
+    ),
     "pinv": lambda m, z: m.linalg.pinv(z),
     "trace": lambda m, z: z.trace(),
     "diag": lambda m, z: z.diag(),
@@ -168,6 +169,7 @@ def test_holomorphic_gradient_is_the_conjugate_derivative():
 
 def test_double_backward_through_complex_ops(torch):
     """create_graph: the second derivative follows the same convention."""
+
     def second(lib):
         z = lib.tensor(Z, requires_grad=True)
         (g,) = lib.autograd.grad((z.exp() * z).abs().pow(2).sum(), z, create_graph=True)

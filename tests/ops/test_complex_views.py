@@ -74,8 +74,10 @@ def test_values_and_gradients_match_torch(torch, device, name):
                 np.testing.assert_allclose(g, r, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["complex", "polar_of_abs", "angle_complex", "view_as_real",
-                                  "view_as_complex", "round_trip"])
+@pytest.mark.parametrize(
+    "name",
+    ["complex", "polar_of_abs", "angle_complex", "view_as_real", "view_as_complex", "round_trip"],
+)
 def test_finite_differences_first_and_second_order(device, name):
     """gradcheck over real numbers: complex inputs travel as (..., 2) reals and complex outputs
     come back as such (the two views are checked against PyTorch above)."""
@@ -126,23 +128,37 @@ def test_dtypes_follow_torch(torch):
 
 
 ERRORS = [
-    (lambda m: m.complex(m.ones(2), m.ones(2, dtype=m.float64)),
-     "Expected object of scalar type Float but got scalar type Double for second argument"),
-    (lambda m: m.complex(m.ones(2, dtype=m.long), m.ones(2, dtype=m.long)),
-     "Expected both inputs to be Half, Float or Double tensors but got Long and Long"),
-    (lambda m: m.polar(m.ones(2, dtype=m.long), m.ones(2, dtype=m.long)),
-     "Expected both inputs to be Half, Float or Double tensors but got Long and Long"),
+    (
+        lambda m: m.complex(m.ones(2), m.ones(2, dtype=m.float64)),
+        "Expected object of scalar type Float but got scalar type Double for second argument",
+    ),
+    (
+        lambda m: m.complex(m.ones(2, dtype=m.long), m.ones(2, dtype=m.long)),
+        "Expected both inputs to be Half, Float or Double tensors but got Long and Long",
+    ),
+    (
+        lambda m: m.polar(m.ones(2, dtype=m.long), m.ones(2, dtype=m.long)),
+        "Expected both inputs to be Half, Float or Double tensors but got Long and Long",
+    ),
     (lambda m: m.view_as_real(m.ones(2)), "view_as_real is only supported for complex tensors"),
-    (lambda m: m.view_as_complex(m.ones(3, dtype=m.long)),
-     "view_as_complex is only supported for half, float and double tensors, but got a tensor "
-     "of scalar type: Long"),
+    (
+        lambda m: m.view_as_complex(m.ones(3, dtype=m.long)),
+        "view_as_complex is only supported for half, float and double tensors, but got a tensor "
+        "of scalar type: Long",
+    ),
     (lambda m: m.view_as_complex(m.ones(2, 3)), "Tensor must have a last dimension of size 2"),
-    (lambda m: m.view_as_complex(m.ones(2, 2).t()),
-     "Tensor must have a last dimension with stride 1"),
-    (lambda m: m.view_as_complex(m.ones(6)[1:5].view(2, 2)),
-     "Tensor must have a storage_offset divisible by 2"),
-    (lambda m: m.view_as_complex(m.ones(3, 3, 2)[:, :, :1].expand(3, 3, 2)),
-     "Tensor must have a last dimension with stride 1"),
+    (
+        lambda m: m.view_as_complex(m.ones(2, 2).t()),
+        "Tensor must have a last dimension with stride 1",
+    ),
+    (
+        lambda m: m.view_as_complex(m.ones(6)[1:5].view(2, 2)),
+        "Tensor must have a storage_offset divisible by 2",
+    ),
+    (
+        lambda m: m.view_as_complex(m.ones(3, 3, 2)[:, :, :1].expand(3, 3, 2)),
+        "Tensor must have a last dimension with stride 1",
+    ),
 ]
 
 

@@ -30,8 +30,13 @@ WAIT_S = 30.0  # generous: only a broken pool waits this long
 SPLIT_CASES = [
     # (name, input shape, weight shape, with bias, keyword arguments)
     ("conv2d", (5, 3, 7, 8), (4, 3, 3, 3), True, {"padding": 1}),
-    ("conv2d", (4, 4, 8, 8), (6, 2, 3, 2), True, {"padding": (1, 2), "groups": 2,
-                                                   "dilation": (1, 2)}),
+    (
+        "conv2d",
+        (4, 4, 8, 8),
+        (6, 2, 3, 2),
+        True,
+        {"padding": (1, 2), "groups": 2, "dilation": (1, 2)},
+    ),
     ("conv2d", (3, 4, 9, 8), (5, 4, 3, 3), False, {"stride": 2, "padding": 1}),
     ("conv1d", (4, 3, 12), (2, 3, 3), True, {"padding": 2}),
     ("conv3d", (2, 2, 4, 5, 4), (3, 2, 2, 3, 2), True, {"padding": (1, 0, 1)}),
@@ -71,11 +76,14 @@ def _arrays(xs, ws, bias):
 
 
 @pytest.mark.parametrize(("name", "xs", "ws", "bias", "kwargs"), SPLIT_CASES)
-def test_whole_batch_matches_torch(torch, whole_batch, name, xs, ws, bias,
-                                         kwargs) -> None:
+def test_whole_batch_matches_torch(torch, whole_batch, name, xs, ws, bias, kwargs) -> None:
     ours, theirs = getattr(F, name), getattr(torch.nn.functional, name)
-    out = against_torch(torch, lambda *t: ours(*t, **kwargs), lambda *t: theirs(*t, **kwargs),
-                        *_arrays(xs, ws, bias))
+    out = against_torch(
+        torch,
+        lambda *t: ours(*t, **kwargs),
+        lambda *t: theirs(*t, **kwargs),
+        *_arrays(xs, ws, bias),
+    )
     assert not out.grad_fn._by_parts
 
 
@@ -83,47 +91,80 @@ def test_whole_batch_matches_torch(torch, whole_batch, name, xs, ws, bias,
 @pytest.mark.parametrize(("name", "xs", "ws", "bias", "kwargs"), PART_CASES)
 def test_by_parts_matches_torch(torch, by_parts, device, name, xs, ws, bias, kwargs) -> None:
     ours, theirs = getattr(F, name), getattr(torch.nn.functional, name)
-    out = against_torch(torch, lambda *t: ours(*t, **kwargs), lambda *t: theirs(*t, **kwargs),
-                        *_arrays(xs, ws, bias), device=device)
+    out = against_torch(
+        torch,
+        lambda *t: ours(*t, **kwargs),
+        lambda *t: theirs(*t, **kwargs),
+        *_arrays(xs, ws, bias),
+        device=device,
+    )
     assert out.grad_fn._by_parts == (aa.device(device).type != "cuda")
 
 
 TRANSPOSED_CASES = [
     # (name, input shape, weight shape, with bias, keyword arguments)
     ("conv_transpose2d", (5, 4, 6, 7), (4, 3, 3, 3), True, {"padding": 1}),
-    ("conv_transpose2d", (4, 4, 5, 5), (4, 2, 4, 4), True, {"stride": 2, "padding": 1,
-                                                            "groups": 2}),
-    ("conv_transpose2d", (3, 2, 5, 6), (2, 3, 3, 2), False,
-     {"stride": (2, 1), "dilation": (1, 2), "output_padding": (1, 0)}),
+    (
+        "conv_transpose2d",
+        (4, 4, 5, 5),
+        (4, 2, 4, 4),
+        True,
+        {"stride": 2, "padding": 1, "groups": 2},
+    ),
+    (
+        "conv_transpose2d",
+        (3, 2, 5, 6),
+        (2, 3, 3, 2),
+        False,
+        {"stride": (2, 1), "dilation": (1, 2), "output_padding": (1, 0)},
+    ),
     ("conv_transpose1d", (4, 3, 9), (3, 2, 5), True, {"stride": 3, "padding": 2}),
 ]
 
 
 @pytest.mark.parametrize(("name", "xs", "ws", "bias", "kwargs"), TRANSPOSED_CASES)
-def test_transposed_by_parts_matches_torch(torch, by_parts, device, name, xs, ws, bias,
-                                           kwargs) -> None:
+def test_transposed_by_parts_matches_torch(
+    torch, by_parts, device, name, xs, ws, bias, kwargs
+) -> None:
     ours, theirs = getattr(F, name), getattr(torch.nn.functional, name)
     arrays = [RNG.standard_normal(xs), RNG.standard_normal(ws)]
     arrays += [RNG.standard_normal(ws[1] * kwargs.get("groups", 1))] if bias else []
-    out = against_torch(torch, lambda *t: ours(*t, **kwargs), lambda *t: theirs(*t, **kwargs),
-                        *arrays, device=device)
+    out = against_torch(
+        torch,
+        lambda *t: ours(*t, **kwargs),
+        lambda *t: theirs(*t, **kwargs),
+        *arrays,
+        device=device,
+    )
     assert out.grad_fn._by_parts == (aa.device(device).type != "cuda")
 
 
 @pytest.mark.parametrize("grad", [[False, True], [True, False]])
 def test_transposed_by_parts_with_one_gradient_wanted(torch, by_parts, grad) -> None:
     x, w = RNG.standard_normal((4, 3, 5, 5)), RNG.standard_normal((3, 2, 3, 3))
-    out = against_torch(torch, lambda *t: F.conv_transpose2d(*t, stride=2),
-                        lambda *t: torch.nn.functional.conv_transpose2d(*t, stride=2), x, w,
-                        grad=grad)
+    out = against_torch(
+        torch,
+        lambda *t: F.conv_transpose2d(*t, stride=2),
+        lambda *t: torch.nn.functional.conv_transpose2d(*t, stride=2),
+        x,
+        w,
+        grad=grad,
+    )
     assert out.grad_fn._by_parts
 
 
 @pytest.mark.parametrize("grad", [[False, True, False], [True, False, True], [True, True, False]])
 def test_by_parts_with_some_gradients_wanted(torch, by_parts, grad) -> None:
     x, w, b = _arrays((5, 3, 6, 6), (2, 3, 3, 3), True)
-    out = against_torch(torch, lambda *t: F.conv2d(*t, padding=1),
-                        lambda *t: torch.nn.functional.conv2d(*t, padding=1), x, w, b, grad=grad)
+    out = against_torch(
+        torch,
+        lambda *t: F.conv2d(*t, padding=1),
+        lambda *t: torch.nn.functional.conv2d(*t, padding=1),
+        x,
+        w,
+        b,
+        grad=grad,
+    )
     assert out.grad_fn._by_parts
 
 
@@ -193,8 +234,9 @@ def test_convolutions_by_parts_on_two_devices_at_once_agree_and_restore_blas(by_
             xt, wt = (aa.tensor(a, device=device, requires_grad=True) for a in (x, w))
             grads[device] = (xt, wt, F.conv2d(xt, wt, padding=1).square().sum())
         await asyncio.gather(*(loss.backward_async() for _, _, loss in grads.values()))
-        return {d: (xt.grad.cpu().numpy(), wt.grad.cpu().numpy())
-                for d, (xt, wt, _) in grads.items()}
+        return {
+            d: (xt.grad.cpu().numpy(), wt.grad.cpu().numpy()) for d, (xt, wt, _) in grads.items()
+        }
 
     for _ in range(5):
         for device, (gx, gw) in asyncio.run(both()).items():
@@ -218,12 +260,14 @@ def test_no_parts_without_a_second_thread_or_a_blas_to_narrow(monkeypatch, by_pa
 
 # ------------------------------------------------------------------------ the pool
 
+
 @pytest.fixture
 def pool():
     """A pool of two threads, its helper let go after the test."""
     pool = IntraOpPool(2)
     yield pool
     pool.close()
+
 
 def test_parts_run_on_the_caller_and_a_helper_at_once(pool) -> None:
     began = [threading.Event(), threading.Event()]

@@ -12,8 +12,9 @@ def _same(ours: aa.Tensor, ref, device: str) -> None:
     assert ours.device == aa.device(device)
     assert str(ours.dtype) == str(ref.dtype).removeprefix("torch.")
     assert tuple(ours.shape) == tuple(ref.shape)
-    np.testing.assert_allclose(np.asarray(ours.__array__(), dtype=np.float64),
-                               ref.double().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(ours.__array__(), dtype=np.float64), ref.double().numpy(), rtol=1e-6
+    )
 
 
 @pytest.mark.parametrize(
@@ -30,8 +31,10 @@ def _same(ours: aa.Tensor, ref, device: str) -> None:
         (lambda lib, **k: lib.eye(3, **k), {}),
         (lambda lib, **k: lib.eye(2, 4, **k), {}),
         (lambda lib, **k: lib.eye(3, 2, **k), {"dtype": "int64"}),
-        (lambda lib, **k: lib.full_like(lib.zeros(2, 3, dtype=k.pop("dtype")), 7, **k),
-         {"dtype": "int32"}),
+        (
+            lambda lib, **k: lib.full_like(lib.zeros(2, 3, dtype=k.pop("dtype")), 7, **k),
+            {"dtype": "int32"},
+        ),
     ],
 )
 def test_like_torch(torch, device: str, make, kwargs) -> None:
@@ -41,9 +44,11 @@ def test_like_torch(torch, device: str, make, kwargs) -> None:
 
 
 def test_requires_grad_on_factories(device: str) -> None:
-    for t in (aa.linspace(0, 1, 3, device=device, requires_grad=True),
-              aa.eye(2, device=device, requires_grad=True),
-              aa.logspace(0, 1, 2, device=device, requires_grad=True)):
+    for t in (
+        aa.linspace(0, 1, 3, device=device, requires_grad=True),
+        aa.eye(2, device=device, requires_grad=True),
+        aa.logspace(0, 1, 2, device=device, requires_grad=True),
+    ):
         assert t.requires_grad and t.is_leaf
 
 
@@ -53,7 +58,7 @@ def test_randint(device: str) -> None:
     assert x.dtype == aa.int64 and x.device == aa.device(device) and x.shape == (200,)
     assert set(x.tolist()) == {3, 4, 5, 6}
     y = aa.randint(4, (2, 3), dtype=aa.int32)
-    assert y.dtype == aa.int32 and y.shape == (2, 3) and 0 <= int(y.min()) and int(y.max()) < 4
+    assert y.dtype == aa.int32 and y.shape == (2, 3) and int(y.min()) >= 0 and int(y.max()) < 4
     assert aa.randint(10, size=(5,)).shape == (5,)
     keywords = aa.randint(low=-2, high=0, size=(50,))
     assert set(keywords.tolist()) == {-2, -1}
@@ -73,8 +78,13 @@ def test_randperm(device: str) -> None:
 def test_new_methods_take_dtype_and_device(torch, device: str) -> None:
     x = aa.ones(2, dtype=aa.float64, device=device)
     t = torch.ones(2, dtype=torch.float64)
-    for name, args in [("new_zeros", (3,)), ("new_ones", ((2, 2),)), ("new_empty", (2, 3)),
-                       ("new_full", ((2,), 3)), ("new_tensor", ([1, 2],))]:
+    for name, args in [
+        ("new_zeros", (3,)),
+        ("new_ones", ((2, 2),)),
+        ("new_empty", (2, 3)),
+        ("new_full", ((2,), 3)),
+        ("new_tensor", ([1, 2],)),
+    ]:
         ours, ref = getattr(x, name)(*args), getattr(t, name)(*args)
         assert ours.device == aa.device(device) and ours.dtype == aa.float64
         assert tuple(ours.shape) == tuple(ref.shape)
@@ -108,8 +118,10 @@ def test_is_tensor_and_numel() -> None:
         (lambda: aa.logspace(0, 1, -2), "logspace: number of steps must be non-negative"),
         (lambda: aa.eye(-1), "eye: n must be greater or equal to 0, got -1"),
         (lambda: aa.eye(2, -1), "eye: m must be greater or equal to 0, got -1"),
-        (lambda: aa.randint(5, 2, (3,)),
-         "randint: random_ expects 'from' to be less than 'to', but got from=5 >= to=2"),
+        (
+            lambda: aa.randint(5, 2, (3,)),
+            "randint: random_ expects 'from' to be less than 'to', but got from=5 >= to=2",
+        ),
         (lambda: aa.randperm(-1), "randperm: Trying to create tensor with negative dimension -1"),
     ],
 )

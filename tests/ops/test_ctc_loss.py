@@ -22,24 +22,31 @@ def _both(torch, device, reduction, zero_infinity, direct, targets=TARGETS, leng
     x = aa.tensor(LOGITS, device=device, requires_grad=True)
     tx = torch.tensor(LOGITS, requires_grad=True)
     ours = aa.nn.functional.ctc_loss(
-        x if direct else x.log_softmax(2), aa.tensor(targets, device=device),
-        aa.tensor(lengths), aa.tensor(TARGET_LENGTHS), reduction=reduction,
-        zero_infinity=zero_infinity)
+        x if direct else x.log_softmax(2),
+        aa.tensor(targets, device=device),
+        aa.tensor(lengths),
+        aa.tensor(TARGET_LENGTHS),
+        reduction=reduction,
+        zero_infinity=zero_infinity,
+    )
     theirs = torch.nn.functional.ctc_loss(
-        tx if direct else tx.log_softmax(2), torch.tensor(targets), torch.tensor(lengths),
-        torch.tensor(TARGET_LENGTHS), reduction=reduction, zero_infinity=zero_infinity)
+        tx if direct else tx.log_softmax(2),
+        torch.tensor(targets),
+        torch.tensor(lengths),
+        torch.tensor(TARGET_LENGTHS),
+        reduction=reduction,
+        zero_infinity=zero_infinity,
+    )
     return x, tx, ours, theirs
 
 
 @pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
 @pytest.mark.parametrize("zero_infinity", [False, True])
 @pytest.mark.parametrize("direct", [False, True])
-def test_ctc_loss_and_gradient_match_torch(torch, device, reduction, zero_infinity,
-                                           direct) -> None:
+def test_ctc_loss_and_gradient_match_torch(torch, device, reduction, zero_infinity, direct) -> None:
     x, tx, ours, theirs = _both(torch, device, reduction, zero_infinity, direct)
     assert ours.device == aa.device(device)
-    np.testing.assert_allclose(np.asarray(ours.detach().cpu()), theirs.detach().numpy(),
-                               rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(ours.detach().cpu()), theirs.detach().numpy(), rtol=1e-10)
     weights = RNG.standard_normal(tuple(theirs.shape))
     (grad,) = aa.autograd.grad(ours, [x], aa.tensor(weights, device=device))
     (expected,) = torch.autograd.grad(theirs, [tx], torch.tensor(weights))
@@ -62,26 +69,43 @@ def test_gradient_through_log_softmax_by_finite_differences(device) -> None:
     x = aa.tensor(LOGITS[:6, :2], device=device, requires_grad=True)
 
     def loss(t):
-        return aa.nn.functional.ctc_loss(t.log_softmax(2), targets, (6, 5), (3, 2),
-                                         reduction="none")
+        return aa.nn.functional.ctc_loss(
+            t.log_softmax(2), targets, (6, 5), (3, 2), reduction="none"
+        )
 
     assert gradcheck(loss, (x,))
 
 
 def test_concatenated_targets_unbatched_input_and_the_layer(torch) -> None:
-    concatenated = np.concatenate([TARGETS[n, :TARGET_LENGTHS[n]] for n in range(N)])
+    concatenated = np.concatenate([TARGETS[n, : TARGET_LENGTHS[n]] for n in range(N)])
     lp = LOGITS.copy()
-    ours = aa.nn.CTCLoss(reduction="sum")(aa.tensor(lp).log_softmax(2), aa.tensor(concatenated),
-                                          tuple(INPUT_LENGTHS), tuple(TARGET_LENGTHS))
+    ours = aa.nn.CTCLoss(reduction="sum")(
+        aa.tensor(lp).log_softmax(2),
+        aa.tensor(concatenated),
+        tuple(INPUT_LENGTHS),
+        tuple(TARGET_LENGTHS),
+    )
     theirs = torch.nn.CTCLoss(reduction="sum")(
-        torch.tensor(lp).log_softmax(2), torch.tensor(concatenated), tuple(INPUT_LENGTHS),
-        tuple(TARGET_LENGTHS))
+        torch.tensor(lp).log_softmax(2),
+        torch.tensor(concatenated),
+        tuple(INPUT_LENGTHS),
+        tuple(TARGET_LENGTHS),
+    )
     np.testing.assert_allclose(float(ours), float(theirs), rtol=1e-12)
-    one = aa.nn.functional.ctc_loss(aa.tensor(lp[:, 0]).log_softmax(1), aa.tensor(TARGETS[0]),
-                                    aa.tensor(12), aa.tensor(4), reduction="none")
-    ref = torch.nn.functional.ctc_loss(torch.tensor(lp[:, 0]).log_softmax(1),
-                                       torch.tensor(TARGETS[0]), torch.tensor(12),
-                                       torch.tensor(4), reduction="none")
+    one = aa.nn.functional.ctc_loss(
+        aa.tensor(lp[:, 0]).log_softmax(1),
+        aa.tensor(TARGETS[0]),
+        aa.tensor(12),
+        aa.tensor(4),
+        reduction="none",
+    )
+    ref = torch.nn.functional.ctc_loss(
+        torch.tensor(lp[:, 0]).log_softmax(1),
+        torch.tensor(TARGETS[0]),
+        torch.tensor(12),
+        torch.tensor(4),
+        reduction="none",
+    )
     assert tuple(one.shape) == tuple(ref.shape) == ()
     np.testing.assert_allclose(float(one), float(ref), rtol=1e-12)
     layer = aa.nn.CTCLoss(blank=4, zero_infinity=True)

@@ -18,8 +18,10 @@ SUBSET = {
     "sum_dim": (lambda x, y: x.sum(0) * y, lambda a, b: a.sum(0) * b),
     "max_dim": (lambda x, y: x.max(1).values + y[:3], lambda a, b: a.max(1) + b[:3]),
     "index": (lambda x, y: x[[0, 0, 2], 1:] * y[1:], lambda a, b: a[[0, 0, 2], 1:] * b[1:]),
-    "cat_view": (lambda x, y: aa.cat([x.T, y[:, None]], 1),
-                 lambda a, b: np.concatenate([a.T, b[:, None]], 1)),
+    "cat_view": (
+        lambda x, y: aa.cat([x.T, y[:, None]], 1),
+        lambda a, b: np.concatenate([a.T, b[:, None]], 1),
+    ),
     "softmax": (lambda x, y: F.softmax(x * y, 1), None),
 }
 

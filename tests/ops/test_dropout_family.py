@@ -17,11 +17,17 @@ ALPHA = 1.7580993408473766
 
 @pytest.mark.parametrize(
     ("name", "shape", "channel_dims"),
-    [("dropout1d", (4, 6, 50), 2), ("dropout1d", (6, 50), 1), ("dropout2d", (4, 6, 5, 10), 2),
-     ("dropout3d", (4, 6, 2, 5, 5), 2), ("dropout3d", (6, 2, 5, 5), 1)],
+    [
+        ("dropout1d", (4, 6, 50), 2),
+        ("dropout1d", (6, 50), 1),
+        ("dropout2d", (4, 6, 5, 10), 2),
+        ("dropout3d", (4, 6, 2, 5, 5), 2),
+        ("dropout3d", (6, 2, 5, 5), 1),
+    ],
 )
-def test_feature_dropout_zeroes_whole_channels_and_scales_the_rest(device, name, shape,
-                                                                   channel_dims) -> None:
+def test_feature_dropout_zeroes_whole_channels_and_scales_the_rest(
+    device, name, shape, channel_dims
+) -> None:
     aa.manual_seed(0)
     x = aa.ones(shape, device=device, dtype=aa.float64, requires_grad=True)
     out = getattr(F, name)(x, p=0.25)
@@ -86,8 +92,9 @@ def test_messages_match_torch(torch) -> None:
         f = lib.nn.functional
         with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1"):
             f.dropout2d(lib.ones(2, 2, 2), 1.5)
-        with pytest.raises(RuntimeError, match="dropout1d: Expected 2D or 3D input, but "
-                                               "received a 4D input"):
+        with pytest.raises(
+            RuntimeError, match="dropout1d: Expected 2D or 3D input, but received a 4D input"
+        ):
             f.dropout1d(lib.ones(2, 2, 2, 2))
         with pytest.raises(RuntimeError, match="Feature dropout requires at least 2 dimensions"):
             f.feature_alpha_dropout(lib.ones(3), 0.5, True)

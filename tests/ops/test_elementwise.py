@@ -73,8 +73,10 @@ UNARY = {
 
 @pytest.mark.parametrize("name", sorted(UNARY))
 @settings(max_examples=10, deadline=None)
-@given(shapes=mutually_broadcastable_shapes(num_shapes=1, max_dims=3, max_side=4),
-       seed=st.integers(0, 2**16))
+@given(
+    shapes=mutually_broadcastable_shapes(num_shapes=1, max_dims=3, max_side=4),
+    seed=st.integers(0, 2**16),
+)
 def test_unary_ops(name: str, shapes, seed: int) -> None:
     ours, ref, positive = UNARY[name]
     check_op(ours, ref, *_arrays(shapes.input_shapes, seed, positive), seed=seed)
@@ -125,19 +127,35 @@ def test_torch_arithmetic_and_elementwise(torch) -> None:
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((3, 4)), rng.standard_normal((4,))
     pos = np.abs(a) + 1.5
-    compare_torch(torch, lambda x, y: (x * y - y / (x.abs() + 1)) ** 2,
-                  lambda x, y: (x * y - y / (x.abs() + 1)) ** 2, a, b)
+    compare_torch(
+        torch,
+        lambda x, y: (x * y - y / (x.abs() + 1)) ** 2,
+        lambda x, y: (x * y - y / (x.abs() + 1)) ** 2,
+        a,
+        b,
+    )
     compare_torch(torch, lambda x, y: x**y, lambda x, y: x**y, pos, b)
     compare_torch(torch, lambda x: 2**x + 3 - x, lambda x: 2**x + 3 - x, a)
-    compare_torch(torch, lambda x: x.sigmoid() * x.tanh() + x.relu().exp(),
-                  lambda x: x.sigmoid() * x.tanh() + x.relu().exp(), a)
-    compare_torch(torch, lambda x: x.log().sqrt().sin().cos(),
-                  lambda x: x.log().sqrt().sin().cos(), pos)
+    compare_torch(
+        torch,
+        lambda x: x.sigmoid() * x.tanh() + x.relu().exp(),
+        lambda x: x.sigmoid() * x.tanh() + x.relu().exp(),
+        a,
+    )
+    compare_torch(
+        torch, lambda x: x.log().sqrt().sin().cos(), lambda x: x.log().sqrt().sin().cos(), pos
+    )
     compare_torch(torch, lambda x: x.clamp(-0.3, 0.4), lambda x: x.clamp(-0.3, 0.4), a)
-    compare_torch(torch, lambda x, y: aa.maximum(x, y) + aa.minimum(x, y) * 2,
-                  lambda x, y: torch.maximum(x, y) + torch.minimum(x, y) * 2, a, b)
-    compare_torch(torch, lambda x, y: aa.where(x > 0, x, y), lambda x, y: torch.where(x > 0, x, y),
-                  a, b)
+    compare_torch(
+        torch,
+        lambda x, y: aa.maximum(x, y) + aa.minimum(x, y) * 2,
+        lambda x, y: torch.maximum(x, y) + torch.minimum(x, y) * 2,
+        a,
+        b,
+    )
+    compare_torch(
+        torch, lambda x, y: aa.where(x > 0, x, y), lambda x, y: torch.where(x > 0, x, y), a, b
+    )
     compare_torch(torch, lambda x, y: x @ y, lambda x, y: x @ y, a, b)
     compare_torch(torch, lambda x, y: x.T @ x @ y, lambda x, y: x.T @ x @ y, a, b)
 

@@ -45,8 +45,9 @@ def test_composites_like_torch(torch, device, name):
 
 def test_sgn_of_complex_like_torch(torch):
     values = [3 + 4j, 0j, -2j]
-    np.testing.assert_allclose(aa.sgn(aa.tensor(values)).numpy(),
-                               torch.sgn(torch.tensor(values)).numpy())
+    np.testing.assert_allclose(
+        aa.sgn(aa.tensor(values)).numpy(), torch.sgn(torch.tensor(values)).numpy()
+    )
 
 
 @pytest.mark.parametrize(
@@ -56,8 +57,7 @@ def test_sgn_of_complex_like_torch(torch):
         (lambda L: L.renorm(L.ones(3), 2, 0, 1), "input needs at least 2 dimensions"),
         (lambda L: L.renorm(L.ones(2, 3), 0, 0, 1), "non-positive-norm not supported"),
         (lambda L: L.renorm(L.ones(2, 3), 2, 0, -1), "expected maxnorm to be >= 0"),
-        (lambda L: L.split_with_sizes(L.ones(2, 3), [1, 1], 1),
-         "split_sizes to sum exactly to 3"),
+        (lambda L: L.split_with_sizes(L.ones(2, 3), [1, 1], 1), "split_sizes to sum exactly to 3"),
         (lambda L: L.range(0, 5, -1), "upper bound and lower bound inconsistent with step sign"),
         (lambda L: L.range(0, 5, 0), "step must be nonzero"),
         (lambda L: L.empty_strided((2, 3), (1,)), "dimensionality of sizes \\(2\\) must match"),
@@ -86,10 +86,14 @@ def test_windows_like_torch(torch, device, name, length, periodic):
 def test_window_options_like_torch(torch):
     for lib in (aa, torch):
         assert lib.hann_window(5).dtype == lib.float32
-    np.testing.assert_allclose(aa.hamming_window(6, False, 0.5, 0.3).numpy(),
-                               torch.hamming_window(6, False, 0.5, 0.3).numpy(), rtol=1e-6)
-    np.testing.assert_allclose(aa.kaiser_window(6, True, 5.0).numpy(),
-                               torch.kaiser_window(6, True, 5.0).numpy(), rtol=1e-5)
+    np.testing.assert_allclose(
+        aa.hamming_window(6, False, 0.5, 0.3).numpy(),
+        torch.hamming_window(6, False, 0.5, 0.3).numpy(),
+        rtol=1e-6,
+    )
+    np.testing.assert_allclose(
+        aa.kaiser_window(6, True, 5.0).numpy(), torch.kaiser_window(6, True, 5.0).numpy(), rtol=1e-5
+    )
     assert aa.hann_window(3, requires_grad=True).requires_grad
 
 
@@ -126,8 +130,9 @@ def test_asarray_like_torch(torch):
         assert lib.asarray(t) is t
         assert lib.asarray(t, dtype=lib.float64).dtype == lib.float64
         assert lib.asarray(t, copy=True) is not t
-        with pytest.raises(ValueError, match="can't alias tensor with dtype 'Float' into dtype "
-                                             "'Double'"):
+        with pytest.raises(
+            ValueError, match="can't alias tensor with dtype 'Float' into dtype 'Double'"
+        ):
             lib.asarray(t, dtype=lib.float64, copy=False)
         array = np.ones(2)
         shared, copied = lib.asarray(array), lib.asarray(array, copy=True)

@@ -47,13 +47,18 @@ def test_layer_norm_against_finite_differences(device, affine) -> None:
 
     def ours(x, *p):
         given = iter(p)
-        return F.layer_norm(x, (4, 5), next(given) if w is not None else None,
-                            next(given) if b is not None else None)
+        return F.layer_norm(
+            x,
+            (4, 5),
+            next(given) if w is not None else None,
+            next(given) if b is not None else None,
+        )
 
     def numpy(x, *p):
         given = iter(p)
-        return _layer_norm_numpy(x, next(given) if w is not None else None,
-                                 next(given) if b is not None else None, 2)
+        return _layer_norm_numpy(
+            x, next(given) if w is not None else None, next(given) if b is not None else None, 2
+        )
 
     check_op(ours, numpy, x, *params, device=device)
 
@@ -62,19 +67,35 @@ def test_layer_norm_against_finite_differences(device, affine) -> None:
 def test_layer_norm_with_one_parameter_matches_torch(torch, device, affine) -> None:
     tf = torch.nn.functional
     if affine == "weight":
-        against_torch(torch, lambda x, w: F.layer_norm(x, (6,), w),
-                      lambda x, w: tf.layer_norm(x, (6,), w), _r(4, 6), _r(6), device=device)
+        against_torch(
+            torch,
+            lambda x, w: F.layer_norm(x, (6,), w),
+            lambda x, w: tf.layer_norm(x, (6,), w),
+            _r(4, 6),
+            _r(6),
+            device=device,
+        )
     else:
-        against_torch(torch, lambda x, b: F.layer_norm(x, (6,), None, b),
-                      lambda x, b: tf.layer_norm(x, (6,), None, b), _r(4, 6), _r(6),
-                      device=device)
+        against_torch(
+            torch,
+            lambda x, b: F.layer_norm(x, (6,), None, b),
+            lambda x, b: tf.layer_norm(x, (6,), None, b),
+            _r(4, 6),
+            _r(6),
+            device=device,
+        )
 
 
 def test_layer_norm_of_a_transposed_input_matches_torch(torch, device) -> None:
-    against_torch(torch, lambda x, w, b: F.layer_norm(x.transpose(0, 1), (3,), w, b, 1e-3),
-                  lambda x, w, b: torch.nn.functional.layer_norm(x.transpose(0, 1), (3,), w, b,
-                                                                 1e-3),
-                  _r(5, 4, 3), _r(3), _r(3), device=device)
+    against_torch(
+        torch,
+        lambda x, w, b: F.layer_norm(x.transpose(0, 1), (3,), w, b, 1e-3),
+        lambda x, w, b: torch.nn.functional.layer_norm(x.transpose(0, 1), (3,), w, b, 1e-3),
+        _r(5, 4, 3),
+        _r(3),
+        _r(3),
+        device=device,
+    )
 
 
 def test_layer_norm_is_one_node_and_keeps_float32(device) -> None:
@@ -121,30 +142,59 @@ def _attention_numpy(q, k, v, mask=None, scale=None):
 
 
 def test_attention_against_finite_differences(device) -> None:
-    check_op(F.scaled_dot_product_attention, _attention_numpy,
-             _r(2, 3, 4, 5), _r(2, 3, 6, 5), _r(2, 3, 6, 7), device=device)
-    check_op(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.3),
-             lambda q, k, v, m: _attention_numpy(q, k, v, m, 0.3),
-             _r(3, 4, 5), _r(3, 6, 5), _r(3, 6, 2), _r(4, 6), device=device)
+    check_op(
+        F.scaled_dot_product_attention,
+        _attention_numpy,
+        _r(2, 3, 4, 5),
+        _r(2, 3, 6, 5),
+        _r(2, 3, 6, 7),
+        device=device,
+    )
+    check_op(
+        lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.3),
+        lambda q, k, v, m: _attention_numpy(q, k, v, m, 0.3),
+        _r(3, 4, 5),
+        _r(3, 6, 5),
+        _r(3, 6, 2),
+        _r(4, 6),
+        device=device,
+    )
 
 
 def test_attention_broadcasts_batch_dims_like_torch(torch, device) -> None:
     tf = torch.nn.functional
-    against_torch(torch, lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, m),
-                  lambda q, k, v, m: tf.scaled_dot_product_attention(q, k, v, m),
-                  _r(2, 3, 4, 5), _r(3, 6, 5), _r(1, 3, 6, 2), _r(2, 1, 4, 6), device=device)
+    against_torch(
+        torch,
+        lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, m),
+        lambda q, k, v, m: tf.scaled_dot_product_attention(q, k, v, m),
+        _r(2, 3, 4, 5),
+        _r(3, 6, 5),
+        _r(1, 3, 6, 2),
+        _r(2, 1, 4, 6),
+        device=device,
+    )
 
 
 def test_causal_attention_with_more_keys_matches_torch(torch, device) -> None:
     tf = torch.nn.functional
-    against_torch(torch, lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
-                  lambda q, k, v: tf.scaled_dot_product_attention(q, k, v, is_causal=True),
-                  _r(2, 3, 4), _r(2, 5, 4), _r(2, 5, 3), device=device)
+    against_torch(
+        torch,
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        lambda q, k, v: tf.scaled_dot_product_attention(q, k, v, is_causal=True),
+        _r(2, 3, 4),
+        _r(2, 5, 4),
+        _r(2, 5, 3),
+        device=device,
+    )
 
 
 def test_attention_is_one_node_with_a_differentiable_backward(device) -> None:
-    q, k, v, m = (_t(2, 3, 2, device=device), _t(2, 4, 2, device=device),
-                  _t(2, 4, 3, device=device), _t(3, 4, device=device))
+    q, k, v, m = (
+        _t(2, 3, 2, device=device),
+        _t(2, 4, 2, device=device),
+        _t(2, 4, 3, device=device),
+        _t(3, 4, device=device),
+    )
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=m)
     assert out.grad_fn.name() == "ScaledDotProductAttentionBackward0"
     fn = lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)  # noqa: E731
@@ -171,15 +221,19 @@ def _heads_numpy(qkv, heads, batch_first, mask=None):
 def test_packed_heads_against_finite_differences(device, batch_first, mask_shape) -> None:
     a, b, heads = (3, 4, 2) if batch_first else (4, 3, 2)
     batch, length = (a, b) if batch_first else (b, a)
-    mask = {None: None, "shared": _r(length, length),
-            "per_head": _r(batch * heads, length, length)}[mask_shape]
+    mask = {
+        None: None,
+        "shared": _r(length, length),
+        "per_head": _r(batch * heads, length, length),
+    }[mask_shape]
     if mask is not None:
         mask = np.where(RNG.random(mask.shape) < 0.2, -np.inf, mask)
         mask[..., 0] = 0.0  # every query sees at least one key
     check_op(
         lambda x: self_attention_heads(x, heads, batch_first, mask),
         lambda x: _heads_numpy(x, heads, batch_first, mask),
-        _r(a, b, 3 * 6), device=device,
+        _r(a, b, 3 * 6),
+        device=device,
     )
 
 

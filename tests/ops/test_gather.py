@@ -26,20 +26,27 @@ CASES = {
     "index_select": (lambda lib, T, x: x.index_select(1, T([3, 0, 0])), A),
     "index_select_neg_dim": (lambda lib, T, x: lib.index_select(x, -2, T([2, 2])), A),
     "masked_select": (lambda lib, T, x: x.masked_select(T(MASK)), A),
-    "masked_select_broadcast": (lambda lib, T, x: x.masked_select(T([True, False, False, True])),
-                                A),
+    "masked_select_broadcast": (
+        lambda lib, T, x: x.masked_select(T([True, False, False, True])),
+        A,
+    ),
     "scatter": (lambda lib, T, x, s: x.scatter(1, T([[0, 3], [2, 1]]), s), A, V),
     "scatter_value": (lambda lib, T, x: x.scatter(0, T([[2, 0, 1, 2]]), 1.5), A),
     "scatter_add": (lambda lib, T, x, s: x.scatter_add(1, T([[0, 0], [3, 3]]), s), A, V),
-    "scatter_add_dim0": (lambda lib, T, x, s: lib.scatter_add(x, 0, T([[0, 2, 2, 0]]), s[:1]),
-                         A, S),
+    "scatter_add_dim0": (
+        lambda lib, T, x, s: lib.scatter_add(x, 0, T([[0, 2, 2, 0]]), s[:1]),
+        A,
+        S,
+    ),
     "index_add": (lambda lib, T, x, s: x.index_add(0, T([2, 2]), s), A, S),
     "index_add_alpha": (lambda lib, T, x, s: x.index_add(0, T([0, 1]), s, alpha=-2.0), A, S),
     "index_copy": (lambda lib, T, x, s: x.index_copy(0, T([2, 0]), s), A, S),
     "masked_fill": (lambda lib, T, x: x.masked_fill(T(MASK), -1.0), A),
     "masked_fill_tensor_value": (lambda lib, T, x, v: x.masked_fill(T(MASK), v.sum()), A, V),
-    "masked_fill_broadcast": (lambda lib, T, x: lib.masked_fill(x, T([[True], [False], [True]]),
-                                                                0.5), A),
+    "masked_fill_broadcast": (
+        lambda lib, T, x: lib.masked_fill(x, T([[True], [False], [True]]), 0.5),
+        A,
+    ),
 }
 
 
@@ -87,6 +94,7 @@ def test_in_place_forms_bump_the_version_and_match_torch(torch, device: str) -> 
         (lambda lib, T, y, s: y.masked_fill_(T(MASK), 2.0)),
     ]
     for fn in cases:
+
         def through_clone(lib, T, x, s, fn=fn):
             y = x * 1.0
             out = fn(lib, T, y, s)
@@ -119,8 +127,9 @@ def test_nonzero(torch, device: str) -> None:
     out = x.nonzero()
     assert out.dtype == aa.int64 and out.device == aa.device(device)
     np.testing.assert_array_equal(out.tolist(), ref.nonzero().tolist())
-    for ours, theirs in zip(aa.nonzero(x, as_tuple=True), torch.nonzero(ref, as_tuple=True),
-                            strict=True):
+    for ours, theirs in zip(
+        aa.nonzero(x, as_tuple=True), torch.nonzero(ref, as_tuple=True), strict=True
+    ):
         np.testing.assert_array_equal(ours.tolist(), theirs.tolist())
     assert aa.argwhere(x).tolist() == ref.argwhere().tolist()
     assert aa.nonzero(aa.tensor(3.0)).shape == (1, 0) == tuple(torch.tensor(3.0).nonzero().shape)
@@ -150,8 +159,9 @@ def test_create_graph_through_gather_and_scatter() -> None:
         lambda x, s: x.index_add(0, aa.tensor([2, 2]), s * s),
         lambda x, s: x.index_copy(0, aa.tensor([2, 0]), s) ** 2,
         lambda x, s: x.scatter(1, aa.tensor([[0, 3], [2, 1]]), s[:, :2]) ** 2,
-        lambda x, s: (x.masked_select(aa.tensor(MASK)) ** 3).sum()
-        + s.index_select(1, aa.tensor([1])),
+        lambda x, s: (
+            (x.masked_select(aa.tensor(MASK)) ** 3).sum() + s.index_select(1, aa.tensor([1]))
+        ),
         lambda x, s: aa.take_along_dim(x, aa.tensor([[1], [0], [3]]), 1) ** 2 * s.sum(),
     ],
 )
@@ -162,39 +172,84 @@ def test_second_derivatives(fn) -> None:
 
 
 ERRORS = [
-    (lambda x, T: x.gather(1, T([[5]])), RuntimeError,
-     "gather\\(\\): index 5 is out of bounds for dimension 1 with size 4"),
+    (
+        lambda x, T: x.gather(1, T([[5]])),
+        RuntimeError,
+        "gather\\(\\): index 5 is out of bounds for dimension 1 with size 4",
+    ),
     (lambda x, T: x.gather(1, T([[-1]])), RuntimeError, "gather\\(\\): index -1 is out of bounds"),
-    (lambda x, T: x.gather(1, T([[0.0]])), RuntimeError,
-     "gather\\(\\): Expected dtype int32/int64 for index"),
-    (lambda x, T: x.gather(1, T([0])), RuntimeError,
-     "gather\\(\\): Index tensor must have the same number of dimensions as input tensor"),
-    (lambda x, T: x.gather(1, T([[0], [0], [0], [0]])), RuntimeError,
-     "gather\\(\\): Expected index \\[4, 1\\] to be no larger than self \\[3, 4\\] apart from"),
+    (
+        lambda x, T: x.gather(1, T([[0.0]])),
+        RuntimeError,
+        "gather\\(\\): Expected dtype int32/int64 for index",
+    ),
+    (
+        lambda x, T: x.gather(1, T([0])),
+        RuntimeError,
+        "gather\\(\\): Index tensor must have the same number of dimensions as input tensor",
+    ),
+    (
+        lambda x, T: x.gather(1, T([[0], [0], [0], [0]])),
+        RuntimeError,
+        "gather\\(\\): Expected index \\[4, 1\\] to be no larger than self \\[3, 4\\] apart from",
+    ),
     (lambda x, T: x.gather(1, [[0]]), TypeError, "gather\\(\\): index must be a Tensor"),
     (lambda x, T: x.gather(2, T([[0]])), IndexError, "Dimension out of range"),
-    (lambda x, T: x.scatter(1, T([[0]]), aa.ones(1, 1, device=x.device)), RuntimeError,
-     "scatter\\(\\): Expected self.dtype to be equal to src.dtype"),
-    (lambda x, T: x.scatter(1, T([[0, 1, 2]]), x[:1, :2]), RuntimeError,
-     "scatter\\(\\): Expected index \\[1, 3\\] .* no larger size than src \\[1, 2\\]"),
-    (lambda x, T: x.scatter_add(0, T([[9]]), x), RuntimeError,
-     "scatter_add\\(\\): index 9 is out of bounds for dimension 0 with size 3"),
-    (lambda x, T: x.index_select(0, T([3])), IndexError,
-     "index_select\\(\\): index 3 is out of bounds for dimension 0 with size 3"),
-    (lambda x, T: x.index_select(0, T([[0]])), IndexError,
-     "index_select\\(\\): Index is supposed to be a vector"),
-    (lambda x, T: x.index_add(0, T([0]), x), RuntimeError,
-     "index_add\\(\\): Number of indices \\(1\\) should be equal to source.size\\(dim\\)"),
-    (lambda x, T: x.index_copy(0, T([5]), x[:1]), IndexError,
-     "index_copy\\(\\): index 5 is out of bounds"),
-    (lambda x, T: x.masked_fill(T(A), 1.0), RuntimeError,
-     "masked_fill only supports boolean masks, but got mask with dtype float64"),
-    (lambda x, T: x.masked_fill(T(MASK), x[0]), RuntimeError,
-     "masked_fill only supports a 0-dimensional value tensor"),
-    (lambda x, T: x.masked_select(T([[True]] * 2)), RuntimeError,
-     "masked_select\\(\\): the shape of the mask \\[2, 1\\] is not broadcastable"),
-    (lambda x, T: aa.take_along_dim(x, T([0]), 1), RuntimeError,
-     "take_along_dim\\(\\): input and indices should have the same number of dimensions"),
+    (
+        lambda x, T: x.scatter(1, T([[0]]), aa.ones(1, 1, device=x.device)),
+        RuntimeError,
+        "scatter\\(\\): Expected self.dtype to be equal to src.dtype",
+    ),
+    (
+        lambda x, T: x.scatter(1, T([[0, 1, 2]]), x[:1, :2]),
+        RuntimeError,
+        "scatter\\(\\): Expected index \\[1, 3\\] .* no larger size than src \\[1, 2\\]",
+    ),
+    (
+        lambda x, T: x.scatter_add(0, T([[9]]), x),
+        RuntimeError,
+        "scatter_add\\(\\): index 9 is out of bounds for dimension 0 with size 3",
+    ),
+    (
+        lambda x, T: x.index_select(0, T([3])),
+        IndexError,
+        "index_select\\(\\): index 3 is out of bounds for dimension 0 with size 3",
+    ),
+    (
+        lambda x, T: x.index_select(0, T([[0]])),
+        IndexError,
+        "index_select\\(\\): Index is supposed to be a vector",
+    ),
+    (
+        lambda x, T: x.index_add(0, T([0]), x),
+        RuntimeError,
+        "index_add\\(\\): Number of indices \\(1\\) should be equal to source.size\\(dim\\)",
+    ),
+    (
+        lambda x, T: x.index_copy(0, T([5]), x[:1]),
+        IndexError,
+        "index_copy\\(\\): index 5 is out of bounds",
+    ),
+    (
+        lambda x, T: x.masked_fill(T(A), 1.0),
+        RuntimeError,
+        "masked_fill only supports boolean masks, but got mask with dtype float64",
+    ),
+    (
+        lambda x, T: x.masked_fill(T(MASK), x[0]),
+        RuntimeError,
+        "masked_fill only supports a 0-dimensional value tensor",
+    ),
+    (
+        lambda x, T: x.masked_select(T([[True]] * 2)),
+        RuntimeError,
+        "masked_select\\(\\): the shape of the mask \\[2, 1\\] is not broadcastable",
+    ),
+    (
+        lambda x, T: aa.take_along_dim(x, T([0]), 1),
+        RuntimeError,
+        "take_along_dim\\(\\): input and indices should have the same number of dimensions",
+    ),
 ]
 
 

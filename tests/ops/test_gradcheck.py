@@ -40,9 +40,7 @@ def test_gradcheck_catches_a_wrong_rule() -> None:
 
 def test_gradcheck_warns_for_single_precision_and_runs() -> None:
     with pytest.warns(UserWarning, match="Input #0 requires gradient and is not a double"):
-        assert gradcheck(
-            lambda x: x * 2, (aa.randn(3, requires_grad=True),), eps=1e-2, atol=1e-2
-        )
+        assert gradcheck(lambda x: x * 2, (aa.randn(3, requires_grad=True),), eps=1e-2, atol=1e-2)
     with pytest.raises(ValueError, match="at least one input tensor to require gradient"):
         gradcheck(lambda x: x * 2, (aa.randn(3, dtype=aa.float64),))
 

@@ -40,8 +40,9 @@ def test_nearest_input_gradient_matches_torch(torch) -> None:
     x = aa.tensor(X4, requires_grad=True)
     tx = torch.tensor(X4, requires_grad=True)
     aa.nn.functional.grid_sample(x, aa.tensor(G4), "nearest", align_corners=True).sum().backward()
-    torch.nn.functional.grid_sample(tx, torch.tensor(G4), "nearest",
-                                    align_corners=True).sum().backward()
+    torch.nn.functional.grid_sample(
+        tx, torch.tensor(G4), "nearest", align_corners=True
+    ).sum().backward()
     np.testing.assert_allclose(np.asarray(x.grad), tx.grad.numpy())
 
 
@@ -72,16 +73,20 @@ def test_identity_transform_samples_the_input_back(device) -> None:
         lambda lib: lib.nn.functional.grid_sample(lib.ones(2, 3, 4, 5), lib.ones(3, 3, 2)),
         lambda lib: lib.nn.functional.grid_sample(lib.ones(2, 3, 4, 5), lib.ones(1, 3, 3, 2)),
         lambda lib: lib.nn.functional.grid_sample(lib.ones(2, 3, 4, 5), lib.ones(2, 3, 3, 3)),
-        lambda lib: lib.nn.functional.grid_sample(lib.ones(2, 3, 1, 4, 5),
-                                                  lib.ones(2, 3, 3, 3, 3), mode="bicubic"),
-        lambda lib: lib.nn.functional.grid_sample(lib.ones(1, 1, 2, 2), lib.ones(1, 1, 1, 2),
-                                                  mode="area"),
-        lambda lib: lib.nn.functional.grid_sample(lib.ones(1, 1, 2, 2), lib.ones(1, 1, 1, 2),
-                                                  padding_mode="wrap"),
+        lambda lib: lib.nn.functional.grid_sample(
+            lib.ones(2, 3, 1, 4, 5), lib.ones(2, 3, 3, 3, 3), mode="bicubic"
+        ),
+        lambda lib: lib.nn.functional.grid_sample(
+            lib.ones(1, 1, 2, 2), lib.ones(1, 1, 1, 2), mode="area"
+        ),
+        lambda lib: lib.nn.functional.grid_sample(
+            lib.ones(1, 1, 2, 2), lib.ones(1, 1, 1, 2), padding_mode="wrap"
+        ),
         lambda lib: lib.nn.functional.affine_grid(lib.ones(2, 3, 3), [2, 3, 4, 5], False),
         lambda lib: lib.nn.functional.affine_grid(lib.ones(2, 3, 4), [2, 3, 4, 5, 2, 2], False),
-        lambda lib: lib.nn.functional.affine_grid(lib.ones(2, 2, 3, dtype=lib.int64),
-                                                  [2, 3, 4, 5], False),
+        lambda lib: lib.nn.functional.affine_grid(
+            lib.ones(2, 2, 3, dtype=lib.int64), [2, 3, 4, 5], False
+        ),
         lambda lib: lib.nn.functional.affine_grid(lib.ones(2, 2, 3), [2, 3, 0, 5], False),
     ],
 )

@@ -16,7 +16,8 @@ HISTOGRAM = {
     "bins": lambda L, x, T: L.histogram(x, 5),
     "method": lambda L, x, T: x.histogram(4, range=(-1.0, 2.0)),
     "edges_weight_density": lambda L, x, T: L.histogram(
-        x, T([-3.0, -1.0, 0.0, 0.5, 3.0]), weight=x.abs(), density=True),
+        x, T([-3.0, -1.0, 0.0, 0.5, 3.0]), weight=x.abs(), density=True
+    ),
     "constant": lambda L, x, T: L.histogram(x * 0 + 1, 2),
 }
 
@@ -41,10 +42,10 @@ def test_histogram_like_torch(torch, device, name):
     [(3, {}), ([2, 4], {"range": [0.0, 1.0, 0.0, 2.0]}), ([3, 2], {"density": True})],
 )
 def test_histogramdd_like_torch(torch, device, bins, options):
-    ours = aa.histogramdd(aa.tensor(POINTS, device=device), bins,
-                          weight=aa.tensor(WEIGHTS, device=device), **options)
-    theirs = torch.histogramdd(torch.tensor(POINTS), bins, weight=torch.tensor(WEIGHTS),
-                               **options)
+    ours = aa.histogramdd(
+        aa.tensor(POINTS, device=device), bins, weight=aa.tensor(WEIGHTS, device=device), **options
+    )
+    theirs = torch.histogramdd(torch.tensor(POINTS), bins, weight=torch.tensor(WEIGHTS), **options)
     np.testing.assert_allclose(ours.hist.cpu().numpy(), theirs.hist.numpy(), rtol=1e-12)
     assert len(ours.bin_edges) == len(theirs.bin_edges) == 2
     for o, t in zip(ours.bin_edges, theirs.bin_edges, strict=True):
@@ -54,9 +55,10 @@ def test_histogramdd_like_torch(torch, device, bins, options):
 
 def test_integer_input_and_mixed_dtypes_are_refused_like_torch(torch):
     for lib in (aa, torch):
-        with pytest.raises(RuntimeError, match="got input with dtype double and bins for "
-                                               "dimension 0 with dtype float"):
+        with pytest.raises(
+            RuntimeError,
+            match="got input with dtype double and bins for dimension 0 with dtype float",
+        ):
             lib.histogram(lib.tensor([1.0], dtype=lib.float64), lib.tensor([0.0, 2.0]))
-        with pytest.raises(NotImplementedError, match="\"histogramdd\" not implemented for "
-                                                      "'Long'"):
+        with pytest.raises(NotImplementedError, match="\"histogramdd\" not implemented for 'Long'"):
             lib.histogram(lib.tensor([1, 2]), 2)

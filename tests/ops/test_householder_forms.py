@@ -48,8 +48,7 @@ def test_orgqr_gradient_by_finite_differences(device):
     h, tau = aa.geqrf(aa.tensor(_RNG.normal(size=(4, 3)), device=device))
     h.requires_grad_(True)
     assert gradcheck(lambda v: aa.orgqr(v, tau), (h,))
-    assert gradcheck(lambda v: v.ormqr(tau, aa.ones(4, 2, dtype=aa.float64, device=device)),
-                     (h,))
+    assert gradcheck(lambda v: v.ormqr(tau, aa.ones(4, 2, dtype=aa.float64, device=device)), (h,))
 
 
 def test_geqrf_has_no_derivative_and_errors_match_torch(torch):

@@ -82,10 +82,17 @@ def test_version_counter_bumps() -> None:
 
 def test_leaf_errors() -> None:
     x = aa.ones(3, requires_grad=True)
-    for change in (lambda: x.add_(1), lambda: x.mul_(2), lambda: x.zero_(),
-                   lambda: x.copy_(aa.ones(3)), lambda: x.__setitem__(0, 1.0)):
-        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used "
-                                               "in an in-place operation."):
+    for change in (
+        lambda: x.add_(1),
+        lambda: x.mul_(2),
+        lambda: x.zero_(),
+        lambda: x.copy_(aa.ones(3)),
+        lambda: x.__setitem__(0, 1.0),
+    ):
+        with pytest.raises(
+            RuntimeError,
+            match="a leaf Variable that requires grad is being used in an in-place operation.",
+        ):
             change()
     with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
         x[:2].add_(1)
@@ -125,12 +132,16 @@ def test_history_is_rebased() -> None:
 
 def test_inplace_errors() -> None:
     x = aa.zeros(3, dtype=aa.int64)
-    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output "
-                                           "type Long"):
+    with pytest.raises(
+        RuntimeError, match="result type Float can't be cast to the desired output type Long"
+    ):
         x.add_(1.5)
     y = aa.zeros(3)
-    with pytest.raises(RuntimeError, match=r"output with shape \[3\] doesn't match the broadcast "
-                                           r"shape \[2, 3\]"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"output with shape \[3\] doesn't match the broadcast "
+        r"shape \[2, 3\]",
+    ):
         y.add_(aa.ones(2, 3))
 
 

@@ -18,8 +18,15 @@ ROW = rng.uniform(0.2, 0.8, 3)
 
 # name -> (input values, a function of (lib, tensor maker) giving the args and kwargs).
 # `make(values)` makes a float64 tensor that requires grad on the device under test.
-UNARY_INPUTS = {"acosh": 1.5 + X0, "arccosh": 1.5 + X0, "atanh": 0.9 * X0, "arctanh": 0.9 * X0,
-                "erfinv": 0.9 * X0 - 0.4, "asin": X0 - 0.5, "arcsin": X0 - 0.5}
+UNARY_INPUTS = {
+    "acosh": 1.5 + X0,
+    "arccosh": 1.5 + X0,
+    "atanh": 0.9 * X0,
+    "arctanh": 0.9 * X0,
+    "erfinv": 0.9 * X0 - 0.4,
+    "asin": X0 - 0.5,
+    "arcsin": X0 - 0.5,
+}
 UNARY = (
     "abs absolute acos acosh arccos arccosh arcsin arcsinh arctan arctanh asin asinh atan atanh "
     "ceil conj_physical cos cosh deg2rad erf erfinv exp expm1 fix floor frac log log1p neg "
@@ -40,40 +47,59 @@ def _recipes() -> dict:
         r[name] = (UNARY_INPUTS.get(name, X0), lambda lib, make: ((), {}))
     for name in BINARY:
         r[name] = (X0, lambda lib, make: ((make(ROW),), {}))
-    r.update({
-        "ldexp": (X0, lambda lib, make: ((lib.tensor([1, 2, 0]),), {})),
-        "clamp_max": (X0, lambda lib, make: ((0.5,), {})),
-        "clamp_min": (X0, lambda lib, make: ((0.5,), {})),
-        "clip": (X0, lambda lib, make: ((0.3, 0.6), {})),
-        "addcdiv": (X0, lambda lib, make: ((make(Y0), make(ROW + 1)), {"value": 0.5})),
-        "addcmul": (X0, lambda lib, make: ((make(Y0), make(ROW)), {"value": 0.5})),
-        "addmm": (X0, lambda lib, make: ((make(Y0[:, :2]), make(Y0)), {"beta": 0.5})),
-        "addbmm": (X0, lambda lib, make: ((make(np.stack([Y0[:, :2]] * 2)),
-                                           make(np.stack([Y0] * 2))), {"alpha": 2})),
-        "baddbmm": (X0[None], lambda lib, make: ((make(Y0[None, :, :2]), make(Y0[None])), {})),
-        "addmv": (ROW, lambda lib, make: ((make(Y0.T), make(Y0[0, :2])), {})),
-        "addr": (X0, lambda lib, make: ((make(Y0[0, :2]), make(ROW)), {"alpha": 0.5})),
-        "lerp": (X0, lambda lib, make: ((make(Y0), 0.3), {})),
-        "cumsum": (X0, lambda lib, make: ((1,), {})),
-        "cumprod": (X0, lambda lib, make: ((1,), {})),
-        "tril": (X0, lambda lib, make: ((0,), {})),
-        "triu": (X0, lambda lib, make: ((1,), {})),
-        "index_fill": (X0, lambda lib, make: ((1, lib.tensor(INDEX), -1.0), {})),
-        "index_put": (X0, lambda lib, make: (((lib.tensor(np.array([1, 0])),), make(ROW)), {})),
-        "index_reduce": (X0, lambda lib, make: ((1, lib.tensor(INDEX), make(Y0[:, :2]), "prod"),
-                                                {})),
-        "masked_scatter": (X0, lambda lib, make: ((lib.tensor(X0 > 0.5), make(Y0)), {})),
-        "put": (X0, lambda lib, make: ((lib.tensor(INDEX), make(ROW[:2])), {})),
-        "renorm": (X0, lambda lib, make: ((2, 0, 0.5), {})),
-        "scatter_reduce": (X0, lambda lib, make: ((1, lib.tensor([[0, 0, 2], [1, 1, 1]]),
-                                                   make(Y0), "sum"), {})),
-    })
+    r.update(
+        {
+            "ldexp": (X0, lambda lib, make: ((lib.tensor([1, 2, 0]),), {})),
+            "clamp_max": (X0, lambda lib, make: ((0.5,), {})),
+            "clamp_min": (X0, lambda lib, make: ((0.5,), {})),
+            "clip": (X0, lambda lib, make: ((0.3, 0.6), {})),
+            "addcdiv": (X0, lambda lib, make: ((make(Y0), make(ROW + 1)), {"value": 0.5})),
+            "addcmul": (X0, lambda lib, make: ((make(Y0), make(ROW)), {"value": 0.5})),
+            "addmm": (X0, lambda lib, make: ((make(Y0[:, :2]), make(Y0)), {"beta": 0.5})),
+            "addbmm": (
+                X0,
+                lambda lib, make: (
+                    (make(np.stack([Y0[:, :2]] * 2)), make(np.stack([Y0] * 2))),
+                    {"alpha": 2},
+                ),
+            ),
+            "baddbmm": (X0[None], lambda lib, make: ((make(Y0[None, :, :2]), make(Y0[None])), {})),
+            "addmv": (ROW, lambda lib, make: ((make(Y0.T), make(Y0[0, :2])), {})),
+            "addr": (X0, lambda lib, make: ((make(Y0[0, :2]), make(ROW)), {"alpha": 0.5})),
+            "lerp": (X0, lambda lib, make: ((make(Y0), 0.3), {})),
+            "cumsum": (X0, lambda lib, make: ((1,), {})),
+            "cumprod": (X0, lambda lib, make: ((1,), {})),
+            "tril": (X0, lambda lib, make: ((0,), {})),
+            "triu": (X0, lambda lib, make: ((1,), {})),
+            "index_fill": (X0, lambda lib, make: ((1, lib.tensor(INDEX), -1.0), {})),
+            "index_put": (X0, lambda lib, make: (((lib.tensor(np.array([1, 0])),), make(ROW)), {})),
+            "index_reduce": (
+                X0,
+                lambda lib, make: ((1, lib.tensor(INDEX), make(Y0[:, :2]), "prod"), {}),
+            ),
+            "masked_scatter": (X0, lambda lib, make: ((lib.tensor(X0 > 0.5), make(Y0)), {})),
+            "put": (X0, lambda lib, make: ((lib.tensor(INDEX), make(ROW[:2])), {})),
+            "renorm": (X0, lambda lib, make: ((2, 0, 0.5), {})),
+            "scatter_reduce": (
+                X0,
+                lambda lib, make: ((1, lib.tensor([[0, 0, 2], [1, 1, 1]]), make(Y0), "sum"), {}),
+            ),
+        }
+    )
     return r
 
 
 RECIPES = _recipes()
-INTEGER_ONLY = ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
-                "bitwise_right_shift", "bitwise_not", "gcd", "lcm")
+INTEGER_ONLY = (
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "bitwise_not",
+    "gcd",
+    "lcm",
+)
 
 
 def test_every_listed_form_has_a_recipe_here() -> None:
@@ -96,8 +122,14 @@ def _run(lib, device, name: str):
     x = make(values)
     args, kwargs = build(lib, make)
     if lib is aa:  # index tensors and masks on the device under test
-        args = tuple(a.to(device) if isinstance(a, aa.Tensor) and not a.requires_grad else
-                     tuple(i.to(device) for i in a) if isinstance(a, tuple) else a for a in args)
+        args = tuple(
+            a.to(device)
+            if isinstance(a, aa.Tensor) and not a.requires_grad
+            else tuple(i.to(device) for i in a)
+            if isinstance(a, tuple)
+            else a
+            for a in args
+        )
     y = x * 1
     before = y._version
     out = getattr(y, name + "_")(*args, **kwargs)
@@ -134,8 +166,13 @@ def test_in_place_form_matches_torch(torch, device: str, name: str) -> None:
                 assert g is None or not np.asarray(to_numpy(g.detach())).any(), f"input {i}"
             continue
         # numpy(force=True): PyTorch's gradient may be a ZeroTensor (`sgn_` of real values).
-        np.testing.assert_allclose(to_numpy(ours.grad), theirs.grad.numpy(force=True), rtol=1e-9,
-                                   atol=1e-12, err_msg=f"gradient of input {i}")
+        np.testing.assert_allclose(
+            to_numpy(ours.grad),
+            theirs.grad.numpy(force=True),
+            rtol=1e-9,
+            atol=1e-12,
+            err_msg=f"gradient of input {i}",
+        )
 
 
 @pytest.mark.parametrize("name", INTEGER_ONLY)
@@ -163,15 +200,22 @@ def test_in_place_form_errors_follow_torch(torch) -> None:
         leaf = lib.tensor(X0, requires_grad=True)
         with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
             leaf.exp_()
-        with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
-                                               "output type Long"):
+        with pytest.raises(
+            RuntimeError, match="result type Float can't be cast to the desired output type Long"
+        ):
             lib.tensor([1, 2]).sqrt_()
-        with pytest.raises(RuntimeError, match="the base given to float_power_ has dtype Float "
-                                               "but the operation's result requires dtype "
-                                               "Double"):
+        with pytest.raises(
+            RuntimeError,
+            match="the base given to float_power_ has dtype Float "
+            "but the operation's result requires dtype "
+            "Double",
+        ):
             lib.ones(3).float_power_(2)
-        with pytest.raises(RuntimeError, match=r"output with shape \[3\] doesn't match the "
-                                               r"broadcast shape \[2, 3\]"):
+        with pytest.raises(
+            RuntimeError,
+            match=r"output with shape \[3\] doesn't match the "
+            r"broadcast shape \[2, 3\]",
+        ):
             lib.ones(3, dtype=lib.float64).atan2_(lib.ones(2, 3, dtype=lib.float64))
 
 

@@ -30,17 +30,23 @@ CASES = {
     "logdet": (lambda L, a: L.logdet(a), SPD),
     "solve": (lambda L, a, b: L.linalg.solve(a, b), SQUARE, RHS),
     "solve_vector": (lambda L, a, b: L.linalg.solve(a, b[..., 0]), SQUARE, RHS),
-    "solve_right": (lambda L, a, b: L.linalg.solve(a, b.transpose(-2, -1), left=False),
-                    SQUARE, RHS),
-    "solve_triangular": (lambda L, a, b: L.linalg.solve_triangular(a, b, upper=True),
-                         SQUARE, RHS),
-    "solve_triangular_unit": (lambda L, a, b: L.linalg.solve_triangular(
-        a, b.transpose(-2, -1), upper=False, left=False, unitriangular=True), SQUARE, RHS),
+    "solve_right": (
+        lambda L, a, b: L.linalg.solve(a, b.transpose(-2, -1), left=False),
+        SQUARE,
+        RHS,
+    ),
+    "solve_triangular": (lambda L, a, b: L.linalg.solve_triangular(a, b, upper=True), SQUARE, RHS),
+    "solve_triangular_unit": (
+        lambda L, a, b: L.linalg.solve_triangular(
+            a, b.transpose(-2, -1), upper=False, left=False, unitriangular=True
+        ),
+        SQUARE,
+        RHS,
+    ),
     "cholesky": (lambda L, a: L.linalg.cholesky(_sym(a)), SPD),
     "cholesky_upper": (lambda L, a: L.linalg.cholesky(_sym(a), upper=True), SPD),
     "cholesky_ex": (lambda L, a: L.linalg.cholesky_ex(_sym(a)).L, SPD),
-    "cholesky_solve": (lambda L, a, b: L.cholesky_solve(b, L.linalg.cholesky(_sym(a))), SPD,
-                       RHS),
+    "cholesky_solve": (lambda L, a, b: L.cholesky_solve(b, L.linalg.cholesky(_sym(a))), SPD, RHS),
     "cholesky_inverse": (lambda L, a: L.cholesky_inverse(L.linalg.cholesky(_sym(a))), SPD),
     "qr_tall": (lambda L, a: L.linalg.qr(a), TALL),
     "qr_wide": (lambda L, a: L.linalg.qr(a), WIDE),
@@ -48,14 +54,21 @@ CASES = {
     "eigh_vectors": (lambda L, a: L.linalg.eigh(_sym(a)).eigenvectors.abs(), SQUARE),
     "eigvalsh": (lambda L, a: L.linalg.eigvalsh(_sym(a)), SQUARE),
     "svd_values": (lambda L, a: L.linalg.svd(a, full_matrices=False).S, TALL),
-    "svd_reconstruct": (lambda L, a: (lambda r: r.U * r.S.unsqueeze(-2) @ r.Vh)(
-        L.linalg.svd(a, full_matrices=False)), WIDE),
+    "svd_reconstruct": (
+        lambda L, a: (lambda r: r.U * r.S.unsqueeze(-2) @ r.Vh)(
+            L.linalg.svd(a, full_matrices=False)
+        ),
+        WIDE,
+    ),
     "svd_abs_u": (lambda L, a: L.linalg.svd(a, full_matrices=False).U.abs(), TALL),
     "old_svd_v": (lambda L, a: L.svd(a).V.abs(), TALL),
     "pinv": (lambda L, a: L.linalg.pinv(a), TALL),
     "pinverse": (lambda L, a: L.pinverse(a), WIDE),
-    "lstsq": (lambda L, a, b: L.linalg.lstsq(a, b).solution, TALL, np.concatenate(
-        [RHS, RHS[:, :1]], 1)),
+    "lstsq": (
+        lambda L, a, b: L.linalg.lstsq(a, b).solution,
+        TALL,
+        np.concatenate([RHS, RHS[:, :1]], 1),
+    ),
     "matrix_exp": (lambda L, a: L.linalg.matrix_exp(a * 0.3), SQUARE),
     "matrix_power": (lambda L, a: L.linalg.matrix_power(a, 3), SQUARE),
     "matrix_power_negative": (lambda L, a: L.linalg.matrix_power(a, -2), SQUARE),
@@ -69,16 +82,18 @@ CASES = {
     "lu_u": (lambda L, a: L.linalg.lu(a).U, SQUARE),
     "lu_solve": (lambda L, a, b: L.linalg.lu_solve(*L.linalg.lu_factor(a), b), SQUARE, RHS),
     "tensorinv": (lambda L, a: L.linalg.tensorinv((a[0] @ a[1]).reshape(3, 3), ind=1), SQUARE),
-    "householder_product": (lambda L, a: L.linalg.householder_product(a[0], a[1, 0, :2]),
-                            TALL),
+    "householder_product": (lambda L, a: L.linalg.householder_product(a[0], a[1, 0, :2]), TALL),
     "eigvals_abs": (lambda L, a: L.linalg.eigvals(a).abs(), SQUARE),
     "eig_vectors_abs": (lambda L, a: L.linalg.eig(a).eigenvectors.abs(), SPD),
     "svd_full": (lambda L, a: L.linalg.svd(a).S, WIDE),
     "qr_complete": (lambda L, a: L.linalg.qr(a, mode="complete").R, WIDE),
     "old_cross": (lambda L, a, b: L.cross(a, b[..., :1].expand(2, 3, 3)), SQUARE, RHS),
     "cross_method": (lambda L, a, b: a.cross(b[..., :1].expand(2, 3, 3), dim=-1), SQUARE, RHS),
-    "tensorsolve": (lambda L, a, b: L.linalg.tensorsolve(a[0].reshape(3, 3, 1) * 1, b[0, :, 0]),
-                    SQUARE, RHS),
+    "tensorsolve": (
+        lambda L, a, b: L.linalg.tensorsolve(a[0].reshape(3, 3, 1) * 1, b[0, :, 0]),
+        SQUARE,
+        RHS,
+    ),
     "diagonal": (lambda L, a: L.linalg.diagonal(a, offset=1), SQUARE),
 }
 
@@ -109,8 +124,22 @@ def test_linalg_values_and_gradients_like_torch(torch, name):
         np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("name", ["inv", "det", "slogdet", "cholesky", "qr_tall", "qr_wide",
-                                  "eigh", "svd_reconstruct", "matrix_exp", "lu_l", "pinv"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "inv",
+        "det",
+        "slogdet",
+        "cholesky",
+        "qr_tall",
+        "qr_wide",
+        "eigh",
+        "svd_reconstruct",
+        "matrix_exp",
+        "lu_l",
+        "pinv",
+    ],
+)
 def test_linalg_gradcheck(name):
     fn, *arrays = CASES[name]
     tensors = [aa.tensor(a[0], dtype=aa.float64, requires_grad=True) for a in arrays]
@@ -148,7 +177,8 @@ def test_singular_inputs_like_torch(torch):
             call(torch)
         assert str(ours.value) == str(theirs.value)
         assert isinstance(ours.value, LA.LinAlgError) == isinstance(
-            theirs.value, torch.linalg.LinAlgError)
+            theirs.value, torch.linalg.LinAlgError
+        )
     for lib in (aa, torch):
         leaf = lib.tensor(TALL, requires_grad=True)
         with pytest.raises(RuntimeError, match="not computed when mode='r'"):
@@ -165,8 +195,22 @@ def test_singular_inputs_like_torch(torch):
     assert pivots.tolist() == their_pivots.tolist()
 
 
-@pytest.mark.parametrize("name", ["inv", "det", "solve", "cholesky", "qr_tall", "eigh",
-                                  "svd_reconstruct", "matrix_exp", "lu_u", "pinv", "eigvals_abs"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "inv",
+        "det",
+        "solve",
+        "cholesky",
+        "qr_tall",
+        "eigh",
+        "svd_reconstruct",
+        "matrix_exp",
+        "lu_u",
+        "pinv",
+        "eigvals_abs",
+    ],
+)
 def test_linalg_on_each_device(device, name):
     fn, *arrays = CASES[name]
     tensors = [aa.tensor(a, dtype=aa.float64, device=device, requires_grad=True) for a in arrays]

@@ -24,7 +24,8 @@ CASES = {
     "batched_inv": lambda m, x: m.linalg.inv(m.stack([x, x.T + 1.0])),
     "svdvals": lambda m, x: m.linalg.svdvals(x),
     "svd_rebuilt": lambda m, x: (lambda u, s, vh: (u * s) @ vh)(
-        *m.linalg.svd(x, full_matrices=False)),
+        *m.linalg.svd(x, full_matrices=False)
+    ),
     "svd_vectors": lambda m, x: m.linalg.svd(x[:2])[2][:2].abs(),
     "pinv_wide": lambda m, x: m.linalg.pinv(x[:2]),
     "matrix_exp": lambda m, x: m.linalg.matrix_exp(x * 0.3),

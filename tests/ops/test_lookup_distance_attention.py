@@ -24,9 +24,15 @@ def _r(*shape: int) -> np.ndarray:
 def test_embedding_matches_torch(torch, device, kwargs) -> None:
     tf = torch.nn.functional
     index = np.array([[0, 2, 4], [2, 2, 1]])
-    against_torch(torch, lambda i, w: F.embedding(i, w, **kwargs),
-                  lambda i, w: tf.embedding(i, w, **kwargs), index, _r(5, 3), device=device,
-                  grad=[False, True])
+    against_torch(
+        torch,
+        lambda i, w: F.embedding(i, w, **kwargs),
+        lambda i, w: tf.embedding(i, w, **kwargs),
+        index,
+        _r(5, 3),
+        device=device,
+        grad=[False, True],
+    )
 
 
 def test_embedding_max_norm_renormalises_rows_in_place(torch, device) -> None:
@@ -54,26 +60,47 @@ def test_p_norms_match_torch(torch, device, p) -> None:
     tf = torch.nn.functional
     a = _r(4, 5)
     a[1] = 0  # an all-zero vector: clamped by eps, with a finite gradient
-    against_torch(torch, lambda x: F.normalize(x, p=p), lambda x: tf.normalize(x, p=p), a,
-                  device=device)
-    against_torch(torch, lambda x, y: F.pairwise_distance(x, y, p=p),
-                  lambda x, y: tf.pairwise_distance(x, y, p=p), _r(4, 5), _r(4, 5),
-                  device=device)
+    against_torch(
+        torch, lambda x: F.normalize(x, p=p), lambda x: tf.normalize(x, p=p), a, device=device
+    )
+    against_torch(
+        torch,
+        lambda x, y: F.pairwise_distance(x, y, p=p),
+        lambda x, y: tf.pairwise_distance(x, y, p=p),
+        _r(4, 5),
+        _r(4, 5),
+        device=device,
+    )
 
 
 def test_distances_match_torch(torch, device) -> None:
     tf = torch.nn.functional
     a, b = _r(4, 5), _r(4, 5)
     a[1] = 0
-    against_torch(torch, lambda x: F.normalize(x, dim=0), lambda x: tf.normalize(x, dim=0),
-                  _r(3, 4), device=device)
-    against_torch(torch, lambda x, y: F.pairwise_distance(x, y, keepdim=True),
-                  lambda x, y: tf.pairwise_distance(x, y, keepdim=True), _r(2, 3, 5), _r(3, 5),
-                  device=device)
+    against_torch(
+        torch,
+        lambda x: F.normalize(x, dim=0),
+        lambda x: tf.normalize(x, dim=0),
+        _r(3, 4),
+        device=device,
+    )
+    against_torch(
+        torch,
+        lambda x, y: F.pairwise_distance(x, y, keepdim=True),
+        lambda x, y: tf.pairwise_distance(x, y, keepdim=True),
+        _r(2, 3, 5),
+        _r(3, 5),
+        device=device,
+    )
     against_torch(torch, F.cosine_similarity, tf.cosine_similarity, a, b, device=device)
-    against_torch(torch, lambda x, y: F.cosine_similarity(x, y, dim=-1),
-                  lambda x, y: tf.cosine_similarity(x, y, dim=-1), _r(2, 3, 5), _r(3, 5),
-                  device=device)
+    against_torch(
+        torch,
+        lambda x, y: F.cosine_similarity(x, y, dim=-1),
+        lambda x, y: tf.cosine_similarity(x, y, dim=-1),
+        _r(2, 3, 5),
+        _r(3, 5),
+        device=device,
+    )
 
 
 ATTENTION_CASES = [
@@ -94,7 +121,10 @@ def test_scaled_dot_product_attention_matches_torch(torch, device, case) -> None
             torch,
             lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **kwargs),
             lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, **kwargs),
-            q, k, v, device=device,
+            q,
+            k,
+            v,
+            device=device,
         )
         return
     if case["mask"] == "bool":
@@ -106,7 +136,12 @@ def test_scaled_dot_product_attention_matches_torch(torch, device, case) -> None
         torch,
         lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
         lambda q, k, v, m: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m),
-        q, k, v, mask, device=device, grad=[True, True, True, mask.dtype != np.bool_],
+        q,
+        k,
+        v,
+        mask,
+        device=device,
+        grad=[True, True, True, mask.dtype != np.bool_],
     )
 
 
@@ -127,9 +162,12 @@ def test_attention_dropout_zeroes_weights_and_scales_the_rest(device) -> None:
 def test_float32_stays_float32(device) -> None:
     q = aa.randn(2, 3, 4, device=device, requires_grad=True)
     w = aa.randn(5, 4, device=device, requires_grad=True)
-    out = (F.scaled_dot_product_attention(q, q, q, is_causal=True).sum()
-           + F.embedding(aa.tensor([1, 2], device=device), w).sum()
-           + F.cosine_similarity(q, q).sum() + F.normalize(q).sum())
+    out = (
+        F.scaled_dot_product_attention(q, q, q, is_causal=True).sum()
+        + F.embedding(aa.tensor([1, 2], device=device), w).sum()
+        + F.cosine_similarity(q, q).sum()
+        + F.normalize(q).sum()
+    )
     out.backward()
     assert out.dtype == q.grad.dtype == w.grad.dtype == aa.float32
 
@@ -144,39 +182,73 @@ def test_gradcheck_and_gradgradcheck(device) -> None:
         (lambda x: F.normalize(x, p=3.0), (t(2, 3),)),
         (lambda x, y: F.cosine_similarity(x, y), (t(2, 3), t(2, 3))),
         (lambda x, y: F.pairwise_distance(x, y), (t(2, 3), t(2, 3))),
-        (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
-         (t(2, 3, 2), t(2, 3, 2), t(2, 3, 2))),
+        (
+            lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+            (t(2, 3, 2), t(2, 3, 2), t(2, 3, 2)),
+        ),
     ):
         assert gradcheck(fn, args)
         assert gradgradcheck(fn, args)
 
 
-@pytest.mark.parametrize(("call", "error", "message"), [
-    (lambda: F.one_hot(aa.tensor([1.0])), RuntimeError,
-     r"one_hot is only applicable to index tensor of type LongTensor."),
-    (lambda: F.one_hot(aa.tensor([-1])), RuntimeError, r"Class values must be non-negative."),
-    (lambda: F.one_hot(aa.tensor([3]), 3), RuntimeError,
-     r"Class values must be smaller than num_classes."),
-    (lambda: F.embedding(aa.tensor([1.0]), aa.randn(3, 2)), RuntimeError,
-     r"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
-     r"Long, Int"),
-    (lambda: F.embedding(aa.tensor([5]), aa.randn(3, 2)), IndexError, r"index out of range"),
-    (lambda: F.embedding(aa.tensor([1]), aa.randn(3, 2), padding_idx=5), ValueError,
-     r"Padding_idx must be within num_embeddings"),
-    (lambda: F.scaled_dot_product_attention(
-        aa.randn(2, 3, 4), aa.randn(2, 3, 4), aa.randn(2, 3, 4),
-        attn_mask=aa.ones(3, 3, dtype=aa.bool_), is_causal=True), RuntimeError,
-     r"Explicit attn_mask should not be set when is_causal=True"),
-    (lambda: F.scaled_dot_product_attention(aa.randn(2, 3, 4), aa.randn(2, 3, 5),
-                                            aa.randn(2, 3, 4)), RuntimeError,
-     r"scaled_dot_product_attention: expected query and key with the same embedding size"),
-    (lambda: F.cosine_similarity(aa.randn(2, 3, 4), aa.randn(2, 4, 4)), RuntimeError,
-     r"The size of tensor a \(3\) must match the size of tensor b \(4\) at non-singleton "
-     r"dimension 1"),
-    (lambda: F.pairwise_distance(aa.randn(2, 3, 4), aa.randn(2, 3, 5)), RuntimeError,
-     r"The size of tensor a \(4\) must match the size of tensor b \(5\) at non-singleton "
-     r"dimension 2"),
-])
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (
+            lambda: F.one_hot(aa.tensor([1.0])),
+            RuntimeError,
+            r"one_hot is only applicable to index tensor of type LongTensor.",
+        ),
+        (lambda: F.one_hot(aa.tensor([-1])), RuntimeError, r"Class values must be non-negative."),
+        (
+            lambda: F.one_hot(aa.tensor([3]), 3),
+            RuntimeError,
+            r"Class values must be smaller than num_classes.",
+        ),
+        (
+            lambda: F.embedding(aa.tensor([1.0]), aa.randn(3, 2)),
+            RuntimeError,
+            r"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+            r"Long, Int",
+        ),
+        (lambda: F.embedding(aa.tensor([5]), aa.randn(3, 2)), IndexError, r"index out of range"),
+        (
+            lambda: F.embedding(aa.tensor([1]), aa.randn(3, 2), padding_idx=5),
+            ValueError,
+            r"Padding_idx must be within num_embeddings",
+        ),
+        (
+            lambda: F.scaled_dot_product_attention(
+                aa.randn(2, 3, 4),
+                aa.randn(2, 3, 4),
+                aa.randn(2, 3, 4),
+                attn_mask=aa.ones(3, 3, dtype=aa.bool_),
+                is_causal=True,
+            ),
+            RuntimeError,
+            r"Explicit attn_mask should not be set when is_causal=True",
+        ),
+        (
+            lambda: F.scaled_dot_product_attention(
+                aa.randn(2, 3, 4), aa.randn(2, 3, 5), aa.randn(2, 3, 4)
+            ),
+            RuntimeError,
+            r"scaled_dot_product_attention: expected query and key with the same embedding size",
+        ),
+        (
+            lambda: F.cosine_similarity(aa.randn(2, 3, 4), aa.randn(2, 4, 4)),
+            RuntimeError,
+            r"The size of tensor a \(3\) must match the size of tensor b \(4\) at non-singleton "
+            r"dimension 1",
+        ),
+        (
+            lambda: F.pairwise_distance(aa.randn(2, 3, 4), aa.randn(2, 3, 5)),
+            RuntimeError,
+            r"The size of tensor a \(4\) must match the size of tensor b \(5\) at non-singleton "
+            r"dimension 2",
+        ),
+    ],
+)
 def test_bad_arguments_raise_pytorch_errors(call, error, message) -> None:
     with pytest.raises(error, match=message):
         call()

@@ -20,7 +20,10 @@ def test_svd_lowrank_rebuilds_a_low_rank_matrix(torch, device, transposed):
     U, S, V = aa.svd_lowrank(aa.tensor(a, device=device), q=6)
     assert U.device == aa.device(device)
     assert (tuple(U.shape), tuple(S.shape), tuple(V.shape)) == (
-        (a.shape[0], 6), (6,), (a.shape[1], 6))
+        (a.shape[0], 6),
+        (6,),
+        (a.shape[1], 6),
+    )
     rebuilt = ((U * S) @ V.T).cpu().numpy()
     np.testing.assert_allclose(rebuilt, a, atol=1e-10)
     exact = torch.linalg.svdvals(torch.tensor(a)).numpy()[:4]
@@ -34,9 +37,9 @@ def test_pca_lowrank_centres_the_columns(torch, device):
     exact = torch.linalg.svdvals(torch.tensor(centred)).numpy()
     np.testing.assert_allclose(S.cpu().numpy()[:4], exact[:4], rtol=1e-10)
     _, S_raw, _ = aa.pca_lowrank(aa.tensor(LOW_RANK, device=device), q=4, center=False)
-    np.testing.assert_allclose(S_raw.cpu().numpy(),
-                               torch.linalg.svdvals(torch.tensor(LOW_RANK)).numpy()[:4],
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        S_raw.cpu().numpy(), torch.linalg.svdvals(torch.tensor(LOW_RANK)).numpy()[:4], rtol=1e-10
+    )
     for lib in (aa, torch):
         with pytest.raises(ValueError, match="must be non-negative integer and not greater"):
             lib.pca_lowrank(lib.tensor(LOW_RANK), q=16)

@@ -78,10 +78,12 @@ def test_unary_gradcheck(device: str, name: str) -> None:
 
 def test_round_decimals_and_integers(torch, device: str) -> None:
     data = np.array([0.125, 2.5, -1.005, 3.14159, 1234.5678])
-    versus_torch(torch, device, lambda t: aa.round(t, decimals=2),
-                 lambda t: torch.round(t, decimals=2), data)
-    versus_torch(torch, device, lambda t: t.round(decimals=-2),
-                 lambda t: t.round(decimals=-2), data)
+    versus_torch(
+        torch, device, lambda t: aa.round(t, decimals=2), lambda t: torch.round(t, decimals=2), data
+    )
+    versus_torch(
+        torch, device, lambda t: t.round(decimals=-2), lambda t: t.round(decimals=-2), data
+    )
     ints = aa.tensor([1, -2, 3], device=device)
     for name in ("floor", "ceil", "round", "trunc"):
         out = getattr(aa, name)(ints)
@@ -108,8 +110,11 @@ def test_unary_integer_inputs_give_float32(device: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(set(UNARY) - {"erf", "reciprocal", "square"}))
 def test_unary_bad_input_names_the_op(name: str) -> None:
-    with pytest.raises(TypeError, match=rf"{name}\(\): argument 'input' must be Tensor, not "
-                                        "list"):
+    with pytest.raises(
+        TypeError,
+        match=rf"{name}\(\): argument 'input' must be Tensor, not "
+        "list",
+    ):
         getattr(aa, name)([0.5])
     with pytest.raises(RuntimeError, match=f"{name}: complex tensors are not supported"):
         getattr(aa, name)(aa.tensor([0.5 + 1j]))
@@ -174,8 +179,13 @@ def test_binary_gradcheck(device: str, name: str) -> None:
 def test_binary_with_scalars(torch, device: str) -> None:
     a = _x(3, 4) * 3
     for name in ("remainder", "fmod", "xlogy"):
-        versus_torch(torch, device, lambda t, n=name: getattr(aa, n)(t, 1.5),
-                     lambda t, n=name: getattr(torch, n)(t, 1.5), a)
+        versus_torch(
+            torch,
+            device,
+            lambda t, n=name: getattr(aa, n)(t, 1.5),
+            lambda t, n=name: getattr(torch, n)(t, 1.5),
+            a,
+        )
     # 5.0 % t: PyTorch has no derivative for a scalar dividend; ours is -floor(5 / t)
     t = aa.tensor(a, device=device, requires_grad=True)
     out = 5.0 % t
@@ -194,8 +204,14 @@ def test_maximum_ties_share_the_gradient(torch, device: str) -> None:
 def test_lerp(torch, device: str, weight: str) -> None:
     start, end = _x(3, 4, seed=6), _x(3, 4, seed=7)
     if weight == "scalar":
-        versus_torch(torch, device, lambda s, e: aa.lerp(s, e, 0.3),
-                     lambda s, e: torch.lerp(s, e, 0.3), start, end)
+        versus_torch(
+            torch,
+            device,
+            lambda s, e: aa.lerp(s, e, 0.3),
+            lambda s, e: torch.lerp(s, e, 0.3),
+            start,
+            end,
+        )
         assert gradcheck(lambda s, e: s.lerp(e, 0.3), _inputs(device, start, end))
     else:
         w = _x(4, seed=8)
@@ -204,11 +220,15 @@ def test_lerp(torch, device: str, weight: str) -> None:
 
 
 def test_binary_errors() -> None:
-    with pytest.raises(RuntimeError, match="lerp: expected dtype float32 for `end` but got dtype "
-                                           "float64"):
+    with pytest.raises(
+        RuntimeError, match="lerp: expected dtype float32 for `end` but got dtype float64"
+    ):
         aa.lerp(aa.zeros(2), aa.zeros(2, dtype=aa.float64), 0.5)
-    with pytest.raises(TypeError, match=r"atan2\(\): argument 'other' \(position 2\) must be "
-                                        "Tensor, not float"):
+    with pytest.raises(
+        TypeError,
+        match=r"atan2\(\): argument 'other' \(position 2\) must be "
+        "Tensor, not float",
+    ):
         aa.atan2(aa.zeros(2), 1.5)
     with pytest.raises(TypeError, match=r"fmod\(\): expected a Tensor or a number, got str"):
         aa.fmod(aa.zeros(2), "x")
@@ -237,11 +257,16 @@ def test_clamp_with_tensor_bounds(torch, device: str, bounds: str) -> None:
     if bounds == "both":
         versus_torch(torch, device, aa.clamp, torch.clamp, x, lo, hi)
     elif bounds == "min":
-        versus_torch(torch, device, lambda a, b: aa.clamp(a, min=b),
-                     lambda a, b: torch.clamp(a, min=b), x, lo)
+        versus_torch(
+            torch,
+            device,
+            lambda a, b: aa.clamp(a, min=b),
+            lambda a, b: torch.clamp(a, min=b),
+            x,
+            lo,
+        )
     elif bounds == "max":
-        versus_torch(torch, device, lambda a, b: a.clip(max=b),
-                     lambda a, b: a.clip(max=b), x, hi)
+        versus_torch(torch, device, lambda a, b: a.clip(max=b), lambda a, b: a.clip(max=b), x, hi)
     else:  # min above max: the output is max, which takes the gradient
         versus_torch(torch, device, aa.clamp, torch.clamp, x, hi, lo)
 
@@ -253,8 +278,9 @@ def test_clamp_gradcheck(device: str) -> None:
 
 
 def test_clamp_errors() -> None:
-    with pytest.raises(RuntimeError, match="torch.clamp: At least one of 'min' or 'max' must not "
-                                           "be None"):
+    with pytest.raises(
+        RuntimeError, match="torch.clamp: At least one of 'min' or 'max' must not be None"
+    ):
         aa.clamp(aa.zeros(2))
 
 
@@ -275,16 +301,20 @@ def test_prod_matches_torch(torch, device: str, zeros: str, dim) -> None:
         versus_torch(torch, device, aa.prod, torch.prod, data)
     else:
         versus_torch(torch, device, lambda t: t.prod(dim), lambda t: t.prod(dim), data)
-        versus_torch(torch, device, lambda t: aa.prod(t, dim, keepdim=True),
-                     lambda t: torch.prod(t, dim, keepdim=True), data)
+        versus_torch(
+            torch,
+            device,
+            lambda t: aa.prod(t, dim, keepdim=True),
+            lambda t: torch.prod(t, dim, keepdim=True),
+            data,
+        )
 
 
 @pytest.mark.parametrize("zeros", sorted(ZEROS))
 @pytest.mark.parametrize("dim", [0, 1])
 def test_cumprod_matches_torch(torch, device: str, zeros: str, dim: int) -> None:
     data = np.concatenate([ZEROS[zeros], ZEROS[zeros][:, ::-1]], axis=1)
-    versus_torch(torch, device, lambda t: aa.cumprod(t, dim), lambda t: torch.cumprod(t, dim),
-                 data)
+    versus_torch(torch, device, lambda t: aa.cumprod(t, dim), lambda t: torch.cumprod(t, dim), data)
 
 
 @pytest.mark.parametrize("dim", [0, 1, -1])
@@ -396,8 +426,13 @@ PRODUCTS = {
 def test_products_match_torch(torch, device: str, name: str) -> None:
     ours, theirs, shapes, kwargs = PRODUCTS[name]
     arrays = [_x(*s, seed=i) for i, s in enumerate(shapes)]
-    versus_torch(torch, device, lambda *t: ours(*t, **kwargs),
-                 lambda *t: getattr(torch, theirs)(*t, **kwargs), *arrays)
+    versus_torch(
+        torch,
+        device,
+        lambda *t: ours(*t, **kwargs),
+        lambda *t: getattr(torch, theirs)(*t, **kwargs),
+        *arrays,
+    )
     assert gradcheck(lambda *t: ours(*t, **kwargs), _inputs(device, *arrays))
 
 
@@ -430,8 +465,13 @@ EINSUM = {
 def test_einsum_matches_torch(torch, device: str, name: str) -> None:
     equation, shapes = EINSUM[name]
     arrays = [_x(*s, seed=i) for i, s in enumerate(shapes)]
-    versus_torch(torch, device, lambda *t: aa.einsum(equation, *t),
-                 lambda *t: torch.einsum(equation, *t), *arrays)
+    versus_torch(
+        torch,
+        device,
+        lambda *t: aa.einsum(equation, *t),
+        lambda *t: torch.einsum(equation, *t),
+        *arrays,
+    )
     assert gradcheck(lambda *t: aa.einsum(equation, list(t)), _inputs(device, *arrays))
 
 
@@ -445,11 +485,17 @@ def test_einsum_second_order(device: str) -> None:
 def test_product_errors() -> None:
     with pytest.raises(RuntimeError, match="bmm: batch1 must be a 3D tensor, got 2D"):
         aa.bmm(aa.zeros(2, 3), aa.zeros(2, 3, 4))
-    with pytest.raises(RuntimeError, match=r"Expected size for first two dimensions of batch2 "
-                                           r"tensor to be: \[2, 4\] but got: \[2, 5\]."):
+    with pytest.raises(
+        RuntimeError,
+        match=r"Expected size for first two dimensions of batch2 "
+        r"tensor to be: \[2, 4\] but got: \[2, 5\].",
+    ):
         aa.bmm(aa.zeros(2, 3, 4), aa.zeros(2, 5, 4))
-    with pytest.raises(RuntimeError, match=r"size mismatch, got input \(3\), mat \(3x4\), vec "
-                                           r"\(5\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"size mismatch, got input \(3\), mat \(3x4\), vec "
+        r"\(5\)",
+    ):
         aa.mv(aa.zeros(3, 4), aa.zeros(5))
     with pytest.raises(RuntimeError, match="outer: expected 1D tensors, but got 2D and 1D"):
         aa.outer(aa.zeros(2, 2), aa.zeros(2))
@@ -474,10 +520,14 @@ NORMS = {
     "vector_inf": (lambda m, t: m.linalg.vector_norm(t, math.inf, dim=1), None),
     "vector_-inf": (lambda m, t: m.linalg.vector_norm(t, -math.inf), None),
     "vector_0": (lambda m, t: m.linalg.vector_norm(t, 0, dim=1), None),
-    "vector_inf_ties": (lambda m, t: m.linalg.vector_norm(t, math.inf),
-                        np.array([[1.0, -3.0], [3.0, 2.0]])),
-    "vector_2_zero_row": (lambda m, t: m.linalg.vector_norm(t, dim=1),
-                          np.array([[0.0, 0.0], [3.0, 4.0]])),
+    "vector_inf_ties": (
+        lambda m, t: m.linalg.vector_norm(t, math.inf),
+        np.array([[1.0, -3.0], [3.0, 2.0]]),
+    ),
+    "vector_2_zero_row": (
+        lambda m, t: m.linalg.vector_norm(t, dim=1),
+        np.array([[0.0, 0.0], [3.0, 4.0]]),
+    ),
     "matrix_fro": (lambda m, t: m.linalg.matrix_norm(t), None),
     "matrix_1": (lambda m, t: m.linalg.matrix_norm(t, 1), None),
     "matrix_-1": (lambda m, t: m.linalg.matrix_norm(t, -1, keepdim=True), None),
@@ -517,19 +567,26 @@ def test_norms_gradcheck(device: str) -> None:
 
 
 def test_norm_errors() -> None:
-    with pytest.raises(RuntimeError, match="linalg.vector_norm: Expected a floating point or "
-                                           "complex tensor as input. Got Long"):
+    with pytest.raises(
+        RuntimeError,
+        match="linalg.vector_norm: Expected a floating point or complex tensor as input. Got Long",
+    ):
         aa.linalg.vector_norm(aa.tensor([1, 2]))
-    with pytest.raises(RuntimeError, match="linalg.matrix_norm: The input tensor A must have at "
-                                           "least 2 dimensions."):
+    with pytest.raises(
+        RuntimeError,
+        match="linalg.matrix_norm: The input tensor A must have at least 2 dimensions.",
+    ):
         aa.linalg.matrix_norm(aa.zeros(3))
     with pytest.raises(RuntimeError, match="linalg.matrix_norm: Order 3 not supported."):
         aa.linalg.matrix_norm(aa.zeros(3, 3), 3)
     x = aa.randn(3, 3, dtype=aa.float64, requires_grad=True)
     # The nuclear norm's gradient U Vh is itself differentiable (create_graph=True).
     assert aa.autograd.gradgradcheck(lambda v: aa.linalg.matrix_norm(v, "nuc"), (x,))
-    with pytest.raises(RuntimeError, match="linalg.norm: If dim is not specified but ord is, the "
-                                           "input must be 1D or 2D. Got 3D."):
+    with pytest.raises(
+        RuntimeError,
+        match="linalg.norm: If dim is not specified but ord is, the "
+        "input must be 1D or 2D. Got 3D.",
+    ):
         aa.linalg.norm(aa.zeros(2, 2, 2), 1)
     with pytest.raises(RuntimeError, match="cannot compute the inf norm on an empty tensor"):
         aa.linalg.vector_norm(aa.zeros(0), math.inf)
@@ -543,7 +600,7 @@ SECOND_ORDER = {
     "xlogy": (lambda a, b: aa.xlogy(a, b.exp()), 2),
     "remainder": (lambda a, b: aa.remainder(a * 3, b.exp()) * a, 2),
     "clamp": (lambda a, b: aa.clamp(a * a, b - 1, b + 1) * a, 2),
-    "cumsum": (lambda a: (a.cumsum(1) ** 2), 1),
+    "cumsum": (lambda a: a.cumsum(1) ** 2, 1),
     "vector_norm_1": (lambda a: aa.linalg.vector_norm(a, 1, dim=1) * a.sum(), 1),
     "vector_norm_2": (lambda a: aa.linalg.vector_norm(a, dim=0), 1),
     "vector_norm_inf": (lambda a: aa.linalg.vector_norm(a, math.inf) * a, 1),

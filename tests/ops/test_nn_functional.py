@@ -40,25 +40,39 @@ def test_linear_matches_torch_and_is_one_node(torch) -> None:
     out = F.linear(aa.tensor(X), aa.tensor(w, requires_grad=True), aa.tensor(b))
     assert out.grad_fn.name() == "LinearBackward0"
     assert out.grad_fn.next_functions[0][0] is None
-    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(5x4 and "
-                                           r"2x3\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"mat1 and mat2 shapes cannot be multiplied \(5x4 and "
+        r"2x3\)",
+    ):
         F.linear(aa.tensor(X), aa.randn(3, 2, dtype=aa.float64))
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_cross_entropy_matches_torch(torch, reduction: str) -> None:
     tf = torch.nn.functional
-    compare_torch(torch, lambda t: F.cross_entropy(t, aa.tensor(T), reduction=reduction),
-                  lambda t: tf.cross_entropy(t, torch.tensor(T), reduction=reduction), X)
+    compare_torch(
+        torch,
+        lambda t: F.cross_entropy(t, aa.tensor(T), reduction=reduction),
+        lambda t: tf.cross_entropy(t, torch.tensor(T), reduction=reduction),
+        X,
+    )
     ignored = T.copy()
     ignored[[1, 3]] = -100
-    compare_torch(torch, lambda t: F.cross_entropy(t, aa.tensor(ignored), reduction=reduction),
-                  lambda t: tf.cross_entropy(t, torch.tensor(ignored), reduction=reduction), X)
+    compare_torch(
+        torch,
+        lambda t: F.cross_entropy(t, aa.tensor(ignored), reduction=reduction),
+        lambda t: tf.cross_entropy(t, torch.tensor(ignored), reduction=reduction),
+        X,
+    )
     spatial = RNG.standard_normal((2, 4, 3))
     target = RNG.integers(0, 4, size=(2, 3))
-    compare_torch(torch, lambda t: F.cross_entropy(t, aa.tensor(target), reduction=reduction),
-                  lambda t: tf.cross_entropy(t, torch.tensor(target), reduction=reduction),
-                  spatial)
+    compare_torch(
+        torch,
+        lambda t: F.cross_entropy(t, aa.tensor(target), reduction=reduction),
+        lambda t: tf.cross_entropy(t, torch.tensor(target), reduction=reduction),
+        spatial,
+    )
 
 
 def test_cross_entropy_is_one_node_with_softmax_minus_onehot_gradient() -> None:
@@ -86,13 +100,15 @@ def test_cross_entropy_errors() -> None:
         F.cross_entropy(aa.tensor(X), aa.tensor([0, 1, 2, 3]))
     with pytest.raises(ValueError, match="bogus is not a valid value for reduction"):
         F.cross_entropy(aa.tensor(X), aa.tensor(T), reduction="bogus")
-    with pytest.raises(RuntimeError, match="expected target dtype to be Long or Byte, but got "
-                                           "Double"):
+    with pytest.raises(
+        RuntimeError, match="expected target dtype to be Long or Byte, but got Double"
+    ):
         F.cross_entropy(aa.tensor(X), aa.tensor(X[:, 0]))
 
 
-def _numpy_cross_entropy(x: np.ndarray, target: np.ndarray, reduction: str,
-                         ignore_index: int) -> np.ndarray:
+def _numpy_cross_entropy(
+    x: np.ndarray, target: np.ndarray, reduction: str, ignore_index: int
+) -> np.ndarray:
     keep = target != ignore_index
     shifted = x - x.max(axis=1, keepdims=True)
     logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
@@ -114,12 +130,15 @@ def _numpy_cross_entropy(x: np.ndarray, target: np.ndarray, reduction: str,
         ([3, 3, 1, 1, 2], 3),  # at the end of the targets' range
     ],
 )
-def test_cross_entropy_ignore_index_values_and_gradients(target, ignore_index,
-                                                         reduction: str) -> None:
+def test_cross_entropy_ignore_index_values_and_gradients(
+    target, ignore_index, reduction: str
+) -> None:
     t = np.array(target)
-    check_op(lambda x: F.cross_entropy(x, aa.tensor(t), reduction=reduction,
-                                       ignore_index=ignore_index),
-             lambda x: _numpy_cross_entropy(x, t, reduction, ignore_index), X)
+    check_op(
+        lambda x: F.cross_entropy(x, aa.tensor(t), reduction=reduction, ignore_index=ignore_index),
+        lambda x: _numpy_cross_entropy(x, t, reduction, ignore_index),
+        X,
+    )
 
 
 def test_cross_entropy_with_every_target_ignored_is_nan_like_torch() -> None:
@@ -132,8 +151,13 @@ def test_cross_entropy_with_every_target_ignored_is_nan_like_torch() -> None:
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_mse_loss_matches_torch(torch, reduction: str) -> None:
     y = RNG.standard_normal((5, 4))
-    compare_torch(torch, lambda a, b: F.mse_loss(a, b, reduction=reduction),
-                  lambda a, b: torch.nn.functional.mse_loss(a, b, reduction=reduction), X, y)
+    compare_torch(
+        torch,
+        lambda a, b: F.mse_loss(a, b, reduction=reduction),
+        lambda a, b: torch.nn.functional.mse_loss(a, b, reduction=reduction),
+        X,
+        y,
+    )
 
 
 def test_dropout() -> None:
@@ -176,8 +200,9 @@ def test_second_derivatives_of_nn_ops(torch) -> None:
     (g,) = aa.autograd.grad(F.cross_entropy(x, aa.tensor(T)), x, create_graph=True)
     (gg,) = aa.autograd.grad((g * g).sum(), x)
     tx = torch.tensor(X, requires_grad=True)
-    (tg,) = torch.autograd.grad(torch.nn.functional.cross_entropy(tx, torch.tensor(T)), tx,
-                                create_graph=True)
+    (tg,) = torch.autograd.grad(
+        torch.nn.functional.cross_entropy(tx, torch.tensor(T)), tx, create_graph=True
+    )
     (tgg,) = torch.autograd.grad((tg * tg).sum(), tx)
     np.testing.assert_allclose(to_numpy(gg), tgg.numpy(), rtol=1e-8, atol=1e-12)
 
@@ -186,10 +211,12 @@ def test_mlp_step_on_device(device: str) -> None:
     rng = np.random.default_rng(1)
     x = aa.tensor(rng.standard_normal((16, 8)), dtype=aa.float32, device=device)
     y = aa.tensor(rng.integers(0, 3, 16), device=device)
-    w1 = aa.tensor(rng.standard_normal((6, 8)) * 0.3, dtype=aa.float32, device=device,
-                   requires_grad=True)
-    w2 = aa.tensor(rng.standard_normal((3, 6)) * 0.3, dtype=aa.float32, device=device,
-                   requires_grad=True)
+    w1 = aa.tensor(
+        rng.standard_normal((6, 8)) * 0.3, dtype=aa.float32, device=device, requires_grad=True
+    )
+    w2 = aa.tensor(
+        rng.standard_normal((3, 6)) * 0.3, dtype=aa.float32, device=device, requires_grad=True
+    )
     loss = F.cross_entropy(F.linear(F.relu(F.linear(x, w1)), w2), y)
     loss.backward()
     assert w1.grad.device == aa.device(device) and w1.grad.dtype == aa.float32

@@ -16,14 +16,22 @@ X3 = RNG.standard_normal((2, 3, 11))
 
 POOLS = [
     (lambda lib, T, x: lib.nn.functional.max_pool3d(x, 2, 1, 1), X5),
-    (lambda lib, T, x: lib.nn.functional.max_pool3d(x, (2, 3, 2), 2, ceil_mode=True,
-                                                    return_indices=True), X5),
+    (
+        lambda lib, T, x: lib.nn.functional.max_pool3d(
+            x, (2, 3, 2), 2, ceil_mode=True, return_indices=True
+        ),
+        X5,
+    ),
     (lambda lib, T, x: lib.nn.functional.max_pool3d_with_indices(x, 3, 2, 1, dilation=1), X5[0]),
     (lambda lib, T, x: lib.nn.functional.max_pool2d_with_indices(x, 3, 2, 1), X4),
     (lambda lib, T, x: lib.nn.functional.max_pool1d_with_indices(x, 3, 2), X3),
     (lambda lib, T, x: lib.nn.functional.avg_pool3d(x, 3, 2, 1, count_include_pad=False), X5),
-    (lambda lib, T, x: lib.nn.functional.avg_pool3d(x, 2, 1, 1, ceil_mode=True,
-                                                    divisor_override=3), X5[0]),
+    (
+        lambda lib, T, x: lib.nn.functional.avg_pool3d(
+            x, 2, 1, 1, ceil_mode=True, divisor_override=3
+        ),
+        X5[0],
+    ),
     (lambda lib, T, x: lib.nn.functional.adaptive_avg_pool3d(x, (2, 4, None)), X5),
     (lambda lib, T, x: lib.nn.functional.adaptive_avg_pool3d(x, 3), X5[0]),
     (lambda lib, T, x: lib.nn.functional.adaptive_max_pool3d(x, (2, 4, 3), True), X5),
@@ -74,16 +82,21 @@ def test_max_unpool_inverts_max_pool_like_torch(torch, device, dims) -> None:
     "call",
     [
         lambda lib: lib.nn.functional.max_unpool2d(
-            lib.zeros(1, 2, 2, 2), lib.zeros(1, 2, 2, 2, dtype=lib.int64) + 100, 2),
+            lib.zeros(1, 2, 2, 2), lib.zeros(1, 2, 2, 2, dtype=lib.int64) + 100, 2
+        ),
         lambda lib: lib.nn.functional.max_unpool1d(
-            lib.zeros(1, 2, 2), lib.zeros(1, 2, 2, dtype=lib.int64) + 100, 2),
+            lib.zeros(1, 2, 2), lib.zeros(1, 2, 2, dtype=lib.int64) + 100, 2
+        ),
         lambda lib: lib.nn.functional.max_unpool3d(
-            lib.zeros(2, 2, 2), lib.zeros(2, 2, 2, dtype=lib.int64), 2),
+            lib.zeros(2, 2, 2), lib.zeros(2, 2, 2, dtype=lib.int64), 2
+        ),
         lambda lib: lib.nn.functional.max_unpool2d(lib.zeros(2, 2, 2), lib.zeros(2, 2, 2), 2),
         lambda lib: lib.nn.functional.max_unpool2d(
-            lib.zeros(1, 2, 2, 2), lib.zeros(1, 1, 2, 2, dtype=lib.int64), 2),
+            lib.zeros(1, 2, 2, 2), lib.zeros(1, 1, 2, 2, dtype=lib.int64), 2
+        ),
         lambda lib: lib.nn.functional.max_unpool2d(
-            lib.zeros(1, 2, 2, 2), lib.zeros(1, 2, 2, 2, dtype=lib.int64), 2, output_size=[9, 9]),
+            lib.zeros(1, 2, 2, 2), lib.zeros(1, 2, 2, 2, dtype=lib.int64), 2, output_size=[9, 9]
+        ),
     ],
 )
 def test_max_unpool_errors_match_torch(torch, call) -> None:
@@ -112,15 +125,17 @@ def test_fractional_max_pool_by_ratio_unbatched(torch, device) -> None:
 
     def fn(lib, T, t, s):
         return lib.nn.functional.fractional_max_pool2d_with_indices(
-            t, 2, output_ratio=(0.5, 0.7), _random_samples=s.detach())
+            t, 2, output_ratio=(0.5, 0.7), _random_samples=s.detach()
+        )
 
     check_like_torch(torch, device, fn, X4[0], samples)
 
 
 def test_fractional_max_pool_draws_windows_that_fit(device) -> None:
     x = aa.tensor(X4, device=device, requires_grad=True)
-    out, indices = aa.nn.functional.fractional_max_pool2d(x, 3, output_size=(5, 4),
-                                                          return_indices=True)
+    out, indices = aa.nn.functional.fractional_max_pool2d(
+        x, 3, output_size=(5, 4), return_indices=True
+    )
     assert tuple(out.shape) == (2, 3, 5, 4)
     flat = np.asarray(x.detach()).reshape(2, 3, -1)
     picked = np.take_along_axis(flat, np.asarray(indices).reshape(2, 3, -1), -1)
@@ -130,13 +145,16 @@ def test_fractional_max_pool_draws_windows_that_fit(device) -> None:
 @pytest.mark.parametrize(
     "call",
     [
-        lambda lib: lib.nn.functional.fractional_max_pool2d(lib.zeros(1, 2, 5, 5), 3,
-                                                            output_size=4),
-        lambda lib: lib.nn.functional.fractional_max_pool3d(lib.zeros(1, 2, 2, 5, 5), 3,
-                                                            output_size=2),
+        lambda lib: lib.nn.functional.fractional_max_pool2d(
+            lib.zeros(1, 2, 5, 5), 3, output_size=4
+        ),
+        lambda lib: lib.nn.functional.fractional_max_pool3d(
+            lib.zeros(1, 2, 2, 5, 5), 3, output_size=2
+        ),
         lambda lib: lib.nn.functional.fractional_max_pool2d(lib.zeros(1, 2, 5, 5), 2),
         lambda lib: lib.nn.functional.fractional_max_pool2d(
-            lib.zeros(1, 2, 5, 5), 2, output_size=2, _random_samples=lib.zeros(1, 3, 2)),
+            lib.zeros(1, 2, 5, 5), 2, output_size=2, _random_samples=lib.zeros(1, 3, 2)
+        ),
     ],
 )
 def test_fractional_max_pool_errors_match_torch(torch, call) -> None:

@@ -20,8 +20,11 @@ FIRST_ARGUMENT_FREE |= {"is_storage"}  # a question about any object, as PyTorch
 
 
 def _public(module, names) -> list[tuple[str, object]]:
-    return [(n, getattr(module, n)) for n in names
-            if callable(getattr(module, n, None)) and not inspect.isclass(getattr(module, n))]
+    return [
+        (n, getattr(module, n))
+        for n in names
+        if callable(getattr(module, n, None)) and not inspect.isclass(getattr(module, n))
+    ]
 
 
 # Probes that take any object, as PyTorch's do (a string is simply not an override).
@@ -30,12 +33,16 @@ ANY_ARGUMENT = {"has_torch_function", "has_torch_function_unary", "has_torch_fun
 
 def _functional_names() -> list[str]:
     torch = pytest.importorskip("torch")
-    return [n for n in dir(F) if not n.startswith("_") and hasattr(torch.nn.functional, n)
-            and n not in ANY_ARGUMENT]
+    return [
+        n
+        for n in dir(F)
+        if not n.startswith("_") and hasattr(torch.nn.functional, n) and n not in ANY_ARGUMENT
+    ]
 
 
-CASES = [(f"aa.{n}", n, fn) for n, fn in _public(aa, aa.ops.__all__)
-         if n not in FIRST_ARGUMENT_FREE]
+CASES = [
+    (f"aa.{n}", n, fn) for n, fn in _public(aa, aa.ops.__all__) if n not in FIRST_ARGUMENT_FREE
+]
 
 
 @pytest.mark.parametrize("wrong", ["abc", object(), 5], ids=["str", "object", "int"])
@@ -72,18 +79,28 @@ def test_every_functional_name_checks_its_input() -> None:
 @pytest.mark.parametrize(
     ("call", "expected"),
     [
-        (lambda: aa.cat(5), "cat(): argument 'tensors' (position 1) must be tuple of Tensors, "
-                            "not int"),
-        (lambda: aa.stack(aa.ones(2)), "stack(): argument 'tensors' (position 1) must be "
-                                       "tuple of Tensors, not Tensor"),
-        (lambda: aa.cat([aa.ones(1), 2]), "cat(): expected a list of Tensors, got int at "
-                                          "position 1"),
+        (
+            lambda: aa.cat(5),
+            "cat(): argument 'tensors' (position 1) must be tuple of Tensors, not int",
+        ),
+        (
+            lambda: aa.stack(aa.ones(2)),
+            "stack(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor",
+        ),
+        (
+            lambda: aa.cat([aa.ones(1), 2]),
+            "cat(): expected a list of Tensors, got int at position 1",
+        ),
         (lambda: aa.sum("a"), "sum(): argument 'input' (position 1) must be Tensor, not str"),
-        (lambda: aa.arccos([1.0]), "arccos(): argument 'input' (position 1) must be Tensor, "
-                                   "not list"),
+        (
+            lambda: aa.arccos([1.0]),
+            "arccos(): argument 'input' (position 1) must be Tensor, not list",
+        ),
         (lambda: aa.ge(aa.ones(1)), "ge() missing 1 required positional argument: 'other'"),
-        (lambda: aa.add(aa.ones(1), 1, bogus=2), "add() got an unexpected keyword argument "
-                                                 "'bogus'"),
+        (
+            lambda: aa.add(aa.ones(1), 1, bogus=2),
+            "add() got an unexpected keyword argument 'bogus'",
+        ),
     ],
     ids=["cat-int", "stack-tensor", "cat-element", "sum", "alias", "missing", "unknown-keyword"],
 )
@@ -142,8 +159,10 @@ def test_out_casts_up_and_refuses_down(torch) -> None:
         with pytest.raises(RuntimeError) as info:
             lib.add(lib.ones(2), 1, out=lib.empty(2, dtype=lib.int64))
         messages.append(str(info.value))
-    assert messages[0] == messages[1] == (
-        "result type Float can't be cast to the desired output type Long"
+    assert (
+        messages[0]
+        == messages[1]
+        == ("result type Float can't be cast to the desired output type Long")
     )
 
 

@@ -133,8 +133,13 @@ def test_normal_forms_shapes_dtypes_and_nodes_like_torch(torch):
 
     ours, theirs = run(aa), run(torch)
     assert ours == theirs
-    assert [d[3] for d in ours[0]] == ["NormalBackward3", "NormalBackward1", "NormalBackward2",
-                                       None, None]
+    assert [d[3] for d in ours[0]] == [
+        "NormalBackward3",
+        "NormalBackward1",
+        "NormalBackward2",
+        None,
+        None,
+    ]
 
 
 def _node_name(t) -> str | None:
@@ -186,8 +191,9 @@ def test_multinomial_with_replacement_follows_the_weights(device):
     picked = host(aa.multinomial(probs, N, replacement=True))
     assert picked.shape == (N,) and set(np.unique(picked)) <= {1, 2}
     _fraction_within(picked == 2, 0.75)
-    rows = host(aa.multinomial(aa.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 2.0]], device=device),
-                                50, True))
+    rows = host(
+        aa.multinomial(aa.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 2.0]], device=device), 50, True)
+    )
     assert np.all(rows[0] == 0) and np.all(rows[1] == 1) and np.all(rows[2] == 1)
     first_draw = host(aa.multinomial(aa.tensor([1.0, 1.0], device=device), N, True))
     _fraction_within(first_draw == 0, 0.5)

@@ -124,9 +124,17 @@ def test_bernoulli_fill_frequencies(device):
 
 @pytest.mark.parametrize(
     ("dtype", "top"),
-    [("uint8", 255), ("int8", 127), ("int16", 2**15 - 1), ("int32", 2**31 - 1),
-     ("int64", 2**63 - 1), ("bool", 1), ("float16", 2**11), ("float32", 2**24),
-     ("float64", 2**53)],
+    [
+        ("uint8", 255),
+        ("int8", 127),
+        ("int16", 2**15 - 1),
+        ("int32", 2**31 - 1),
+        ("int64", 2**63 - 1),
+        ("bool", 1),
+        ("float16", 2**11),
+        ("float32", 2**24),
+        ("float64", 2**53),
+    ],
 )
 def test_random_default_range_per_dtype(device, dtype, top):
     values = host(aa.empty(20_000, device=device, dtype=dtype).random_())
@@ -173,18 +181,33 @@ def test_fills_keep_the_tensor_dtype(name, dtype):
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [
-        (lambda t: t.normal_(), NotImplementedError,
-         "\"normal_kernel_cpu\" not implemented for 'Long'"),
-        (lambda t: t.uniform_(), NotImplementedError,
-         "\"check_uniform_bounds\" not implemented for 'Long'"),
-        (lambda t: t.log_normal_(), NotImplementedError,
-         "\"log_normal_cpu\" not implemented for 'Long'"),
-        (lambda t: t.exponential_(), RuntimeError,
-         "Exponential distribution is a continuous probability distribution. dtype must be a "
-         "floating point but you specified Long"),
-        (lambda t: t.cauchy_(), RuntimeError,
-         "Cauchy distribution is a continuous probability distribution. dtype must be a "
-         "floating point but you specified long int"),
+        (
+            lambda t: t.normal_(),
+            NotImplementedError,
+            "\"normal_kernel_cpu\" not implemented for 'Long'",
+        ),
+        (
+            lambda t: t.uniform_(),
+            NotImplementedError,
+            "\"check_uniform_bounds\" not implemented for 'Long'",
+        ),
+        (
+            lambda t: t.log_normal_(),
+            NotImplementedError,
+            "\"log_normal_cpu\" not implemented for 'Long'",
+        ),
+        (
+            lambda t: t.exponential_(),
+            RuntimeError,
+            "Exponential distribution is a continuous probability distribution. dtype must be a "
+            "floating point but you specified Long",
+        ),
+        (
+            lambda t: t.cauchy_(),
+            RuntimeError,
+            "Cauchy distribution is a continuous probability distribution. dtype must be a "
+            "floating point but you specified long int",
+        ),
     ],
 )
 def test_continuous_fills_refuse_integer_tensors(call, error, message):
@@ -219,8 +242,10 @@ def test_version_counter_and_the_in_place_error(name):
     shown = forward[0] if forward[1] == "0" else forward[0] + forward[1]
     with pytest.raises(RuntimeError, match="modified by an inplace operation") as info:
         e.sum().backward()
-    assert f"which is output 0 of {shown}, is at version {before + 1}; expected version " \
+    assert (
+        f"which is output 0 of {shown}, is at version {before + 1}; expected version "
         f"{before} instead" in str(info.value)
+    )
 
 
 @pytest.mark.parametrize("name", sorted(FILLS))

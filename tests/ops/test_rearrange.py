@@ -103,35 +103,51 @@ def test_copies_do_not_share_storage(copy) -> None:
 
 def test_repeat_interleave_of_counts(torch) -> None:
     counts = [2, 0, 1]
-    assert aa.repeat_interleave(aa.tensor(counts)).tolist() == \
-        torch.repeat_interleave(torch.tensor(counts)).tolist()
+    assert (
+        aa.repeat_interleave(aa.tensor(counts)).tolist()
+        == torch.repeat_interleave(torch.tensor(counts)).tolist()
+    )
 
 
 def test_create_graph_through_diag_tril_flip() -> None:
     m = aa.tensor(M, requires_grad=True)
     v = aa.tensor(V, requires_grad=True)
-    assert aa.autograd.gradgradcheck(lambda x: (aa.diag(x, 1) * x.tril().flip(1)[:3, 0]) ** 2,
-                                     (m,))
+    assert aa.autograd.gradgradcheck(lambda x: (aa.diag(x, 1) * x.tril().flip(1)[:3, 0]) ** 2, (m,))
     assert aa.autograd.gradgradcheck(lambda x: (aa.diag(x) ** 2).roll(1, 0).repeat(2, 1), (v,))
 
 
 ERRORS = [
-    (lambda x: x.repeat(2), RuntimeError,
-     "repeat: Number of dimensions of repeat dims can not be smaller"),
+    (
+        lambda x: x.repeat(2),
+        RuntimeError,
+        "repeat: Number of dimensions of repeat dims can not be smaller",
+    ),
     (lambda x: x.repeat_interleave(-1), RuntimeError, "repeat_interleave: Repeats must be non-neg"),
-    (lambda x: x.repeat_interleave(aa.tensor([1, 2], device=x.device), 0), RuntimeError,
-     "repeat_interleave: repeats must have the same size as input along dim 0"),
+    (
+        lambda x: x.repeat_interleave(aa.tensor([1, 2], device=x.device), 0),
+        RuntimeError,
+        "repeat_interleave: repeats must have the same size as input along dim 0",
+    ),
     (lambda x: x.flip(3), IndexError, "Dimension out of range"),
     (lambda x: x.flip(0, 0), RuntimeError, "flip: dims has duplicates"),
-    (lambda x: x.roll((1,), (0, 1)), RuntimeError,
-     "roll: shifts and dimensions must align. shifts: 1, dims:2"),
+    (
+        lambda x: x.roll((1,), (0, 1)),
+        RuntimeError,
+        "roll: shifts and dimensions must align. shifts: 1, dims:2",
+    ),
     (lambda x: x.roll((1, 2)), RuntimeError, "roll: shifts and dimensions must align"),
     (lambda x: x.movedim(0, 5), IndexError, "Dimension out of range"),
-    (lambda x: x.movedim((0, 1), (0,)), RuntimeError,
-     "movedim: Invalid source or destination dims: source \\(\\[0, 1\\] dims\\)"),
+    (
+        lambda x: x.movedim((0, 1), (0,)),
+        RuntimeError,
+        "movedim: Invalid source or destination dims: source \\(\\[0, 1\\] dims\\)",
+    ),
     (lambda x: x.movedim((0, 0), (0, 1)), RuntimeError, "movedim: repeated dim in `source`"),
-    (lambda x: x.unflatten(1, (3, 2)), RuntimeError,
-     "unflatten: Provided sizes \\[3, 2\\] don't multiply up to the size of dim 1 \\(4\\)"),
+    (
+        lambda x: x.unflatten(1, (3, 2)),
+        RuntimeError,
+        "unflatten: Provided sizes \\[3, 2\\] don't multiply up to the size of dim 1 \\(4\\)",
+    ),
     (lambda x: x.unflatten(1, (-1, -1)), RuntimeError, "unflatten: only one dimension"),
     (lambda x: x.reshape_as(aa.zeros(5)), RuntimeError, "shape '\\[5\\]' is invalid for input"),
     (lambda x: x[0].tril(), RuntimeError, "tril: input tensor must have at least 2 dimensions"),

@@ -20,22 +20,56 @@ F = RNG.standard_normal((4, 5))
 COORDS = np.array([0.0, 0.5, 1.7, 2.0, 3.1])
 
 CASES = {
-    "rnn_tanh_cell": (lambda L, T, x, h, wi, wh, bi, bh: L.rnn_tanh_cell(x, h, wi, wh, bi, bh),
-                      X, H, W_IH[1], W_HH[1], B[1], B[1]),
-    "rnn_relu_cell": (lambda L, T, x, h, wi, wh: L.rnn_relu_cell(x, h, wi, wh), X, H, W_IH[1],
-                      W_HH[1]),
-    "lstm_cell": (lambda L, T, x, h, c, wi, wh, bi, bh: L.lstm_cell(x, (h, c), wi, wh, bi, bh),
-                  X, H, C, W_IH[4], W_HH[4], B[4], B[4]),
-    "gru_cell": (lambda L, T, x, h, wi, wh, bi, bh: L.gru_cell(x, h, wi, wh, bi, bh),
-                 X, H, W_IH[3], W_HH[3], B[3], B[3]),
-    "gru_cell_no_bias": (lambda L, T, x, h, wi, wh: L.gru_cell(x, h, wi, wh), X, H, W_IH[3],
-                         W_HH[3]),
+    "rnn_tanh_cell": (
+        lambda L, T, x, h, wi, wh, bi, bh: L.rnn_tanh_cell(x, h, wi, wh, bi, bh),
+        X,
+        H,
+        W_IH[1],
+        W_HH[1],
+        B[1],
+        B[1],
+    ),
+    "rnn_relu_cell": (
+        lambda L, T, x, h, wi, wh: L.rnn_relu_cell(x, h, wi, wh),
+        X,
+        H,
+        W_IH[1],
+        W_HH[1],
+    ),
+    "lstm_cell": (
+        lambda L, T, x, h, c, wi, wh, bi, bh: L.lstm_cell(x, (h, c), wi, wh, bi, bh),
+        X,
+        H,
+        C,
+        W_IH[4],
+        W_HH[4],
+        B[4],
+        B[4],
+    ),
+    "gru_cell": (
+        lambda L, T, x, h, wi, wh, bi, bh: L.gru_cell(x, h, wi, wh, bi, bh),
+        X,
+        H,
+        W_IH[3],
+        W_HH[3],
+        B[3],
+        B[3],
+    ),
+    "gru_cell_no_bias": (
+        lambda L, T, x, h, wi, wh: L.gru_cell(x, h, wi, wh),
+        X,
+        H,
+        W_IH[3],
+        W_HH[3],
+    ),
     "gradient": (lambda L, T, f: L.gradient(f), F),
     "gradient_dim_spacing": (lambda L, T, f: L.gradient(f, spacing=2.0, dim=1), F),
     "gradient_spacings": (lambda L, T, f: L.gradient(f, spacing=[0.5, 3.0], edge_order=2), F),
     "gradient_coordinates": (lambda L, T, f: L.gradient(f, spacing=(T(COORDS),), dim=1), F),
-    "gradient_coordinates_edge2": (lambda L, T, f: L.gradient(
-        f, spacing=(T(COORDS),), dim=-1, edge_order=2), F),
+    "gradient_coordinates_edge2": (
+        lambda L, T, f: L.gradient(f, spacing=(T(COORDS),), dim=-1, edge_order=2),
+        F,
+    ),
 }
 
 
@@ -62,9 +96,11 @@ def test_gradient_of_integers_like_torch(torch):
         (lambda L: L.gradient(L.ones(1)), "at least edge_order\\+1"),
         (lambda L: L.gradient(L.ones(2), edge_order=2), "at least edge_order\\+1"),
         (lambda L: L.gradient(L.ones(3), edge_order=3), "only supports edge_order=1 and "),
-        (lambda L: L.gradient(L.ones(3, 3), spacing=[1.0, 2.0, 3.0]),
-         "a list of length equal to 'self.dim\\(\\) = 2', since dim argument was not given, "
-         "but got a list of length 3"),
+        (
+            lambda L: L.gradient(L.ones(3, 3), spacing=[1.0, 2.0, 3.0]),
+            "a list of length equal to 'self.dim\\(\\) = 2', since dim argument was not given, "
+            "but got a list of length 3",
+        ),
     ],
 )
 def test_gradient_errors_like_torch(torch, call, message):

@@ -21,8 +21,10 @@ def _weights(mode, layers, directions, bias, hidden=4, size=3, proj=0, seed=0):
     for layer in range(layers):
         width = size if layer == 0 else (proj or hidden) * directions
         for _ in range(directions):
-            out += [rng.normal(size=(gates, width)) * 0.5,
-                    rng.normal(size=(gates, proj or hidden)) * 0.5]
+            out += [
+                rng.normal(size=(gates, width)) * 0.5,
+                rng.normal(size=(gates, proj or hidden)) * 0.5,
+            ]
             if bias:
                 out += [rng.normal(size=gates) * 0.5, rng.normal(size=gates) * 0.5]
             if proj:
@@ -82,8 +84,10 @@ def test_packed_form_matches_torch(torch, device, mode):
 
 def test_finite_differences(device):
     rng = np.random.default_rng(3)
-    weights = [aa.tensor(w, device=device, requires_grad=True)
-               for w in _weights("gru", 1, 1, True, hidden=2, size=2)]
+    weights = [
+        aa.tensor(w, device=device, requires_grad=True)
+        for w in _weights("gru", 1, 1, True, hidden=2, size=2)
+    ]
     x = aa.tensor(rng.normal(size=(3, 2, 2)), device=device, requires_grad=True)
     h0 = aa.tensor(rng.normal(size=(1, 2, 2)), device=device, requires_grad=True)
 

@@ -23,8 +23,10 @@ REDUCTIONS = {
     "amax": (lambda x, d, k: x.amax(d, keepdim=k), lambda a, d, k: a.max(axis=d, keepdims=k)),
     "amin": (lambda x, d, k: x.amin(d, keepdim=k), lambda a, d, k: a.min(axis=d, keepdims=k)),
     "var": (lambda x, d, k: x.var(d, keepdim=k), lambda a, d, k: a.var(axis=d, ddof=1, keepdims=k)),
-    "std": (lambda x, d, k: x.std(d, correction=0, keepdim=k),
-            lambda a, d, k: a.std(axis=d, keepdims=k)),
+    "std": (
+        lambda x, d, k: x.std(d, correction=0, keepdim=k),
+        lambda a, d, k: a.std(axis=d, keepdims=k),
+    ),
     "logsumexp": (lambda x, d, k: x.logsumexp(d, keepdim=k), _lse),
 }
 
@@ -52,8 +54,12 @@ def test_reductions_over_dims(name: str, case, keepdim: bool, seed: int) -> None
 @pytest.mark.parametrize("name", ["sum", "mean", "var", "std"])
 def test_full_reductions(name: str) -> None:
     a = np.random.default_rng(0).standard_normal((3, 4))
-    ref = {"sum": np.sum, "mean": np.mean, "var": lambda v: v.var(ddof=1),
-           "std": lambda v: v.std(ddof=1)}[name]
+    ref = {
+        "sum": np.sum,
+        "mean": np.mean,
+        "var": lambda v: v.var(ddof=1),
+        "std": lambda v: v.std(ddof=1),
+    }[name]
     check_op(lambda x: getattr(x, name)(), ref, a)
 
 
@@ -102,8 +108,11 @@ def test_torch_reductions(torch) -> None:
 
 def test_second_derivative_of_reductions(torch) -> None:
     a = np.random.default_rng(5).standard_normal((3, 4))
-    for fn in (lambda t: t.logsumexp(1).sum(), lambda t: t.std(0).sum(),
-               lambda t: (t.var(1) * t.mean(1)).sum()):
+    for fn in (
+        lambda t: t.logsumexp(1).sum(),
+        lambda t: t.std(0).sum(),
+        lambda t: (t.var(1) * t.mean(1)).sum(),
+    ):
         x = aa.tensor(a, requires_grad=True)
         (g,) = aa.autograd.grad(fn(x), x, create_graph=True)
         (gg,) = aa.autograd.grad((g * g).sum(), x)
@@ -122,8 +131,11 @@ def test_integer_reductions() -> None:
 
 def test_reduction_errors() -> None:
     x = aa.randn(2, 3)
-    with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of "
-                                         r"\[-2, 1\], but got 2\)"):
+    with pytest.raises(
+        IndexError,
+        match=r"Dimension out of range \(expected to be in range of "
+        r"\[-2, 1\], but got 2\)",
+    ):
         x.sum(2)
     with pytest.raises(IndexError, match="but got -3"):
         x.max(-3)

@@ -159,10 +159,13 @@ def test_set_errors_and_history_match_torch(torch) -> None:
     for lib in (aa, torch):
         with pytest.raises(RuntimeError, match="Could not set tensor of type"):
             lib.ones(3).set_(lib.ones(2, dtype=lib.float64))
-        with pytest.raises(RuntimeError, match=r"setStorage: sizes \[3\], strides \[1\], storage "
-                                               r"offset 2, and itemsize 4 requiring a storage "
-                                               r"size of 20 are out of bounds for storage of "
-                                               r"size 16"):
+        with pytest.raises(
+            RuntimeError,
+            match=r"setStorage: sizes \[3\], strides \[1\], storage "
+            r"offset 2, and itemsize 4 requiring a storage "
+            r"size of 20 are out of bounds for storage of "
+            r"size 16",
+        ):
             lib.ones(3).set_(lib.arange(4.0), 2, (3,), (1,))
         with pytest.raises(RuntimeError, match="^a leaf Variable that requires grad"):
             lib.ones(2, requires_grad=True).set_(lib.ones(2))
@@ -184,7 +187,12 @@ def test_deprecated_resize_reshapes_differentiably(torch) -> None:
         assert tuple(y.shape) == (2, 3) and tuple(z.shape) == (3, 2)
         (y.sum() + 2 * z.sum()).backward()
         assert x.grad.tolist() == [3.0] * 6
-        with pytest.warns(UserWarning), pytest.raises(
-            RuntimeError, match=r"requested resize to 4 \(4 elements in total\), but the given "
-                                r"tensor has a size of 6 \(6 elements\)"):
+        with (
+            pytest.warns(UserWarning),
+            pytest.raises(
+                RuntimeError,
+                match=r"requested resize to 4 \(4 elements in total\), but the given "
+                r"tensor has a size of 6 \(6 elements\)",
+            ),
+        ):
             x.resize(4)

@@ -36,8 +36,13 @@ PAD_CASES = [
 @pytest.mark.parametrize(("shape", "pads", "mode", "value"), PAD_CASES)
 def test_pad_matches_torch(torch, device, shape, pads, mode, value) -> None:
     kwargs = {"mode": mode} if value is None else {"mode": mode, "value": value}
-    against_torch(torch, lambda t: F.pad(t, pads, **kwargs),
-                  lambda t: torch.nn.functional.pad(t, pads, **kwargs), _r(*shape), device=device)
+    against_torch(
+        torch,
+        lambda t: F.pad(t, pads, **kwargs),
+        lambda t: torch.nn.functional.pad(t, pads, **kwargs),
+        _r(*shape),
+        device=device,
+    )
 
 
 INTERPOLATE_CASES = [
@@ -60,9 +65,13 @@ INTERPOLATE_CASES = [
 
 @pytest.mark.parametrize(("shape", "kwargs"), INTERPOLATE_CASES)
 def test_interpolate_matches_torch(torch, device, shape, kwargs) -> None:
-    against_torch(torch, lambda t: F.interpolate(t, **kwargs),
-                  lambda t: torch.nn.functional.interpolate(t, **kwargs), _r(*shape),
-                  device=device)
+    against_torch(
+        torch,
+        lambda t: F.interpolate(t, **kwargs),
+        lambda t: torch.nn.functional.interpolate(t, **kwargs),
+        _r(*shape),
+        device=device,
+    )
 
 
 def test_float32_stays_float32(device) -> None:
@@ -87,34 +96,73 @@ def test_gradcheck_and_gradgradcheck(device) -> None:
         assert gradgradcheck(fn, (x,))
 
 
-@pytest.mark.parametrize(("call", "error", "message"), [
-    (lambda: F.pad(aa.randn(1, 1, 3, 3), (1,)), RuntimeError,
-     r"Padding length must be divisible by 2"),
-    (lambda: F.pad(aa.randn(1, 1, 3, 3), (1, 1) * 5), RuntimeError,
-     r"Padding length should be less than or equal to two times the input dimension but got "
-     r"padding length 10 and input of dimension 4"),
-    (lambda: F.pad(aa.randn(1, 1, 3, 3), (3, 3, 0, 0), mode="reflect"), RuntimeError,
-     r"Padding size should be less than the corresponding input dimension, but got: padding "
-     r"\(3, 3\) at dimension 3 of input \[1, 1, 3, 3\]"),
-    (lambda: F.pad(aa.randn(1, 1, 3, 3), (1, 1), mode="reflect"), NotImplementedError,
-     r"Padding size 2 is not supported for 4D input tensor"),
-    (lambda: F.pad(aa.randn(1, 3, 3), (4, 4), mode="circular"), RuntimeError,
-     r"Padding value causes wrapping around more than once"),
-    (lambda: F.pad(aa.randn(1, 3, 3), (1, 1), mode="foo"), NotImplementedError,
-     r"Unrecognised padding mode foo"),
-    (lambda: F.interpolate(aa.randn(1, 1, 3, 3)), ValueError,
-     r"either size or scale_factor should be defined"),
-    (lambda: F.interpolate(aa.randn(1, 1, 3, 3), size=2, scale_factor=2), ValueError,
-     r"only one of size or scale_factor should be defined"),
-    (lambda: F.interpolate(aa.randn(1, 1, 3, 3), size=2, align_corners=True), ValueError,
-     r"align_corners option can only be set with the interpolating modes"),
-    (lambda: F.interpolate(aa.randn(1, 1, 3, 3), size=2, mode="linear"), NotImplementedError,
-     r"Got 4D input, but linear mode needs 3D input"),
-    (lambda: F.interpolate(aa.randn(2), size=2), NotImplementedError,
-     r"Input Error: Only 3D, 4D and 5D input Tensors supported \(got 1D\)"),
-    (lambda: F.interpolate(aa.randn(1, 1, 3, 3), size=(2, 2, 2)), ValueError,
-     r"Input and output must have the same number of spatial dimensions"),
-])
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (
+            lambda: F.pad(aa.randn(1, 1, 3, 3), (1,)),
+            RuntimeError,
+            r"Padding length must be divisible by 2",
+        ),
+        (
+            lambda: F.pad(aa.randn(1, 1, 3, 3), (1, 1) * 5),
+            RuntimeError,
+            r"Padding length should be less than or equal to two times the input dimension but got "
+            r"padding length 10 and input of dimension 4",
+        ),
+        (
+            lambda: F.pad(aa.randn(1, 1, 3, 3), (3, 3, 0, 0), mode="reflect"),
+            RuntimeError,
+            r"Padding size should be less than the corresponding input dimension, but got: padding "
+            r"\(3, 3\) at dimension 3 of input \[1, 1, 3, 3\]",
+        ),
+        (
+            lambda: F.pad(aa.randn(1, 1, 3, 3), (1, 1), mode="reflect"),
+            NotImplementedError,
+            r"Padding size 2 is not supported for 4D input tensor",
+        ),
+        (
+            lambda: F.pad(aa.randn(1, 3, 3), (4, 4), mode="circular"),
+            RuntimeError,
+            r"Padding value causes wrapping around more than once",
+        ),
+        (
+            lambda: F.pad(aa.randn(1, 3, 3), (1, 1), mode="foo"),
+            NotImplementedError,
+            r"Unrecognised padding mode foo",
+        ),
+        (
+            lambda: F.interpolate(aa.randn(1, 1, 3, 3)),
+            ValueError,
+            r"either size or scale_factor should be defined",
+        ),
+        (
+            lambda: F.interpolate(aa.randn(1, 1, 3, 3), size=2, scale_factor=2),
+            ValueError,
+            r"only one of size or scale_factor should be defined",
+        ),
+        (
+            lambda: F.interpolate(aa.randn(1, 1, 3, 3), size=2, align_corners=True),
+            ValueError,
+            r"align_corners option can only be set with the interpolating modes",
+        ),
+        (
+            lambda: F.interpolate(aa.randn(1, 1, 3, 3), size=2, mode="linear"),
+            NotImplementedError,
+            r"Got 4D input, but linear mode needs 3D input",
+        ),
+        (
+            lambda: F.interpolate(aa.randn(2), size=2),
+            NotImplementedError,
+            r"Input Error: Only 3D, 4D and 5D input Tensors supported \(got 1D\)",
+        ),
+        (
+            lambda: F.interpolate(aa.randn(1, 1, 3, 3), size=(2, 2, 2)),
+            ValueError,
+            r"Input and output must have the same number of spatial dimensions",
+        ),
+    ],
+)
 def test_bad_arguments_raise_pytorch_errors(call, error, message) -> None:
     with pytest.raises(error, match=message):
         call()

@@ -124,8 +124,25 @@ def _dtypes(lib):
     f = lib.tensor([1.0, 2.0], dtype=lib.float32)
     h = lib.tensor([1.0, 2.0], dtype=lib.float64)
     results = [
-        i.reciprocal(), 2 / i, 2.5 / i, 2 ** i, 2.0 ** i, i ** 2, 1 + i, 2 - i, 2 * i, 1.5 * i,
-        f.reciprocal(), 2 / f, 2 ** f, f ** 2, 2 - f, h.reciprocal(), 2 / h, 2 ** h, 2 - h,
+        i.reciprocal(),
+        2 / i,
+        2.5 / i,
+        2**i,
+        2.0**i,
+        i**2,
+        1 + i,
+        2 - i,
+        2 * i,
+        1.5 * i,
+        f.reciprocal(),
+        2 / f,
+        2**f,
+        f**2,
+        2 - f,
+        h.reciprocal(),
+        2 / h,
+        2**h,
+        2 - h,
     ]
     return [str(r.dtype).removeprefix("torch.") for r in results], [r.tolist() for r in results]
 
@@ -133,9 +150,25 @@ def _dtypes(lib):
 def test_result_dtypes():
     names, _ = _dtypes(aa)
     assert names == [
-        "float32", "float32", "float32", "int64", "float32", "int64", "int64", "int64", "int64",
-        "float32", "float32", "float32", "float32", "float32", "float32", "float64", "float64",
-        "float64", "float64",
+        "float32",
+        "float32",
+        "float32",
+        "int64",
+        "float32",
+        "int64",
+        "int64",
+        "int64",
+        "int64",
+        "float32",
+        "float32",
+        "float32",
+        "float32",
+        "float32",
+        "float32",
+        "float64",
+        "float64",
+        "float64",
+        "float64",
     ]
 
 

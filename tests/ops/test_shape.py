@@ -79,8 +79,9 @@ def test_getitem_with_tensor_keys_and_node_names(torch) -> None:
     check_op(lambda t: t[:, idx], lambda a: a[:, [2, 0, 2]], A)
     check_op(lambda t: t[aa.tensor(1)], lambda a: a[1], A)
     compare_torch(torch, lambda t: t[t > 0] * 2, lambda t: t[t > 0] * 2, A)
-    compare_torch(torch, lambda t: t[[0, 0, 1], :, [3, 3, 1]], lambda t: t[[0, 0, 1], :, [3, 3, 1]],
-                  A)
+    compare_torch(
+        torch, lambda t: t[[0, 0, 1], :, [3, 3, 1]], lambda t: t[[0, 0, 1], :, [3, 3, 1]], A
+    )
 
 
 def test_repeated_indices_accumulate() -> None:
@@ -119,10 +120,16 @@ def test_torch_shape_ops(torch) -> None:
         lambda t: t.chunk(3, 1)[2] * t[:, :1],
     ):
         compare_torch(torch, fn, fn, A)
-    compare_torch(torch, lambda a, b: aa.cat([a, b], 0).sum(1),
-                  lambda a, b: torch.cat([a, b]).sum(1), A, A[:1])
-    compare_torch(torch, lambda a, b: aa.stack([a, b], -1), lambda a, b: torch.stack([a, b], -1),
-                  A, A * 2)
+    compare_torch(
+        torch,
+        lambda a, b: aa.cat([a, b], 0).sum(1),
+        lambda a, b: torch.cat([a, b]).sum(1),
+        A,
+        A[:1],
+    )
+    compare_torch(
+        torch, lambda a, b: aa.stack([a, b], -1), lambda a, b: torch.stack([a, b], -1), A, A * 2
+    )
 
 
 def test_second_derivatives_through_indexing_and_cat() -> None:
@@ -141,16 +148,25 @@ def test_shape_errors() -> None:
         x.reshape(-1, -1)
     with pytest.raises(RuntimeError, match="view size is not compatible with input tensor's size"):
         x.T.view(6)
-    with pytest.raises(RuntimeError, match=r"expanded size of the tensor \(4\) must match the "
-                                           r"existing size \(3\) at non-singleton dimension 1"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"expanded size of the tensor \(4\) must match the "
+        r"existing size \(3\) at non-singleton dimension 1",
+    ):
         x.expand(2, 4)
-    with pytest.raises(RuntimeError, match=r"Sizes of tensors must match except in dimension 0. "
-                                           r"Expected size 3 but got size 2 for tensor number 1"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"Sizes of tensors must match except in dimension 0. "
+        r"Expected size 3 but got size 2 for tensor number 1",
+    ):
         aa.cat([x, aa.randn(1, 2)])
     with pytest.raises(RuntimeError, match="zero-dimensional tensor \\(at position 0\\)"):
         aa.cat([aa.tensor(1.0)])
-    with pytest.raises(RuntimeError, match=r"stack expects each tensor to be equal size, but got "
-                                           r"\[2, 3\] at entry 0 and \[3\] at entry 1"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"stack expects each tensor to be equal size, but got "
+        r"\[2, 3\] at entry 0 and \[3\] at entry 1",
+    ):
         aa.stack([x, aa.randn(3)])
     with pytest.raises(RuntimeError, match="split_with_sizes expects split_sizes to sum exactly"):
         x.split([1, 2])
@@ -167,13 +183,19 @@ def test_shape_errors() -> None:
 @pytest.mark.parametrize("name", ["cat", "stack"])
 def test_cat_and_stack_errors_name_our_function(name, torch) -> None:
     ours, theirs = getattr(aa, name), getattr(torch, name)
-    with pytest.raises(TypeError, match=rf"^{name}\(\): expected a list of Tensors, got list at "
-                       "position 0"):
+    with pytest.raises(
+        TypeError,
+        match=rf"^{name}\(\): expected a list of Tensors, got list at "
+        "position 0",
+    ):
         ours([[1.0, 2.0], [3.0, 4.0]])
     with pytest.raises(TypeError, match=r"got torch\.Tensor at position 1"):
         ours([aa.ones(2), torch.ones(2)])
     # A tensor is not a list of its rows, here as in PyTorch.
     for fn, make in ((ours, aa.ones), (theirs, torch.ones)):
-        with pytest.raises(TypeError, match=rf"^{name}\(\): argument 'tensors' \(position 1\) "
-                           "must be tuple of Tensors, not Tensor"):
+        with pytest.raises(
+            TypeError,
+            match=rf"^{name}\(\): argument 'tensors' \(position 1\) "
+            "must be tuple of Tensors, not Tensor",
+        ):
             fn(make(2, 3))

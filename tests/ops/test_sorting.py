@@ -73,10 +73,16 @@ def test_create_graph_through_topk() -> None:
 ERRORS = [
     (lambda x: x.topk(6), RuntimeError, "topk\\(\\): selected index k out of range"),
     (lambda x: x.topk(-1), RuntimeError, "topk\\(\\): selected index k out of range"),
-    (lambda x: x.kthvalue(0), RuntimeError,
-     "kthvalue\\(\\): selected number k out of range for dimension 1"),
-    (lambda x: x.kthvalue(4, 0), RuntimeError,
-     "kthvalue\\(\\): selected number k out of range for dimension 0"),
+    (
+        lambda x: x.kthvalue(0),
+        RuntimeError,
+        "kthvalue\\(\\): selected number k out of range for dimension 1",
+    ),
+    (
+        lambda x: x.kthvalue(4, 0),
+        RuntimeError,
+        "kthvalue\\(\\): selected number k out of range for dimension 0",
+    ),
     (lambda x: x.sort(2), IndexError, "Dimension out of range .* but got 2"),
     (lambda x: x.argsort(dim=-3), IndexError, "Dimension out of range"),
 ]

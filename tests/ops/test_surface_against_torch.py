@@ -23,14 +23,19 @@ C = RNG.standard_normal((2, 3, 4))
 CASES = {
     # 3-argument where: tensors, numbers and broadcasting on either side
     "where": (lambda lib, T, x, y: lib.where(x > 0, x, y), A, B),
-    "where_broadcast": (lambda lib, T, x, y: lib.where(T([True, False, True, False]), x, y[0]),
-                        A, B),
+    "where_broadcast": (
+        lambda lib, T, x, y: lib.where(T([True, False, True, False]), x, y[0]),
+        A,
+        B,
+    ),
     "where_number_other": (lambda lib, T, x: lib.where(x > 0.5, x, -1.0), A),
     "where_number_input": (lambda lib, T, x: lib.where(x > 0.5, 2.5, x), A),
     "where_method": (lambda lib, T, x, y: x.where(y > 0, y * 2), A, B),
     # split with a list of sizes, every piece used
-    "split_sizes": (lambda lib, T, x: lib.cat([p * (i + 1) for i, p in enumerate(
-        x.split([1, 2, 1], 2))], 2), C),
+    "split_sizes": (
+        lambda lib, T, x: lib.cat([p * (i + 1) for i, p in enumerate(x.split([1, 2, 1], 2))], 2),
+        C,
+    ),
     "split_sizes_dim0": (lambda lib, T, x: x.split([2, 0, 1])[0] + x.split([2, 0, 1])[2], A),
     # the views of tests/core/test_views.py, on every device
     "narrow": (lambda lib, T, x: x.narrow(1, 1, 2) * 3, A),
@@ -103,8 +108,13 @@ def test_full_like_and_empty_like_follow_torch(torch, device: str, dtype: str) -
 def test_new_methods_match_torch_for_each_dtype(torch, device: str) -> None:
     x = aa.tensor([1, 2], dtype=aa.int32, device=device)
     t = torch.tensor([1, 2], dtype=torch.int32)
-    for name, args in [("new_zeros", ((2, 1),)), ("new_ones", (3,)), ("new_full", ((2,), 2.9)),
-                       ("new_tensor", ([[1.5, 2.5]],)), ("new_empty", ((0, 2),))]:
+    for name, args in [
+        ("new_zeros", ((2, 1),)),
+        ("new_ones", (3,)),
+        ("new_full", ((2,), 2.9)),
+        ("new_tensor", ([[1.5, 2.5]],)),
+        ("new_empty", ((0, 2),)),
+    ]:
         ours, ref = getattr(x, name)(*args), getattr(t, name)(*args)
         assert str(ours.dtype) == str(ref.dtype).removeprefix("torch."), name
         assert tuple(ours.shape) == tuple(ref.shape) and ours.device == aa.device(device), name
@@ -115,9 +125,14 @@ def test_new_methods_match_torch_for_each_dtype(torch, device: str) -> None:
 def test_integer_inputs_give_torchs_float_dtype(torch, device: str) -> None:
     ints = [[1, 2], [3, 40]]
     x, t = aa.tensor(ints, device=device), torch.tensor(ints)
-    for fn in (lambda m, v: m.logsumexp(v, 1), lambda m, v: m.erf(v), lambda m, v: m.rsqrt(v),
-               lambda m, v: m.reciprocal(v), lambda m, v: m.atan2(v, v),
-               lambda m, v: m.linalg.vector_norm(v.float(), 1, dim=0)):
+    for fn in (
+        lambda m, v: m.logsumexp(v, 1),
+        lambda m, v: m.erf(v),
+        lambda m, v: m.rsqrt(v),
+        lambda m, v: m.reciprocal(v),
+        lambda m, v: m.atan2(v, v),
+        lambda m, v: m.linalg.vector_norm(v.float(), 1, dim=0),
+    ):
         ours, ref = fn(aa, x), fn(torch, t)
         assert str(ours.dtype) == str(ref.dtype).removeprefix("torch.")
         np.testing.assert_allclose(to_numpy(ours), ref.numpy(), rtol=1e-6)
@@ -143,8 +158,9 @@ def test_close_and_equal_follow_torch(torch, device: str) -> None:
     x, y = aa.tensor(a, device=device), aa.tensor(b, device=device)
     s, t = torch.tensor(a), torch.tensor(b)
     for kwargs in ({}, {"equal_nan": True}, {"rtol": 0.0, "atol": 0.0}):
-        assert to_numpy(aa.isclose(x, y, **kwargs)).tolist() == \
-            torch.isclose(s, t, **kwargs).tolist()
+        assert (
+            to_numpy(aa.isclose(x, y, **kwargs)).tolist() == torch.isclose(s, t, **kwargs).tolist()
+        )
         assert aa.allclose(x[:1], y, **kwargs) == torch.allclose(s[:1], t, **kwargs)
     assert aa.allclose(x, x, equal_nan=True) == torch.allclose(s, s, equal_nan=True)
     assert aa.equal(x, x) == torch.equal(s, s)  # nan != nan
@@ -171,8 +187,10 @@ def _documented_keywords(fn) -> list[str]:
     for line in (fn.__doc__ or "").strip().splitlines()[:3]:
         found = re.match(r"\s*[\w.]+\((.*?)\)\s*(->.*)?$", line)
         if found:
-            names = [re.split(r"[=:]", part.strip().lstrip("\\"))[0].strip()
-                     for part in found.group(1).split(",")]
+            names = [
+                re.split(r"[=:]", part.strip().lstrip("\\"))[0].strip()
+                for part in found.group(1).split(",")
+            ]
             return [n for n in names if n and not n.startswith("*") and n.isidentifier()]
     return []
 
@@ -180,8 +198,9 @@ def _documented_keywords(fn) -> list[str]:
 @pytest.mark.parametrize("name", FUNCTIONS + [f"F.{n}" for n in FUNCTIONAL])
 def test_torch_keyword_names_are_accepted(torch, name: str) -> None:
     ours = getattr(aa_F, name[2:]) if name.startswith("F.") else getattr(aa, name)
-    theirs = (getattr(torch.nn.functional, name[2:]) if name.startswith("F.")
-              else getattr(torch, name))
+    theirs = (
+        getattr(torch.nn.functional, name[2:]) if name.startswith("F.") else getattr(torch, name)
+    )
     documented = _documented_keywords(theirs)
     assert documented, f"no signature line in torch's docstring of {name}"
     params = inspect.signature(ours).parameters.values()
@@ -190,16 +209,49 @@ def test_torch_keyword_names_are_accepted(torch, name: str) -> None:
     assert not missing, f"{name} lacks PyTorch's keyword(s) {missing}"
 
 
-@pytest.mark.parametrize("name", ["max_pool1d", "max_pool2d", "adaptive_max_pool2d", "softmax",
-                                  "mse_loss",
-                                  "log_softmax", "l1_loss", "smooth_l1_loss", "huber_loss",
-                                  "kl_div", "nll_loss", "cross_entropy", "binary_cross_entropy",
-                                  "binary_cross_entropy_with_logits", "margin_ranking_loss",
-                                  "cosine_embedding_loss", "batch_norm", "group_norm",
-                                  "layer_norm", "instance_norm", "embedding", "normalize",
-                                  "interpolate", "unfold", "fold", "glu", "silu", "elu", "selu",
-                                  "celu", "leaky_relu", "relu6", "hardsigmoid", "hardswish",
-                                  "mish", "softsign", "tanhshrink", "logsigmoid"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "max_pool1d",
+        "max_pool2d",
+        "adaptive_max_pool2d",
+        "softmax",
+        "mse_loss",
+        "log_softmax",
+        "l1_loss",
+        "smooth_l1_loss",
+        "huber_loss",
+        "kl_div",
+        "nll_loss",
+        "cross_entropy",
+        "binary_cross_entropy",
+        "binary_cross_entropy_with_logits",
+        "margin_ranking_loss",
+        "cosine_embedding_loss",
+        "batch_norm",
+        "group_norm",
+        "layer_norm",
+        "instance_norm",
+        "embedding",
+        "normalize",
+        "interpolate",
+        "unfold",
+        "fold",
+        "glu",
+        "silu",
+        "elu",
+        "selu",
+        "celu",
+        "leaky_relu",
+        "relu6",
+        "hardsigmoid",
+        "hardswish",
+        "mish",
+        "softsign",
+        "tanhshrink",
+        "logsigmoid",
+    ],
+)
 def test_functional_signatures_match_torch(torch, name: str) -> None:
     # PyTorch writes these in Python: names, order and defaults must be the same.
     theirs = torch.nn.functional.__dict__[name]
@@ -217,14 +269,19 @@ def test_functional_signatures_match_torch(torch, name: str) -> None:
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_mse_loss_with_weight_matches_torch(torch, device: str, reduction: str) -> None:
-    versus_torch(torch, device,
-                 lambda x, t, w: aa_F.mse_loss(x, t, reduction=reduction, weight=w),
-                 lambda x, t, w: torch.nn.functional.mse_loss(x, t, reduction=reduction,
-                                                              weight=w),
-                 A, B, np.abs(A) + 0.5)
+    versus_torch(
+        torch,
+        device,
+        lambda x, t, w: aa_F.mse_loss(x, t, reduction=reduction, weight=w),
+        lambda x, t, w: torch.nn.functional.mse_loss(x, t, reduction=reduction, weight=w),
+        A,
+        B,
+        np.abs(A) + 0.5,
+    )
     with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated"):
-        legacy = aa_F.mse_loss(aa.ones(2, device=device), aa.zeros(2, device=device),
-                               size_average=False)
+        legacy = aa_F.mse_loss(
+            aa.ones(2, device=device), aa.zeros(2, device=device), size_average=False
+        )
     assert legacy.item() == 2.0  # summed, as PyTorch's legacy arguments ask
     with pytest.raises(ValueError, match="Weights and input must have the same size."):
         aa_F.mse_loss(aa.zeros(3), aa.zeros(3), weight=aa.ones(2))

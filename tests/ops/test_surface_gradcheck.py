@@ -32,8 +32,9 @@ def _u(low: float, high: float, *shape: int) -> np.ndarray:
 
 def _away(*shape: int) -> np.ndarray:
     """Values in +-(0.1, 0.9) and +-(1.2, 2.8): no activation or rounding kink within reach."""
-    magnitude = np.where(RNG.random(shape) < 0.5, RNG.uniform(0.1, 0.9, shape),
-                         RNG.uniform(1.2, 2.8, shape))
+    magnitude = np.where(
+        RNG.random(shape) < 0.5, RNG.uniform(0.1, 0.9, shape), RNG.uniform(1.2, 2.8, shape)
+    )
     return magnitude * np.where(RNG.random(shape) < 0.5, -1.0, 1.0)
 
 
@@ -75,20 +76,28 @@ CASES = {
     "unflatten": (lambda x: x.unflatten(1, (2, 2)), [_n(2, 4)]),
     "t": (lambda x: x.t(), [_n(2, 3)]),
     "mT": (lambda x: x.mT, [_n(2, 2, 3)]),
-    "split_sizes": (lambda x: aa.cat([p * (i + 1) for i, p in enumerate(x.split([1, 2, 1], 1))],
-                                     1), [_n(2, 4)]),
+    "split_sizes": (
+        lambda x: aa.cat([p * (i + 1) for i, p in enumerate(x.split([1, 2, 1], 1))], 1),
+        [_n(2, 4)],
+    ),
     "diagonal": (lambda x: x.diagonal(1, 0, 2), [_n(3, 2, 4)]),
     # ------------------------------------------------------------ indexing
     "gather": (lambda x: x.gather(1, _like(x, [[0, 0, 2], [1, 2, 2]])), [_n(2, 3)]),
     "scatter": (lambda x, s: x.scatter(1, _like(x, [[2, 0], [1, 0]]), s), [_n(2, 3), _n(2, 2)]),
     "scatter_add": (lambda x, s: x.scatter_add(0, _like(x, [[1, 1, 0]]), s), [_n(2, 3), _n(1, 3)]),
-    "scatter_inplace": (lambda x, s: (x * 1).scatter_(1, _like(x, [[2], [0]]), s),
-                        [_n(2, 3), _n(2, 1)]),
-    "scatter_add_inplace": (lambda x, s: (x * 1).scatter_add_(1, _like(x, [[2, 2], [0, 1]]), s),
-                            [_n(2, 3), _n(2, 2)]),
+    "scatter_inplace": (
+        lambda x, s: (x * 1).scatter_(1, _like(x, [[2], [0]]), s),
+        [_n(2, 3), _n(2, 1)],
+    ),
+    "scatter_add_inplace": (
+        lambda x, s: (x * 1).scatter_add_(1, _like(x, [[2, 2], [0, 1]]), s),
+        [_n(2, 3), _n(2, 2)],
+    ),
     "index_select": (lambda x: x.index_select(0, _like(x, [2, 0, 2])), [_n(3, 2)]),
-    "index_add": (lambda x, s: x.index_add(0, _like(x, [1, 1]), s, alpha=0.5),
-                  [_n(3, 2), _n(2, 2)]),
+    "index_add": (
+        lambda x, s: x.index_add(0, _like(x, [1, 1]), s, alpha=0.5),
+        [_n(3, 2), _n(2, 2)],
+    ),
     "index_copy": (lambda x, s: x.index_copy(1, _like(x, [2, 0]), s), [_n(2, 3), _n(2, 2)]),
     "masked_fill": (lambda x: x.masked_fill(_like(x, MASK), 2.0), [_n(2, 3)]),
     "masked_fill_tensor": (lambda x, v: x.masked_fill(_like(x, MASK), v), [_n(2, 3), _n()]),
@@ -104,8 +113,10 @@ CASES = {
     "min_dim": (lambda x: aa.min(x, 0, keepdim=True)[0], [_n(2, 3)]),
     # ---------------------------------------------------------------- math
     "bmm": (aa.bmm, [_n(2, 2, 3), _n(2, 3, 2)]),
-    "baddbmm": (lambda a, b, c: aa.baddbmm(a, b, c, beta=0.5, alpha=2.0),
-                [_n(2, 2, 2), _n(2, 2, 3), _n(2, 3, 2)]),
+    "baddbmm": (
+        lambda a, b, c: aa.baddbmm(a, b, c, beta=0.5, alpha=2.0),
+        [_n(2, 2, 2), _n(2, 2, 3), _n(2, 3, 2)],
+    ),
     "addmm": (lambda a, b, c: aa.addmm(a, b, c, beta=-1.0), [_n(2), _n(2, 3), _n(3, 2)]),
     "einsum": (lambda a, b: aa.einsum("bij,bjk->bik", a, b), [_n(2, 2, 3), _n(2, 3, 2)]),
     "outer": (aa.outer, [_n(3), _n(2)]),
@@ -158,20 +169,32 @@ CASES = {
     "minimum": (aa.minimum, [_n(2, 3), _n(2, 1)]),
     "square": (aa.square, [_n(2, 3)]),
     # ------------------------------------------------------- nn.functional
-    "conv1d": (lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1, dilation=2),
-               [_n(1, 2, 6), _n(2, 2, 2), _n(2)]),
-    "conv2d_same_groups": (lambda x, w: F.conv2d(x, w, padding="same", groups=2),
-                           [_n(1, 2, 3, 3), _n(2, 1, 3, 2)]),
-    "conv3d": (lambda x, w: F.conv3d(x, w, stride=(1, 2, 1), padding=1),
-               [_n(1, 1, 2, 3, 2), _n(1, 1, 2, 2, 2)]),
-    "conv_transpose1d": (lambda x, w, b: F.conv_transpose1d(x, w, b, stride=2, output_padding=1),
-                         [_n(1, 2, 3), _n(2, 1, 2), _n(1)]),
-    "conv_transpose2d": (lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, dilation=2),
-                         [_n(1, 2, 2, 3), _n(2, 1, 2, 2)]),
+    "conv1d": (
+        lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1, dilation=2),
+        [_n(1, 2, 6), _n(2, 2, 2), _n(2)],
+    ),
+    "conv2d_same_groups": (
+        lambda x, w: F.conv2d(x, w, padding="same", groups=2),
+        [_n(1, 2, 3, 3), _n(2, 1, 3, 2)],
+    ),
+    "conv3d": (
+        lambda x, w: F.conv3d(x, w, stride=(1, 2, 1), padding=1),
+        [_n(1, 1, 2, 3, 2), _n(1, 1, 2, 2, 2)],
+    ),
+    "conv_transpose1d": (
+        lambda x, w, b: F.conv_transpose1d(x, w, b, stride=2, output_padding=1),
+        [_n(1, 2, 3), _n(2, 1, 2), _n(1)],
+    ),
+    "conv_transpose2d": (
+        lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, dilation=2),
+        [_n(1, 2, 2, 3), _n(2, 1, 2, 2)],
+    ),
     "max_pool1d": (lambda x: F.max_pool1d(x, 2, 1, padding=1), [_n(1, 2, 5)]),
     "max_pool2d": (lambda x: F.max_pool2d(x, 2, return_indices=True)[0], [_n(1, 2, 4, 4)]),
-    "avg_pool1d": (lambda x: F.avg_pool1d(x, 3, 2, padding=1, count_include_pad=False),
-                   [_n(1, 2, 5)]),
+    "avg_pool1d": (
+        lambda x: F.avg_pool1d(x, 3, 2, padding=1, count_include_pad=False),
+        [_n(1, 2, 5)],
+    ),
     "avg_pool2d": (lambda x: F.avg_pool2d(x, 2, ceil_mode=True), [_n(1, 2, 3, 5)]),
     "adaptive_avg_pool1d": (lambda x: F.adaptive_avg_pool1d(x, 3), [_n(1, 2, 5)]),
     "adaptive_avg_pool2d": (lambda x: F.adaptive_avg_pool2d(x, (2, 3)), [_n(1, 2, 3, 5)]),
@@ -183,54 +206,86 @@ CASES = {
     "unfold": (lambda x: F.unfold(x, 2, padding=1, stride=2), [_n(1, 2, 3, 3)]),
     "fold": (lambda x: F.fold(x, (3, 3), 2), [_n(1, 4, 4)]),
     "interpolate_nearest": (lambda x: F.interpolate(x, scale_factor=1.5), [_n(1, 2, 2, 3)]),
-    "interpolate_bilinear": (lambda x: F.interpolate(x, size=(3, 4), mode="bilinear",
-                                                     align_corners=True), [_n(1, 2, 2, 3)]),
-    "batch_norm": (lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
-                   [_n(3, 2, 2), _n(2), _n(2)]),
-    "batch_norm_eval": (lambda x: F.batch_norm(x, _like(x, [0.1, -0.2]), _like(x, [1.5, 0.5])),
-                        [_n(3, 2)]),
+    "interpolate_bilinear": (
+        lambda x: F.interpolate(x, size=(3, 4), mode="bilinear", align_corners=True),
+        [_n(1, 2, 2, 3)],
+    ),
+    "batch_norm": (
+        lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+        [_n(3, 2, 2), _n(2), _n(2)],
+    ),
+    "batch_norm_eval": (
+        lambda x: F.batch_norm(x, _like(x, [0.1, -0.2]), _like(x, [1.5, 0.5])),
+        [_n(3, 2)],
+    ),
     "group_norm": (lambda x, w, b: F.group_norm(x, 2, w, b), [_n(2, 4, 2), _n(4), _n(4)]),
     "layer_norm": (lambda x, w, b: F.layer_norm(x, (3,), w, b), [_n(2, 3), _n(3), _n(3)]),
     "instance_norm": (lambda x: F.instance_norm(x), [_n(2, 2, 3)]),
-    "embedding": (lambda w: F.embedding(_like(w, [[0, 2], [2, 1]]), w),  # padding_idx: no grad
-                  [_n(3, 2)]),
+    "embedding": (
+        lambda w: F.embedding(_like(w, [[0, 2], [2, 1]]), w),  # padding_idx: no grad
+        [_n(3, 2)],
+    ),
     "normalize": (lambda x: F.normalize(x, p=1.5, dim=0), [_n(2, 3)]),
     "cosine_similarity": (lambda a, b: F.cosine_similarity(a, b, dim=0), [_n(3, 2), _n(3, 2)]),
     "pairwise_distance": (lambda a, b: F.pairwise_distance(a, b, p=3.0), [_n(2, 3), _n(2, 3)]),
-    "sdpa_float_mask": (lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
-                        [_n(1, 2, 2), _n(1, 3, 2), _n(1, 3, 2), _n(2, 3)]),
-    "sdpa_bool_mask": (lambda q, k, v: F.scaled_dot_product_attention(
-        q, k, v, attn_mask=_like(q, [[True, False, True], [True, True, False]])),
-        [_n(1, 2, 2), _n(1, 3, 2), _n(1, 3, 2)]),
-    "sdpa_causal_scale": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                                                         scale=0.7),
-                          [_n(1, 3, 2), _n(1, 3, 2), _n(1, 3, 2)]),
+    "sdpa_float_mask": (
+        lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+        [_n(1, 2, 2), _n(1, 3, 2), _n(1, 3, 2), _n(2, 3)],
+    ),
+    "sdpa_bool_mask": (
+        lambda q, k, v: F.scaled_dot_product_attention(
+            q, k, v, attn_mask=_like(q, [[True, False, True], [True, True, False]])
+        ),
+        [_n(1, 2, 2), _n(1, 3, 2), _n(1, 3, 2)],
+    ),
+    "sdpa_causal_scale": (
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.7),
+        [_n(1, 3, 2), _n(1, 3, 2), _n(1, 3, 2)],
+    ),
     "sdpa_dropout": (_seeded_dropout_attention, [_n(1, 3, 2), _n(1, 3, 2), _n(1, 3, 2)]),
     # ------------------------------------------------------------- losses
-    "nll_loss": (lambda x: F.nll_loss(x, _like(x, [0, 2, 1]), weight=_like(x, [0.5, 1.0, 2.0])),
-                 [_n(3, 3)]),
-    "cross_entropy_weight_smoothing": (lambda x: F.cross_entropy(
-        x, _like(x, [0, 2, -100]), weight=_like(x, [0.5, 1.0, 2.0]), label_smoothing=0.2),
-        [_n(3, 3)]),
-    "cross_entropy_probs": (lambda x, p: F.cross_entropy(x, p.softmax(1), reduction="sum"),
-                            [_n(2, 3), _n(2, 3)]),
-    "cross_entropy_nd_none": (lambda x: F.cross_entropy(x, _like(x, [[0, 2], [1, 1]]),
-                                                        reduction="none"), [_n(2, 3, 2)]),
-    "binary_cross_entropy": (lambda x, t: F.binary_cross_entropy(x, t, _like(x, [0.5, 2.0, 1.0])),
-                             [_probs(2, 3), _probs(2, 3)]),
-    "bce_with_logits": (lambda x, t: F.binary_cross_entropy_with_logits(
-        x, t, pos_weight=_like(x, [0.5, 2.0, 1.0])), [_n(2, 3), _probs(2, 3)]),
+    "nll_loss": (
+        lambda x: F.nll_loss(x, _like(x, [0, 2, 1]), weight=_like(x, [0.5, 1.0, 2.0])),
+        [_n(3, 3)],
+    ),
+    "cross_entropy_weight_smoothing": (
+        lambda x: F.cross_entropy(
+            x, _like(x, [0, 2, -100]), weight=_like(x, [0.5, 1.0, 2.0]), label_smoothing=0.2
+        ),
+        [_n(3, 3)],
+    ),
+    "cross_entropy_probs": (
+        lambda x, p: F.cross_entropy(x, p.softmax(1), reduction="sum"),
+        [_n(2, 3), _n(2, 3)],
+    ),
+    "cross_entropy_nd_none": (
+        lambda x: F.cross_entropy(x, _like(x, [[0, 2], [1, 1]]), reduction="none"),
+        [_n(2, 3, 2)],
+    ),
+    "binary_cross_entropy": (
+        lambda x, t: F.binary_cross_entropy(x, t, _like(x, [0.5, 2.0, 1.0])),
+        [_probs(2, 3), _probs(2, 3)],
+    ),
+    "bce_with_logits": (
+        lambda x, t: F.binary_cross_entropy_with_logits(x, t, pos_weight=_like(x, [0.5, 2.0, 1.0])),
+        [_n(2, 3), _probs(2, 3)],
+    ),
     "l1_loss": (lambda x, t: F.l1_loss(x, t, reduction="sum"), [_away(2, 3), _away(2, 3) * 0]),
     "smooth_l1_loss": (lambda x, t: F.smooth_l1_loss(x, t, beta=0.5), [_away(2, 3), _n(2, 3) * 0]),
     "huber_loss": (lambda x, t: F.huber_loss(x, t, delta=0.5), [_away(2, 3), _n(2, 3) * 0]),
     "kl_div": (lambda x, t: F.kl_div(x, t, reduction="batchmean"), [_n(2, 3), _probs(2, 3)]),
-    "kl_div_log_target": (lambda x, t: F.kl_div(x, t, reduction="sum", log_target=True),
-                          [_n(2, 3), _n(2, 3)]),
-    "margin_ranking_loss": (lambda a, b: F.margin_ranking_loss(a, b, _like(a, [1.0, -1.0, 1.0]),
-                                                               margin=0.1),
-                            [_u(1.0, 2.0, 3) * [1, -1, -1], _u(-0.5, 0.5, 3)]),
-    "cosine_embedding_loss": (lambda a, b: F.cosine_embedding_loss(a, b, _like(a, [1.0, -1.0])),
-                              [_n(2, 3), _n(2, 3)]),
+    "kl_div_log_target": (
+        lambda x, t: F.kl_div(x, t, reduction="sum", log_target=True),
+        [_n(2, 3), _n(2, 3)],
+    ),
+    "margin_ranking_loss": (
+        lambda a, b: F.margin_ranking_loss(a, b, _like(a, [1.0, -1.0, 1.0]), margin=0.1),
+        [_u(1.0, 2.0, 3) * [1, -1, -1], _u(-0.5, 0.5, 3)],
+    ),
+    "cosine_embedding_loss": (
+        lambda a, b: F.cosine_embedding_loss(a, b, _like(a, [1.0, -1.0])),
+        [_n(2, 3), _n(2, 3)],
+    ),
     # -------------------------------------------------------- activations
     "silu": (F.silu, [_n(2, 3)]),
     "leaky_relu": (lambda x: F.leaky_relu(x, 0.2), [_away(2, 3)]),
@@ -255,6 +310,7 @@ CASES = {
 @pytest.mark.parametrize("name", list(CASES))
 def test_gradcheck(device: str, name: str) -> None:
     fn, arrays = CASES[name]
-    inputs = tuple(aa.tensor(a, dtype=aa.float64, device=device, requires_grad=True)
-                   for a in arrays)
+    inputs = tuple(
+        aa.tensor(a, dtype=aa.float64, device=device, requires_grad=True) for a in arrays
+    )
     assert gradcheck(fn, inputs)

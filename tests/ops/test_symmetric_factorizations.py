@@ -40,8 +40,9 @@ def test_ldl_factor_and_solve_match_torch(torch, device, dtype, hermitian):
     ref = torch.linalg.ldl_solve(theirs.LD, theirs.pivots, torch.tensor(b), hermitian=hermitian)
     assert tuple(x.shape) == (3, 5, 2)
     np.testing.assert_allclose(to_numpy(x), ref.numpy(), rtol=tol, atol=tol)
-    np.testing.assert_allclose(a @ to_numpy(x), np.broadcast_to(b, (3, 5, 2)), rtol=tol,
-                               atol=tol * 10)
+    np.testing.assert_allclose(
+        a @ to_numpy(x), np.broadcast_to(b, (3, 5, 2)), rtol=tol, atol=tol * 10
+    )
 
 
 def test_two_by_two_pivots_and_singular_matrices_match_torch(torch):
@@ -71,8 +72,10 @@ def test_ldl_has_no_derivative_as_in_torch(torch):
     x = aa.linalg.ldl_solve(LD.detach(), pivots, B)
     with pytest.raises(RuntimeError, match="derivative for aten::linalg_ldl_solve is not"):
         x.sum().backward()
-    ref = torch.linalg.ldl_solve(*torch.linalg.ldl_factor(torch.tensor(a)),
-                                 torch.ones(5, 1, dtype=torch.float64, requires_grad=True))
+    ref = torch.linalg.ldl_solve(
+        *torch.linalg.ldl_factor(torch.tensor(a)),
+        torch.ones(5, 1, dtype=torch.float64, requires_grad=True),
+    )
     with pytest.raises(RuntimeError, match="derivative for aten::linalg_ldl_solve is not"):
         ref.sum().backward()
 
@@ -84,6 +87,7 @@ def test_lu_factor_ex_is_differentiable(device):
 
 def test_errors_match_torch(torch):
     for lib in (aa, torch):
-        with pytest.raises(RuntimeError, match="A must be batches of square matrices, but they "
-                                               "are 2 by 3 matrices"):
+        with pytest.raises(
+            RuntimeError, match="A must be batches of square matrices, but they are 2 by 3 matrices"
+        ):
             lib.linalg.ldl_factor(lib.ones(2, 3))

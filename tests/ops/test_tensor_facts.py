@@ -17,8 +17,12 @@ X0 = np.arange(6.0).reshape(2, 3) / 5 + 0.1
 
 
 def test_sizes_and_flags_match_torch(torch, device: str) -> None:
-    for dtype, tdtype in ((aa.float32, torch.float32), (aa.complex128, torch.complex128),
-                          (aa.int16, torch.int16), (aa.bool, torch.bool)):
+    for dtype, tdtype in (
+        (aa.float32, torch.float32),
+        (aa.complex128, torch.complex128),
+        (aa.int16, torch.int16),
+        (aa.bool, torch.bool),
+    ):
         ours = aa.zeros(2, 3, dtype=dtype, device=device)
         theirs = torch.zeros(2, 3, dtype=tdtype)
         assert ours.itemsize == theirs.itemsize and ours.nbytes == theirs.nbytes
@@ -41,8 +45,10 @@ def test_dead_and_sparse_only_names_say_so_as_torch(torch) -> None:
             assert x.volatile is False
         assert "volatile was removed" in str(caught[0].message)
         for name in ("coalesce", "is_coalesced"):
-            with pytest.raises(RuntimeError, match=f"{name} expected sparse coordinate tensor "
-                                                   "layout but got Strided"):
+            with pytest.raises(
+                RuntimeError,
+                match=f"{name} expected sparse coordinate tensor layout but got Strided",
+            ):
                 getattr(x, name)()
         with pytest.raises(RuntimeError, match="reinforce\\(\\) was removed"):
             x.reinforce(1.0)
@@ -65,10 +71,12 @@ def test_dim_order_and_memory_formats_match_torch(torch) -> None:
     ours = aa.randn(2, 3, 4, 5).contiguous(memory_format=aa.channels_last)
     theirs = torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
     assert ours.stride() == theirs.stride() and ours.dim_order() == theirs.dim_order()
-    for fmt, tfmt in ((aa.contiguous_format, torch.contiguous_format),
-                      (aa.channels_last, torch.channels_last),
-                      (aa.preserve_format, torch.preserve_format),
-                      (aa.channels_last_3d, torch.channels_last_3d)):
+    for fmt, tfmt in (
+        (aa.contiguous_format, torch.contiguous_format),
+        (aa.channels_last, torch.channels_last),
+        (aa.preserve_format, torch.preserve_format),
+        (aa.channels_last_3d, torch.channels_last_3d),
+    ):
         assert ours.is_contiguous(memory_format=fmt) == theirs.is_contiguous(memory_format=tfmt)
     assert not ours.is_contiguous() and ours.contiguous().is_contiguous()
     assert ours.contiguous(memory_format=aa.channels_last) is ours
@@ -83,16 +91,21 @@ def test_dim_order_and_memory_formats_match_torch(torch) -> None:
         assert lib.zeros(2, 3).is_contiguous(memory_format=lib.channels_last) is False
         x = lib.zeros(2, 3)
         assert x.contiguous(memory_format=lib.preserve_format) is x
-        with pytest.raises(RuntimeError, match="preserve memory format is unsupported by the "
-                                               "contiguous operator"):
+        with pytest.raises(
+            RuntimeError, match="preserve memory format is unsupported by the contiguous operator"
+        ):
             x.t().contiguous(memory_format=lib.preserve_format)
 
 
 def test_channels_last_copies_are_differentiable(torch, device: str) -> None:
     a = np.random.default_rng(0).standard_normal((2, 3, 2, 2))
-    versus_torch(torch, device,
-                 lambda x: x.contiguous(memory_format=aa.channels_last) * 2,
-                 lambda x: x.contiguous(memory_format=torch.channels_last) * 2, a)
+    versus_torch(
+        torch,
+        device,
+        lambda x: x.contiguous(memory_format=aa.channels_last) * 2,
+        lambda x: x.contiguous(memory_format=torch.channels_last) * 2,
+        a,
+    )
     y = aa.tensor(a, device=device).clone(memory_format=aa.channels_last)
     assert y.stride() == torch.tensor(a).clone(memory_format=torch.channels_last).stride()
 
@@ -114,8 +127,11 @@ def test_conjugate_transposes_match_torch(torch, device: str) -> None:
     np.testing.assert_allclose(to_numpy(ours.mH), theirs.mH.resolve_conj().numpy())
     np.testing.assert_allclose(to_numpy(ours.H), theirs.H.resolve_conj().numpy())
     for lib in (aa, torch):
-        with pytest.raises(RuntimeError, match="tensor.H is only supported on matrices "
-                                               r"\(2-D tensors\). Got 1-D tensor."):
+        with pytest.raises(
+            RuntimeError,
+            match="tensor.H is only supported on matrices "
+            r"\(2-D tensors\). Got 1-D tensor.",
+        ):
             _ = lib.zeros(3).H
         with pytest.raises(RuntimeError, match="consider using tensor.mH"):
             _ = lib.zeros(2, 2, 2).H
@@ -127,16 +143,19 @@ def test_conjugate_transposes_match_torch(torch, device: str) -> None:
 
 @pytest.mark.parametrize("size", [(3,), (1, 3), (2, 1), (1, 1), (2, 3)])
 def test_sum_to_size_matches_torch(torch, device: str, size: tuple) -> None:
-    versus_torch(torch, device, lambda x: x.sum_to_size(size), lambda x: x.sum_to_size(size),
-                 X0[None])
-    versus_torch(torch, device, lambda x: x.sum_to_size(*size), lambda x: x.sum_to_size(*size),
-                 X0)
+    versus_torch(
+        torch, device, lambda x: x.sum_to_size(size), lambda x: x.sum_to_size(size), X0[None]
+    )
+    versus_torch(torch, device, lambda x: x.sum_to_size(*size), lambda x: x.sum_to_size(*size), X0)
 
 
 def test_sum_to_size_errors_match_torch(torch) -> None:
     for lib in (aa, torch):
-        with pytest.raises(RuntimeError, match=r"size \{\[4\]\} is not expandable to size "
-                                               r"\{\[2, 3\]\}."):
+        with pytest.raises(
+            RuntimeError,
+            match=r"size \{\[4\]\} is not expandable to size "
+            r"\{\[2, 3\]\}.",
+        ):
             lib.zeros(2, 3).sum_to_size(4)
         with pytest.raises(RuntimeError, match="is not expandable"):
             lib.zeros(2, 3).sum_to_size(1, 2, 3)
@@ -151,8 +170,11 @@ def test_new_empty_strided_matches_torch(torch, device: str) -> None:
     assert z.dtype == aa.float64 and z.requires_grad and z.is_leaf
     assert x.new_empty_strided((0, 3), (3, 1)).shape == (0, 3)
     for lib in (aa, torch):
-        with pytest.raises(RuntimeError, match=r"dimensionality of sizes \(2\) must match "
-                                               r"dimensionality of strides \(1\)"):
+        with pytest.raises(
+            RuntimeError,
+            match=r"dimensionality of sizes \(2\) must match "
+            r"dimensionality of strides \(1\)",
+        ):
             lib.zeros(1).new_empty_strided((2, 3), (1,))
 
 
@@ -187,13 +209,27 @@ def test_module_load_copies_or_assigns() -> None:
 def test_small_casts_match_torch(torch, device: str) -> None:
     a = np.array([-1.5, 0.0, 2.7, 300.0])
     ours, theirs = aa.tensor(a, device=device), torch.tensor(a)
-    for name in ("byte", "char", "short", "int", "long", "half", "bfloat16", "double",
-                 "float", "bool", "cfloat", "cdouble"):
+    for name in (
+        "byte",
+        "char",
+        "short",
+        "int",
+        "long",
+        "half",
+        "bfloat16",
+        "double",
+        "float",
+        "bool",
+        "cfloat",
+        "cdouble",
+    ):
         o, t = getattr(ours, name)(), getattr(theirs, name)()
         assert str(o.dtype).rsplit(".", 1)[-1] == str(t.dtype).rsplit(".", 1)[-1], name
         if name not in ("byte", "char"):  # out-of-range casts are undefined in C
-            np.testing.assert_allclose(to_numpy(o).astype(np.complex128),
-                                       t.float().numpy() if name == "bfloat16" else t.numpy())
+            np.testing.assert_allclose(
+                to_numpy(o).astype(np.complex128),
+                t.float().numpy() if name == "bfloat16" else t.numpy(),
+            )
     x = aa.tensor(a, requires_grad=True)
     x.cdouble().real.sum().backward()
     assert x.grad.tolist() == [1.0] * 4
@@ -231,16 +267,25 @@ def test_apply_and_map_errors_match_torch(torch) -> None:
     for lib in (aa, torch):
         with pytest.raises(TypeError, match="must be real number, not str"):
             lib.zeros(2).apply_(lambda v: "x")
-        with pytest.raises(RuntimeError, match=r"Can't call apply_\(\) on Variable that requires "
-                                               r"grad. Use var.detach\(\).apply_\(\) instead."):
+        with pytest.raises(
+            RuntimeError,
+            match=r"Can't call apply_\(\) on Variable that requires "
+            r"grad. Use var.detach\(\).apply_\(\) instead.",
+        ):
             lib.zeros(2, requires_grad=True).apply_(lambda v: v)
         with pytest.raises(RuntimeError, match=r"Can't call map_\(\) on Variable"):
             lib.zeros(2).map_(lib.zeros(2, requires_grad=True), lambda a, b: a)
-        with pytest.raises(RuntimeError, match=r"The expanded size of the tensor \(1\) must "
-                                               r"match the existing size \(4\)"):
+        with pytest.raises(
+            RuntimeError,
+            match=r"The expanded size of the tensor \(1\) must "
+            r"match the existing size \(4\)",
+        ):
             lib.zeros(1).map_(lib.zeros(4), lambda a, b: a)
-        with pytest.raises(TypeError, match="map_: expected .*FloatTensor for 'other' "
-                                            r"\(got .*DoubleTensor\)"):
+        with pytest.raises(
+            TypeError,
+            match="map_: expected .*FloatTensor for 'other' "
+            r"\(got .*DoubleTensor\)",
+        ):
             lib.zeros(2).map_(lib.zeros(2, dtype=lib.float64), lambda a, b: a)
     with pytest.raises(RuntimeError, match="apply_ is only implemented on CPU tensors"):
         aa.zeros(2, device="sim:0").apply_(lambda v: v)
@@ -258,15 +303,24 @@ def test_fill_diagonal_matches_torch(torch, device: str, shape: tuple, wrap: boo
     if len(shape) == 2:
         transposed = aa.zeros(*shape[::-1], device=device).t()
         transposed.fill_diagonal_(2.0, wrap=wrap)
-        assert to_numpy(transposed).tolist() == torch.zeros(*shape[::-1]).t().fill_diagonal_(
-            2.0, wrap=wrap).tolist()
+        assert (
+            to_numpy(transposed).tolist()
+            == torch.zeros(*shape[::-1]).t().fill_diagonal_(2.0, wrap=wrap).tolist()
+        )
 
 
 def test_fill_diagonal_gradient_and_errors_match_torch(torch) -> None:
-    versus_torch(torch, "cpu", lambda x: (x * 1).fill_diagonal_(2.0) * x,
-                 lambda x: (x * 1).fill_diagonal_(2.0) * x, X0)
-    assert gradcheck(lambda x: (x * 1).fill_diagonal_(0.5, wrap=True).exp(),
-                     (aa.tensor(np.arange(15.0).reshape(5, 3) / 10, requires_grad=True),))
+    versus_torch(
+        torch,
+        "cpu",
+        lambda x: (x * 1).fill_diagonal_(2.0) * x,
+        lambda x: (x * 1).fill_diagonal_(2.0) * x,
+        X0,
+    )
+    assert gradcheck(
+        lambda x: (x * 1).fill_diagonal_(0.5, wrap=True).exp(),
+        (aa.tensor(np.arange(15.0).reshape(5, 3) / 10, requires_grad=True),),
+    )
     for lib in (aa, torch):
         with pytest.raises(RuntimeError, match="all dimensions of input must be of equal length"):
             lib.zeros(2, 3, 4).fill_diagonal_(1)

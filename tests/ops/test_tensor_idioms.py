@@ -43,8 +43,17 @@ def test_cuda_without_a_gpu_or_with_a_wrong_device_is_a_clear_error() -> None:
 
 
 def test_type_strings_and_casts(torch, device: str) -> None:
-    for dtype in ("float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint8",
-                  "bool"):
+    for dtype in (
+        "float32",
+        "float64",
+        "float16",
+        "int64",
+        "int32",
+        "int16",
+        "int8",
+        "uint8",
+        "bool",
+    ):
         ours = aa.zeros(2, dtype=getattr(aa, dtype if dtype != "bool" else "bool_"))
         ref = torch.zeros(2, dtype=getattr(torch, dtype))
         assert ours.type() == ref.type().replace("torch.", "aa."), dtype
@@ -57,8 +66,14 @@ def test_type_strings_and_casts(torch, device: str) -> None:
     assert x.type(aa.float32) is x
     d = x.double()
     assert d.grad_fn is not None and d.device == aa.device(device)
-    for cast, dtype in [("float", aa.float32), ("half", aa.float16), ("long", aa.int64),
-                        ("int", aa.int32), ("bool", aa.bool_), ("double", aa.float64)]:
+    for cast, dtype in [
+        ("float", aa.float32),
+        ("half", aa.float16),
+        ("long", aa.int64),
+        ("int", aa.int32),
+        ("bool", aa.bool_),
+        ("double", aa.float64),
+    ]:
         assert getattr(x, cast)().dtype == dtype
     with pytest.raises(ValueError, match="type\\(\\): invalid type: 'aa.FooTensor'"):
         x.type("aa.FooTensor")

@@ -13,9 +13,21 @@ def test_default_device_is_honoured_by_factories_and_restored(device):
     try:
         aa.set_default_device(device)
         assert aa.get_default_device() == aa.device(device)
-        made = [aa.zeros(2), aa.ones(2), aa.empty(2), aa.full((2,), 1.0), aa.tensor([1, 2]),
-                aa.arange(3), aa.linspace(0, 1, 3), aa.eye(2), aa.rand(2), aa.randn(2),
-                aa.randint(0, 3, (2,)), aa.hann_window(4), aa.empty_permuted((2, 3), (1, 0))]
+        made = [
+            aa.zeros(2),
+            aa.ones(2),
+            aa.empty(2),
+            aa.full((2,), 1.0),
+            aa.tensor([1, 2]),
+            aa.arange(3),
+            aa.linspace(0, 1, 3),
+            aa.eye(2),
+            aa.rand(2),
+            aa.randn(2),
+            aa.randint(0, 3, (2,)),
+            aa.hann_window(4),
+            aa.empty_permuted((2, 3), (1, 0)),
+        ]
         assert all(t.device == aa.device(device) for t in made)
         assert aa.zeros(1, device="cpu").device == aa.device("cpu")
         assert aa.from_numpy(np.zeros(2)).device == aa.device("cpu")
@@ -29,8 +41,10 @@ def test_empty_permuted_matches_torch(torch):
         ours, theirs = aa.empty_permuted(size, layout), torch.empty_permuted(size, layout)
         assert tuple(ours.shape) == tuple(theirs.shape)
         assert ours.stride() == theirs.stride()
-    for size, layout, text in [((2, 3), (0,), "len(size) = 2 is not equal to len("),
-                               ((2, 3), (0, 0), "Duplicate dim not allowed")]:
+    for size, layout, text in [
+        ((2, 3), (0,), "len(size) = 2 is not equal to len("),
+        ((2, 3), (0, 0), "Duplicate dim not allowed"),
+    ]:
         for lib in (aa, torch):
             with pytest.raises(RuntimeError) as info:
                 lib.empty_permuted(size, layout)

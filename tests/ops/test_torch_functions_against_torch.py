@@ -64,8 +64,10 @@ CASES = {
     "nanmedian_all": (lambda L, a: L.nanmedian(a), NANS),
     "mode": (lambda L, d: L.mode(d, 1), TIES),
     "quantile": (lambda L, a: L.quantile(a, 0.3, dim=1), M),
-    "quantile_tensor_q": (lambda L, a: L.quantile(
-        a, L.tensor([0.1, 0.5, 0.9], dtype=L.float64), dim=0, keepdim=True), M),
+    "quantile_tensor_q": (
+        lambda L, a: L.quantile(a, L.tensor([0.1, 0.5, 0.9], dtype=L.float64), dim=0, keepdim=True),
+        M,
+    ),
     "quantile_all": (lambda L, a: L.quantile(a, 0.7), M),
     "quantile_lower": (lambda L, a: L.quantile(a, 0.35, dim=1, interpolation="lower"), M),
     "quantile_higher": (lambda L, a: L.quantile(a, 0.35, dim=1, interpolation="higher"), M),
@@ -79,15 +81,17 @@ CASES = {
     "aminmax": (lambda L, a: L.aminmax(a, dim=1), M),
     "aminmax_all": (lambda L, a: L.aminmax(a), M),
     "unique": (lambda L, i: L.unique(i, return_inverse=True, return_counts=True), INTS),
-    "unique_consecutive": (lambda L: L.unique_consecutive(
-        L.tensor([1, 1, 2, 2, 3, 1, 1]), return_inverse=True, return_counts=True),),
+    "unique_consecutive": (
+        lambda L: L.unique_consecutive(
+            L.tensor([1, 1, 2, 2, 3, 1, 1]), return_inverse=True, return_counts=True
+        ),
+    ),
     "bincount": (lambda L, i: L.bincount(i), INTS),
     "bincount_weights": (lambda L, i: L.bincount(i, L.arange(7.0)), INTS),
     "histc": (lambda L, a: L.histc(a, bins=4, min=-1, max=1), M),
     "histc_range": (lambda L, a: L.histc(a, bins=5), M),
     "searchsorted": (lambda L, s: L.searchsorted(s, L.tensor([3.0, 6, 9]), right=True), SORTED),
-    "searchsorted_rows": (lambda L, a: L.searchsorted(L.sort(a, 1)[0],
-                                                       a[:, :2].contiguous()), M),
+    "searchsorted_rows": (lambda L, a: L.searchsorted(L.sort(a, 1)[0], a[:, :2].contiguous()), M),
     "bucketize": (lambda L, s: L.bucketize(L.tensor([3.0, 6, 9]), s), SORTED),
 }
 
@@ -109,9 +113,12 @@ def test_like_torch(torch, name):
     for a, t in zip(ours, theirs):
         assert tuple(a.shape) == tuple(t.shape)
         assert str(a.dtype).rsplit(".")[-1] == str(t.dtype).rsplit(".")[-1]
-        np.testing.assert_allclose(np.asarray(a.tolist(), dtype=float),
-                                   np.asarray(t.tolist(), dtype=float), rtol=1e-12,
-                                   equal_nan=True)
+        np.testing.assert_allclose(
+            np.asarray(a.tolist(), dtype=float),
+            np.asarray(t.tolist(), dtype=float),
+            rtol=1e-12,
+            equal_nan=True,
+        )
     floats = [(a, t) for a, t in zip(ours, theirs) if t.is_floating_point() and t.requires_grad]
     if not floats:
         return
@@ -120,8 +127,9 @@ def test_like_torch(torch, name):
     sum((t * torch.tensor(w)).sum() for (_, t), w in zip(floats, weights)).backward()
     for a, t in zip(ours_in, their_in):
         if t.grad is not None:
-            np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-12,
-                                       equal_nan=True)
+            np.testing.assert_allclose(
+                a.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-12, equal_nan=True
+            )
 
 
 def test_unique_along_a_dim(torch):
@@ -142,14 +150,31 @@ def test_broadcast_shapes(torch):
 
 
 AXIS_CALLS = [
-    ("sum", {"axis": 0}), ("sum", {"axis": 1, "keepdims": True}), ("mean", {"axis": 0}),
-    ("std", {"axis": 1}), ("var", {"axis": 0}), ("prod", {"axis": 1}), ("amax", {"axis": 0}),
-    ("amin", {"axis": 1}), ("argmax", {"axis": 1}), ("argmin", {"axis": 0}),
-    ("logsumexp", {"axis": 1}), ("cumsum", {"axis": 1}), ("nansum", {"axis": 0}),
-    ("median", {"axis": 1}), ("count_nonzero", {"axis": 0}), ("softmax", {"axis": 1}),
-    ("max", {"axis": 0}), ("min", {"axis": 1}), ("std_mean", {"axis": 0}),
-    ("var_mean", {"axis": 1}), ("all", {"axis": 0}), ("any", {"axis": 1}),
-    ("unbind", {"axis": 1}), ("squeeze", {"axis": 0}), ("unsqueeze", {"axis": 1}),
+    ("sum", {"axis": 0}),
+    ("sum", {"axis": 1, "keepdims": True}),
+    ("mean", {"axis": 0}),
+    ("std", {"axis": 1}),
+    ("var", {"axis": 0}),
+    ("prod", {"axis": 1}),
+    ("amax", {"axis": 0}),
+    ("amin", {"axis": 1}),
+    ("argmax", {"axis": 1}),
+    ("argmin", {"axis": 0}),
+    ("logsumexp", {"axis": 1}),
+    ("cumsum", {"axis": 1}),
+    ("nansum", {"axis": 0}),
+    ("median", {"axis": 1}),
+    ("count_nonzero", {"axis": 0}),
+    ("softmax", {"axis": 1}),
+    ("max", {"axis": 0}),
+    ("min", {"axis": 1}),
+    ("std_mean", {"axis": 0}),
+    ("var_mean", {"axis": 1}),
+    ("all", {"axis": 0}),
+    ("any", {"axis": 1}),
+    ("unbind", {"axis": 1}),
+    ("squeeze", {"axis": 0}),
+    ("unsqueeze", {"axis": 1}),
 ]
 
 
@@ -161,8 +186,9 @@ def test_numpy_axis_and_keepdims_names(torch, name, kwargs):
         ours = ours if isinstance(ours, tuple) else (ours,)
         theirs = theirs if isinstance(theirs, tuple) else (theirs,)
         for a, t in zip(ours, theirs):
-            np.testing.assert_allclose(np.asarray(a.tolist(), float),
-                                       np.asarray(t.tolist(), float), rtol=1e-12)
+            np.testing.assert_allclose(
+                np.asarray(a.tolist(), float), np.asarray(t.tolist(), float), rtol=1e-12
+            )
         method = getattr(aa.tensor(values), name)(**kwargs)
         method = method if isinstance(method, tuple) else (method,)
         assert [m.shape for m in method] == [tuple(t.shape) for t in theirs]
@@ -182,10 +208,14 @@ NUMERIC = {
     "copysign": (lambda L, a, b: L.copysign(a, b), P, Q),
     "copysign_number": (lambda L, a: L.copysign(a, -1.0), P),
     "copysign_ints": (lambda L, i, j: L.copysign(i, j), LEFT_INTS, RIGHT_INTS),
-    "heaviside": (lambda L, z: L.heaviside(z.detach(), L.full((7,), 0.5, dtype=L.float64)),
-                  SPECIAL),
-    "fmax": (lambda L, z: L.fmax(L.tensor([1.0, 2, np.nan, np.nan, 0, 1, 2],
-                                          dtype=L.float64), z), SPECIAL),
+    "heaviside": (
+        lambda L, z: L.heaviside(z.detach(), L.full((7,), 0.5, dtype=L.float64)),
+        SPECIAL,
+    ),
+    "fmax": (
+        lambda L, z: L.fmax(L.tensor([1.0, 2, np.nan, np.nan, 0, 1, 2], dtype=L.float64), z),
+        SPECIAL,
+    ),
     "fmin": (lambda L, a, b: L.fmin(a, b), P, Q),
     "gcd": (lambda L, i, j: L.gcd(i, j), LEFT_INTS, RIGHT_INTS),
     "lcm": (lambda L, i, j: L.lcm(i, j), LEFT_INTS, RIGHT_INTS),
@@ -193,8 +223,7 @@ NUMERIC = {
     "float_power": (lambda L, a: L.float_power(a, 2), P),
     "float_power_ints": (lambda L, i: L.float_power(i, 2), LEFT_INTS),
     "nan_to_num": (lambda L, z: L.nan_to_num(z), SPECIAL),
-    "nan_to_num_values": (lambda L, z: L.nan_to_num(z, nan=1.0, posinf=9.0, neginf=-9.0),
-                          SPECIAL),
+    "nan_to_num_values": (lambda L, z: L.nan_to_num(z, nan=1.0, posinf=9.0, neginf=-9.0), SPECIAL),
     "addcmul": (lambda L, a, b: L.addcmul(a, a, b, value=0.5), P, Q),
     "addcdiv": (lambda L, a, b: L.addcdiv(a, a, b, value=2), P, Q),
     "trace": (lambda L, a: L.trace(a), P),
@@ -205,8 +234,14 @@ NUMERIC = {
     "take": (lambda L, a: L.take(a, L.tensor([[0, 5], [11, 3]])), P),
     "cov": (lambda L, a: L.cov(a), P),
     "cov_correction": (lambda L, a: L.cov(a, correction=0), P),
-    "cov_weights": (lambda L, a: L.cov(a, fweights=L.tensor([1, 2, 1, 3]), aweights=L.tensor(
-        [0.5, 1.0, 2.0, 1.0], dtype=L.float64)), P),
+    "cov_weights": (
+        lambda L, a: L.cov(
+            a,
+            fweights=L.tensor([1, 2, 1, 3]),
+            aweights=L.tensor([0.5, 1.0, 2.0, 1.0], dtype=L.float64),
+        ),
+        P,
+    ),
     "corrcoef": (lambda L, a: L.corrcoef(a), P),
     "trapezoid": (lambda L, a: L.trapezoid(a), P),
     "trapezoid_x": (lambda L, a, x: L.trapezoid(a, x), P, POINTS),
@@ -237,7 +272,8 @@ def test_dtype_queries(torch):
         ours = aa.promote_types(getattr(aa, a), getattr(aa, b))
         assert str(ours) == str(torch.promote_types(getattr(torch, a), getattr(torch, b)))[6:]
         assert aa.can_cast(getattr(aa, a), getattr(aa, b)) == torch.can_cast(
-            getattr(torch, a), getattr(torch, b))
+            getattr(torch, a), getattr(torch, b)
+        )
     assert aa.is_floating_point(aa.tensor(1.0)) and not aa.is_complex(aa.tensor(1.0))
 
 
@@ -255,8 +291,13 @@ SCATTER_SRC[0, 1] = SCATTER_SRC[0, 0]  # a tie for amax and amin
 @pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
 @pytest.mark.parametrize("include_self", [True, False])
 def test_scatter_reduce_like_torch(torch, reduce, include_self):
-    CASES["scatter_reduce"] = (lambda L, x, s: L.scatter_reduce(
-        x, 1, L.tensor(SCATTER_INDEX), s, reduce, include_self=include_self), M, SCATTER_SRC)
+    CASES["scatter_reduce"] = (
+        lambda L, x, s: L.scatter_reduce(
+            x, 1, L.tensor(SCATTER_INDEX), s, reduce, include_self=include_self
+        ),
+        M,
+        SCATTER_SRC,
+    )
     try:
         test_like_torch(torch, "scatter_reduce")
     finally:
@@ -267,12 +308,19 @@ def test_scatter_with_reduce_and_integers(torch):
     for lib in (aa, torch):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            added = lib.scatter(lib.tensor(M), 1, lib.tensor(SCATTER_INDEX),
-                                lib.tensor(SCATTER_SRC), reduce="add")
-            scaled = lib.scatter(lib.tensor(M), 1, lib.tensor([[0, 0, 2, 4]]), 2.0,
-                                 reduce="multiply")
-            means = lib.scatter_reduce(lib.arange(6).reshape(2, 3), 1, lib.tensor([[0, 0], [2, 1]]),
-                                       lib.tensor([[5, -3], [7, 1]]), "mean")
+            added = lib.scatter(
+                lib.tensor(M), 1, lib.tensor(SCATTER_INDEX), lib.tensor(SCATTER_SRC), reduce="add"
+            )
+            scaled = lib.scatter(
+                lib.tensor(M), 1, lib.tensor([[0, 0, 2, 4]]), 2.0, reduce="multiply"
+            )
+            means = lib.scatter_reduce(
+                lib.arange(6).reshape(2, 3),
+                1,
+                lib.tensor([[0, 0], [2, 1]]),
+                lib.tensor([[5, -3], [7, 1]]),
+                "mean",
+            )
         if lib is aa:
             ours = (added.numpy(), scaled.numpy(), means.numpy())
     np.testing.assert_allclose(ours[0], added.numpy(), rtol=1e-12)

@@ -48,28 +48,43 @@ DIFFERENTIABLE = {
     "slice_scatter": (lambda L, T, x, y: L.slice_scatter(x, y[:, :2], 1, 0, 4, 2), A, B),
     "slice_scatter_default": (lambda L, T, x, y: x.slice_scatter(y[:1], start=2), A, B),
     "diagonal_scatter": (lambda L, T, x, w: L.diagonal_scatter(x, w, 1), A, W),
-    "diagonal_scatter_dims": (lambda L, T, b, v: L.diagonal_scatter(b, v[:2].expand(3, 2)
-                                                                    .contiguous(), 0, 0, 2),
-                              BATCH, V),
+    "diagonal_scatter_dims": (
+        lambda L, T, b, v: L.diagonal_scatter(b, v[:2].expand(3, 2).contiguous(), 0, 0, 2),
+        BATCH,
+        V,
+    ),
     "index_fill": (lambda L, T, x: L.index_fill(x, 1, T([0, 2]), -1.5), A),
     "index_fill_tensor_value": (lambda L, T, x, y: x.index_fill(0, T([2]), y[0, 0]), A, B),
     "index_put": (lambda L, T, x, v: L.index_put(x, (T([0, 2]),), v), A, V),
-    "index_put_accumulate": (lambda L, T, x, y: L.index_put(
-        x, (T([0, 0, 2]), T([1, 1, 3])), y[0, :3], accumulate=True), A, B),
-    "index_put_mask_accumulate": (lambda L, T, x, y: x.index_put(
-        (T([True, False, True]),), y[0], True), A, B),
+    "index_put_accumulate": (
+        lambda L, T, x, y: L.index_put(x, (T([0, 0, 2]), T([1, 1, 3])), y[0, :3], accumulate=True),
+        A,
+        B,
+    ),
+    "index_put_mask_accumulate": (
+        lambda L, T, x, y: x.index_put((T([True, False, True]),), y[0], True),
+        A,
+        B,
+    ),
     "put": (lambda L, T, x, v: L.put(x, T([0, 5, -1, 7]), v), A, V),
-    "put_accumulate": (lambda L, T, x, v: x.put(T([[0, 0], [11, 3]]), v.reshape(2, 2),
-                                                accumulate=True), A, V),
+    "put_accumulate": (
+        lambda L, T, x, v: x.put(T([[0, 0], [11, 3]]), v.reshape(2, 2), accumulate=True),
+        A,
+        V,
+    ),
     "masked_scatter": (lambda L, T, x, y: L.masked_scatter(x, x > 0, y), A, B),
-    "masked_scatter_broadcast": (lambda L, T, x, y: x.masked_scatter(
-        T([True, False, True, False]), y), A, B),
-    "index_reduce_prod": (lambda L, T, x, y: L.index_reduce(x, 0, T([0, 0, 2]), y, "prod"),
-                          A, B),
-    "index_reduce_mean": (lambda L, T, x, y: x.index_reduce(1, T([1, 0, 1, 3]), y, "mean",
-                                                            include_self=False), A, B),
-    "index_reduce_amax": (lambda L, T, x, y: L.index_reduce(x, 0, T([1, 2, 0]), y, "amax"),
-                          A, B),
+    "masked_scatter_broadcast": (
+        lambda L, T, x, y: x.masked_scatter(T([True, False, True, False]), y),
+        A,
+        B,
+    ),
+    "index_reduce_prod": (lambda L, T, x, y: L.index_reduce(x, 0, T([0, 0, 2]), y, "prod"), A, B),
+    "index_reduce_mean": (
+        lambda L, T, x, y: x.index_reduce(1, T([1, 0, 1, 3]), y, "mean", include_self=False),
+        A,
+        B,
+    ),
+    "index_reduce_amax": (lambda L, T, x, y: L.index_reduce(x, 0, T([1, 2, 0]), y, "amax"), A, B),
     "positive": (lambda L, T, x: L.positive(x) * 2, A),
     "resolve_conj": (lambda L, T, x: L.resolve_conj(x).resolve_neg() * 2, A),
 }
@@ -118,20 +133,38 @@ def test_predicates_like_torch(torch):
         (lambda L: L.positive(L.tensor([True])), RuntimeError, "on a bool tensor"),
         (lambda L: L.inner(L.ones(2, 3), L.ones(4)), RuntimeError, "last dimension must match"),
         (lambda L: L.vdot(L.ones(2, 3), L.ones(3)), RuntimeError, "1D tensors expected"),
-        (lambda L: L.addmv(L.ones(2, 2), L.ones(2, 2), L.ones(2)), RuntimeError,
-         "vector \\+ matrix @ vector expected, got 2, 2, 1"),
-        (lambda L: L.logaddexp(L.tensor([1]), L.tensor([2])), NotImplementedError,
-         "\"logaddexp_cpu\" not implemented for 'Long'"),
+        (
+            lambda L: L.addmv(L.ones(2, 2), L.ones(2, 2), L.ones(2)),
+            RuntimeError,
+            "vector \\+ matrix @ vector expected, got 2, 2, 1",
+        ),
+        (
+            lambda L: L.logaddexp(L.tensor([1]), L.tensor([2])),
+            NotImplementedError,
+            "\"logaddexp_cpu\" not implemented for 'Long'",
+        ),
         (lambda L: L.frexp(L.tensor([3])), RuntimeError, "only supports floating-point"),
-        (lambda L: L.select_scatter(L.zeros(3, 4), L.ones(3), 0, 0), RuntimeError,
-         "expected src to have a size equal to the slice of self. src size = \\[3\\], slice "
-         "size = \\[4\\]"),
-        (lambda L: L.index_fill(L.zeros(3, 4), 1, L.tensor([0]), L.tensor([2.0])), RuntimeError,
-         "only supports a 0-dimensional value tensor"),
-        (lambda L: L.masked_scatter(L.zeros(3, 4), L.zeros(3, 4) == 0, L.ones(5)),
-         RuntimeError, "Number of elements of source < number of ones in mask"),
-        (lambda L: L.put(L.zeros(3, 4), L.tensor([12]), L.ones(1)), IndexError,
-         "tried to access index 12 on a tensor of 12 elements"),
+        (
+            lambda L: L.select_scatter(L.zeros(3, 4), L.ones(3), 0, 0),
+            RuntimeError,
+            "expected src to have a size equal to the slice of self. src size = \\[3\\], slice "
+            "size = \\[4\\]",
+        ),
+        (
+            lambda L: L.index_fill(L.zeros(3, 4), 1, L.tensor([0]), L.tensor([2.0])),
+            RuntimeError,
+            "only supports a 0-dimensional value tensor",
+        ),
+        (
+            lambda L: L.masked_scatter(L.zeros(3, 4), L.zeros(3, 4) == 0, L.ones(5)),
+            RuntimeError,
+            "Number of elements of source < number of ones in mask",
+        ),
+        (
+            lambda L: L.put(L.zeros(3, 4), L.tensor([12]), L.ones(1)),
+            IndexError,
+            "tried to access index 12 on a tensor of 12 elements",
+        ),
         (lambda L: L.isposinf(L.tensor([1j])), RuntimeError, "does not support complex inputs"),
     ],
 )
@@ -171,5 +204,7 @@ def test_gradients_where_pytorch_computes_another(torch, device):
     ours = aa.as_strided_scatter(x, w, (3,), (5,)).detach().cpu().numpy()
     theirs = torch.as_strided_scatter(torch.tensor(A), torch.tensor(W), (3,), (5,)).numpy()
     np.testing.assert_array_equal(ours, theirs)
-    np.testing.assert_allclose(aa.ldexp(x, exponent).detach().cpu().numpy(),
-                               torch.ldexp(torch.tensor(A), torch.tensor([1, -2, 0, 3])).numpy())
+    np.testing.assert_allclose(
+        aa.ldexp(x, exponent).detach().cpu().numpy(),
+        torch.ldexp(torch.tensor(A), torch.tensor([1, -2, 0, 3])).numpy(),
+    )

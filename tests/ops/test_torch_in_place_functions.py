@@ -33,8 +33,11 @@ IN_PLACE = {
     "threshold_": (lambda L, T, x: L.threshold_(x * 1, 0.2, -3.0), A),
     "rrelu_": (lambda L, T, x: L.rrelu_(x * 1, 0.1, 0.3), A),
     "index_put_": (lambda L, T, x, y: L.index_put_(x * 1, (T([0, 2]),), y[0]), A, A),
-    "index_put_accumulate": (lambda L, T, x, y: (x * 1).index_put_(
-        (T([0, 0]), T([1, 1])), y[0, :2], accumulate=True), A, A),
+    "index_put_accumulate": (
+        lambda L, T, x, y: (x * 1).index_put_((T([0, 0]), T([1, 1])), y[0, :2], accumulate=True),
+        A,
+        A,
+    ),
     "dropout_not_training": (lambda L, T, x: L.dropout_(x * 1, 0.5, False), A),
 }
 
@@ -103,17 +106,21 @@ def test_a_leaf_that_requires_grad_is_refused():
     x = aa.ones(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
         aa.exp_(x)
-    with pytest.raises(TypeError, match="exp_\\(\\): argument 'input' \\(position 1\\) must be "
-                                        "Tensor, not list"):
+    with pytest.raises(
+        TypeError, match="exp_\\(\\): argument 'input' \\(position 1\\) must be Tensor, not list"
+    ):
         aa.exp_([1.0])
 
 
 @pytest.mark.parametrize("feature", [False, True])
 @pytest.mark.parametrize("alpha", [False, True])
 def test_dropout_training_statistics(device, feature, alpha):
-    fn = {(False, False): aa.dropout, (True, False): aa.feature_dropout,
-          (False, True): aa.alpha_dropout, (True, True): aa.feature_alpha_dropout}[
-        (feature, alpha)]
+    fn = {
+        (False, False): aa.dropout,
+        (True, False): aa.feature_dropout,
+        (False, True): aa.alpha_dropout,
+        (True, True): aa.feature_alpha_dropout,
+    }[(feature, alpha)]
     aa.manual_seed(0)
     x = aa.ones(40, 50, 4, dtype=aa.float64, device=device, requires_grad=True)
     out = fn(x, 0.25, True)
@@ -136,10 +143,14 @@ def test_dropout_training_statistics(device, feature, alpha):
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda L: L.dropout(L.ones(3), 1.5, True), "dropout probability has to be between 0 "
-                                                    "and 1, but got 1.5"),
-        (lambda L: L.feature_dropout(L.ones(3), 0.5, True),
-         "Feature dropout requires at least 2 dimensions in the input"),
+        (
+            lambda L: L.dropout(L.ones(3), 1.5, True),
+            "dropout probability has to be between 0 and 1, but got 1.5",
+        ),
+        (
+            lambda L: L.feature_dropout(L.ones(3), 0.5, True),
+            "Feature dropout requires at least 2 dimensions in the input",
+        ),
     ],
 )
 def test_dropout_errors_like_torch(torch, call, message):
@@ -150,10 +161,11 @@ def test_dropout_errors_like_torch(torch, call, message):
 
 def test_dtype_errors_like_torch(torch):
     for lib in (aa, torch):
-        with pytest.raises(NotImplementedError, match="\"hardshrink_cpu\" not implemented for "
-                                                      "'Long'"):
+        with pytest.raises(
+            NotImplementedError, match="\"hardshrink_cpu\" not implemented for 'Long'"
+        ):
             lib.hardshrink(lib.tensor([1, 2]))
-        with pytest.raises(NotImplementedError, match="\"leaky_relu_cpu\" not implemented"):
+        with pytest.raises(NotImplementedError, match='"leaky_relu_cpu" not implemented'):
             lib.rrelu(lib.tensor([1, 2]))
         assert lib.threshold(lib.tensor([1, 2]), 1, 0).tolist() == [0, 2]
 

@@ -33,10 +33,16 @@ def _quiet(fn):
 
 CASES = {
     "triangular_solve": (lambda L, T, b, a: L.triangular_solve(b, a), RHS, SQUARE),
-    "triangular_solve_lower_transpose": (lambda L, T, b, a: b.triangular_solve(
-        a, upper=False, transpose=True), RHS, SQUARE),
-    "triangular_solve_unit": (lambda L, T, b, a: L.triangular_solve(b, a, True, False, True),
-                              RHS, SQUARE),
+    "triangular_solve_lower_transpose": (
+        lambda L, T, b, a: b.triangular_solve(a, upper=False, transpose=True),
+        RHS,
+        SQUARE,
+    ),
+    "triangular_solve_unit": (
+        lambda L, T, b, a: L.triangular_solve(b, a, True, False, True),
+        RHS,
+        SQUARE,
+    ),
     "lu_solve": (lambda L, T, b, a: L.lu_solve(b, *L.linalg.lu_factor(a)), RHS, SQUARE),
     "lu_unpack": (lambda L, T, a: L.lu_unpack(*L.linalg.lu_factor(a))[1:], SQUARE),
     "lu_unpack_wide": (lambda L, T, a: L.lu_unpack(*L.linalg.lu_factor(a))[1:], RHS.T.copy()),
@@ -109,8 +115,10 @@ def test_unravel_index_like_torch(torch):
         (lambda L: L.vander(L.ones(2, 2)), "x must be a one-dimensional tensor"),
         (lambda L: L.vander(L.ones(2), -1), "N must be non-negative"),
         (lambda L: L.pdist(L.ones(2, 2, 2)), "pdist only supports 2D tensors, got: 3D"),
-        (lambda L: L.bilinear(L.ones(2, 3), L.ones(2, 4), L.ones(5, 3, 3)),
-         "input2 size does not match weight size: got 4 but expected 3"),
+        (
+            lambda L: L.bilinear(L.ones(2, 3), L.ones(2, 4), L.ones(5, 3, 3)),
+            "input2 size does not match weight size: got 4 but expected 3",
+        ),
     ],
 )
 def test_errors_like_torch(torch, call, message):

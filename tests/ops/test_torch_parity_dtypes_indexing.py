@@ -45,10 +45,12 @@ def test_integer_bilinear_interpolation_matches_torch(torch):
     rng = np.random.default_rng(0)
     for h, w, oh, ow, corners in [(4, 4, 6, 6, False), (3, 5, 7, 2, True), (5, 2, 5, 9, False)]:
         image = rng.integers(0, 256, (1, 3, h, w)).astype(np.uint8)
-        ours = aa_F.interpolate(aa.tensor(image), size=(oh, ow), mode="bilinear",
-                                align_corners=corners)
-        theirs = torch.nn.functional.interpolate(torch.tensor(image), size=(oh, ow),
-                                                 mode="bilinear", align_corners=corners)
+        ours = aa_F.interpolate(
+            aa.tensor(image), size=(oh, ow), mode="bilinear", align_corners=corners
+        )
+        theirs = torch.nn.functional.interpolate(
+            torch.tensor(image), size=(oh, ow), mode="bilinear", align_corners=corners
+        )
         assert ours.dtype == aa.uint8
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
@@ -98,12 +100,14 @@ def test_cumprod_backward_over_an_empty_dim():
 def test_circular_pad_crops_first(torch):
     for pads in [(-2, 3), (3, -2), (-2, -3), (0, -4)]:
         ours = aa_F.pad(aa.arange(10.0).reshape(1, 1, 10), pads, mode="circular")
-        theirs = torch.nn.functional.pad(torch.arange(10.0).reshape(1, 1, 10), pads,
-                                         mode="circular")
+        theirs = torch.nn.functional.pad(
+            torch.arange(10.0).reshape(1, 1, 10), pads, mode="circular"
+        )
         assert ours.tolist() == theirs.tolist(), pads
     ours = aa_F.pad(aa.arange(12.0).reshape(1, 1, 3, 4), (-1, 2, 1, -1), mode="circular")
-    theirs = torch.nn.functional.pad(torch.arange(12.0).reshape(1, 1, 3, 4), (-1, 2, 1, -1),
-                                     mode="circular")
+    theirs = torch.nn.functional.pad(
+        torch.arange(12.0).reshape(1, 1, 3, 4), (-1, 2, 1, -1), mode="circular"
+    )
     assert ours.tolist() == theirs.tolist()
 
 
@@ -138,13 +142,16 @@ IMAGE_OPS = {
     "avg_pool1d": lambda L, F, d: F.avg_pool1d(_image(L, d, (1, 1, 16)), 3),
     "avg_pool2d": lambda L, F, d: F.avg_pool2d(_image(L, d, (1, 1, 4, 4)) - 100, 2),
     "avg_pool2d_pad": lambda L, F, d: F.avg_pool2d(_image(L, d, (1, 1, 4, 4)), 2, padding=1),
-    "avg_pool2d_ceil": lambda L, F, d: F.avg_pool2d(_image(L, d, (1, 1, 5, 5)), 2,
-                                                    ceil_mode=True, count_include_pad=False),
-    "avg_pool2d_divisor": lambda L, F, d: F.avg_pool2d(_image(L, d, (1, 1, 4, 4)), 2,
-                                                       divisor_override=3),
+    "avg_pool2d_ceil": lambda L, F, d: F.avg_pool2d(
+        _image(L, d, (1, 1, 5, 5)), 2, ceil_mode=True, count_include_pad=False
+    ),
+    "avg_pool2d_divisor": lambda L, F, d: F.avg_pool2d(
+        _image(L, d, (1, 1, 4, 4)), 2, divisor_override=3
+    ),
     "max_pool1d": lambda L, F, d: F.max_pool1d(_image(L, d, (1, 1, 16)), 3),
-    "max_pool1d_indices": lambda L, F, d: F.max_pool1d(_image(L, d, (1, 1, 16)), 3,
-                                                       return_indices=True)[0],
+    "max_pool1d_indices": lambda L, F, d: F.max_pool1d(
+        _image(L, d, (1, 1, 16)), 3, return_indices=True
+    )[0],
     "max_pool2d": lambda L, F, d: F.max_pool2d(_image(L, d, (1, 1, 4, 4)), 2),
     "adaptive_avg_pool1d": lambda L, F, d: F.adaptive_avg_pool1d(_image(L, d, (1, 1, 16)), 3),
     "adaptive_avg_pool2d": lambda L, F, d: F.adaptive_avg_pool2d(_image(L, d, (1, 1, 4, 4)), 3),
@@ -158,22 +165,26 @@ IMAGE_OPS = {
     "softmax_dim0": lambda L, F, d: F.softmax(_image(L, d, (2, 3)), 0),
     "log_softmax": lambda L, F, d: F.log_softmax(_image(L, d, (2, 3)), 1),
     "softmax_dtype": lambda L, F, d: F.softmax(_image(L, d, (2, 3)), 1, dtype=L.float64),
-    "cosine_similarity": lambda L, F, d: F.cosine_similarity(_image(L, d, (2, 4)),
-                                                             _image(L, d, (2, 4))),
+    "cosine_similarity": lambda L, F, d: F.cosine_similarity(
+        _image(L, d, (2, 4)), _image(L, d, (2, 4))
+    ),
     "pad_reflect": lambda L, F, d: F.pad(_image(L, d, (1, 1, 4)), (1, 2), mode="reflect"),
-    "pad_replicate": lambda L, F, d: F.pad(_image(L, d, (1, 1, 3, 3)), (1, 1, 1, 1),
-                                           mode="replicate"),
+    "pad_replicate": lambda L, F, d: F.pad(
+        _image(L, d, (1, 1, 3, 3)), (1, 1, 1, 1), mode="replicate"
+    ),
     "pad_circular": lambda L, F, d: F.pad(_image(L, d, (1, 1, 4)), (1, 2), mode="circular"),
     "nearest1d": lambda L, F, d: F.interpolate(_image(L, d, (1, 1, 4)), scale_factor=2),
     "nearest2d": lambda L, F, d: F.interpolate(_image(L, d, (1, 1, 3, 3)), size=(5, 4)),
-    "nearest_exact": lambda L, F, d: F.interpolate(_image(L, d, (1, 1, 3, 3)), size=(5, 4),
-                                                   mode="nearest-exact"),
-    "bilinear": lambda L, F, d: F.interpolate(_image(L, d, (1, 3, 4, 4)), scale_factor=1.5,
-                                              mode="bilinear"),
-    "bilinear_corners": lambda L, F, d: F.interpolate(_image(L, d, (1, 3, 4, 4)), size=(5, 7),
-                                                      mode="bilinear", align_corners=True),
-    "linear": lambda L, F, d: F.interpolate(_image(L, d, (1, 1, 4)), scale_factor=2,
-                                            mode="linear"),
+    "nearest_exact": lambda L, F, d: F.interpolate(
+        _image(L, d, (1, 1, 3, 3)), size=(5, 4), mode="nearest-exact"
+    ),
+    "bilinear": lambda L, F, d: F.interpolate(
+        _image(L, d, (1, 3, 4, 4)), scale_factor=1.5, mode="bilinear"
+    ),
+    "bilinear_corners": lambda L, F, d: F.interpolate(
+        _image(L, d, (1, 3, 4, 4)), size=(5, 7), mode="bilinear", align_corners=True
+    ),
+    "linear": lambda L, F, d: F.interpolate(_image(L, d, (1, 1, 4)), scale_factor=2, mode="linear"),
     "area": lambda L, F, d: F.interpolate(_image(L, d, (1, 1, 4)), scale_factor=2, mode="area"),
 }
 
@@ -229,18 +240,34 @@ def _operand_pairs(dt):
     zero-dim tensors."""
     pairs = []
     for other in DTYPES:
-        pairs.append((f"{dt} op {other}", lambda L, o=other: (
-            L.tensor(_VALUES[dt], dtype=getattr(L, dt)),
-            L.tensor(_DIVISORS[o], dtype=getattr(L, o)))))
+        pairs.append(
+            (
+                f"{dt} op {other}",
+                lambda L, o=other: (
+                    L.tensor(_VALUES[dt], dtype=getattr(L, dt)),
+                    L.tensor(_DIVISORS[o], dtype=getattr(L, o)),
+                ),
+            )
+        )
     for s in _SCALARS:
-        pairs.append((f"{dt} op {s!r}", lambda L, s=s: (
-            L.tensor(_VALUES[dt], dtype=getattr(L, dt)), s)))
-        pairs.append((f"{s!r} op {dt}", lambda L, s=s: (
-            s, L.tensor(_DIVISORS[dt], dtype=getattr(L, dt)))))
-    pairs.append((f"{dt} op 0-d int64", lambda L: (
-        L.tensor(_VALUES[dt], dtype=getattr(L, dt)), L.tensor(3))))
-    pairs.append((f"0-d float64 op {dt}", lambda L: (
-        L.tensor(2.5, dtype=L.float64), L.tensor(_DIVISORS[dt], dtype=getattr(L, dt)))))
+        pairs.append(
+            (f"{dt} op {s!r}", lambda L, s=s: (L.tensor(_VALUES[dt], dtype=getattr(L, dt)), s))
+        )
+        pairs.append(
+            (f"{s!r} op {dt}", lambda L, s=s: (s, L.tensor(_DIVISORS[dt], dtype=getattr(L, dt))))
+        )
+    pairs.append(
+        (f"{dt} op 0-d int64", lambda L: (L.tensor(_VALUES[dt], dtype=getattr(L, dt)), L.tensor(3)))
+    )
+    pairs.append(
+        (
+            f"0-d float64 op {dt}",
+            lambda L: (
+                L.tensor(2.5, dtype=L.float64),
+                L.tensor(_DIVISORS[dt], dtype=getattr(L, dt)),
+            ),
+        )
+    )
     return pairs
 
 
@@ -248,7 +275,9 @@ def _operand_pairs(dt):
 def test_binary_promotion_grid_like_torch(torch, name):
     fn = BINARY[name]
     known = {  # PyTorch quirks of bool powers, left as they are here
-        ("pow", "bool op bool"), ("pow", "bool op True"), ("pow", "True op bool"),
+        ("pow", "bool op bool"),
+        ("pow", "bool op True"),
+        ("pow", "True op bool"),
         ("pow", "bool op -2"),
     }
     for dt in DTYPES:
@@ -287,18 +316,43 @@ def _index_keys(L):
         return L.tensor(values, dtype=L.bool)
 
     return [
-        1, -1, slice(1, 3), (1, 2), (1, slice(None), T([0, 2, 1])), (slice(None), 1, T([0, 2])),
-        (T([0, 1]), 1, T([1, 0])), (T([0, 1]), slice(None), T([1, 0])),
-        (1, T([1, 0]), slice(None)), (Ellipsis, 1), (Ellipsis, T([0, 1])),
-        (1, Ellipsis, T([0, 1])), (None, 1, slice(None), T([2, 0])), (1, None, T([2, 0])),
-        ((1, 0), slice(None)), [0, 1], [[0, 1], [1, 0]], (T([[0], [1]]), T([1, 2])),
-        mask([True, False]), (slice(None), mask([True, False, True, False, True])),
-        (1, mask([True, False, True, False, True])), (mask([True, False]), 1, T([0, 1])),
-        T(1), (T(1), slice(None), T([0, 2])), (0, 1, T([0, 3])), (T([0, 1]), Ellipsis, 2),
-        (slice(None, None, 2), T([1]), 3), (True,), (1, True, T([0])),
-        (slice(None), T([0, 0, 1]), T([5, 4, 3])), (1, slice(1, 4), slice(None)),
-        (T([1, 0]), slice(None), 1), (1, T([[0, 1], [2, 3]]), slice(None)), (Ellipsis, None),
-        (None, Ellipsis, T([1])), (-1, slice(None), T([-1, 0])), (slice(None), [1, 3], 2),
+        1,
+        -1,
+        slice(1, 3),
+        (1, 2),
+        (1, slice(None), T([0, 2, 1])),
+        (slice(None), 1, T([0, 2])),
+        (T([0, 1]), 1, T([1, 0])),
+        (T([0, 1]), slice(None), T([1, 0])),
+        (1, T([1, 0]), slice(None)),
+        (Ellipsis, 1),
+        (Ellipsis, T([0, 1])),
+        (1, Ellipsis, T([0, 1])),
+        (None, 1, slice(None), T([2, 0])),
+        (1, None, T([2, 0])),
+        ((1, 0), slice(None)),
+        [0, 1],
+        [[0, 1], [1, 0]],
+        (T([[0], [1]]), T([1, 2])),
+        mask([True, False]),
+        (slice(None), mask([True, False, True, False, True])),
+        (1, mask([True, False, True, False, True])),
+        (mask([True, False]), 1, T([0, 1])),
+        T(1),
+        (T(1), slice(None), T([0, 2])),
+        (0, 1, T([0, 3])),
+        (T([0, 1]), Ellipsis, 2),
+        (slice(None, None, 2), T([1]), 3),
+        (True,),
+        (1, True, T([0])),
+        (slice(None), T([0, 0, 1]), T([5, 4, 3])),
+        (1, slice(1, 4), slice(None)),
+        (T([1, 0]), slice(None), 1),
+        (1, T([[0, 1], [2, 3]]), slice(None)),
+        (Ellipsis, None),
+        (None, Ellipsis, T([1])),
+        (-1, slice(None), T([-1, 0])),
+        (slice(None), [1, 3], 2),
         (1, slice(None, None, -1) if L is aa else slice(None), T([0])),
     ][:-1]
 
@@ -311,8 +365,10 @@ def test_index_forms_get_set_and_grad_like_torch(torch):
         if theirs[0] != "ok":
             continue
         values = np.arange(theirs[2].size, dtype=np.float64).reshape(theirs[2].shape) + 1
-        written, expected = aa.zeros(2, 5, 6, dtype=aa.float64), torch.zeros(2, 5, 6,
-                                                                            dtype=torch.float64)
+        written, expected = (
+            aa.zeros(2, 5, 6, dtype=aa.float64),
+            torch.zeros(2, 5, 6, dtype=torch.float64),
+        )
         written[key] = aa.tensor(values)
         expected[their_key] = torch.tensor(values)
         np.testing.assert_array_equal(written.numpy(), expected.numpy(), f"set {their_key}")
@@ -320,5 +376,6 @@ def test_index_forms_get_set_and_grad_like_torch(torch):
         their_leaf = torch.arange(60.0, dtype=torch.float64).reshape(2, 5, 6).requires_grad_()
         (leaf[key] * aa.tensor(values)).sum().backward()
         (their_leaf[their_key] * torch.tensor(values)).sum().backward()
-        np.testing.assert_array_equal(leaf.grad.numpy(), their_leaf.grad.numpy(),
-                                      f"grad {their_key}")
+        np.testing.assert_array_equal(
+            leaf.grad.numpy(), their_leaf.grad.numpy(), f"grad {their_key}"
+        )

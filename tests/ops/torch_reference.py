@@ -49,6 +49,16 @@ def against_torch(
     wrt = [i for i, g in enumerate(grad) if g]
     if not wrt or not ref.requires_grad:
         return out
-    assert_vjps_match(torch, out, ref, [ours_in[i] for i in wrt], [theirs_in[i] for i in wrt],
-                      device, rtol, atol, seed, labels=wrt)
+    assert_vjps_match(
+        torch,
+        out,
+        ref,
+        [ours_in[i] for i in wrt],
+        [theirs_in[i] for i in wrt],
+        device,
+        rtol,
+        atol,
+        seed,
+        labels=wrt,
+    )
     return out

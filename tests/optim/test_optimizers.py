@@ -196,14 +196,18 @@ def test_gradient_on_other_device_is_refused():
         optim.SGD([p], lr=0.1).step()
 
 
-@pytest.mark.parametrize("make", [lambda p: optim.SGD([p], lr=0.1),
-                                  lambda p: optim.Adam([p], lr=0.1)])
+@pytest.mark.parametrize(
+    "make", [lambda p: optim.SGD([p], lr=0.1), lambda p: optim.Adam([p], lr=0.1)]
+)
 def test_gradient_of_another_shape_is_refused(make):
     p = Parameter(aa.zeros(3, 2))
     p.grad = aa.zeros(3, 2)
     p.data = aa.zeros(2, 3)  # `.grad` is checked when assigned, not after
-    with pytest.raises(RuntimeError, match=r"the gradient's shape \(3, 2\) does not match the "
-                                           r"parameter's \(2, 3\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"the gradient's shape \(3, 2\) does not match the "
+        r"parameter's \(2, 3\)",
+    ):
         make(p).step()
     np.testing.assert_array_equal(np.asarray(p.detach()), np.zeros((2, 3)))
 

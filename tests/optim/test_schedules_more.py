@@ -29,12 +29,20 @@ SCHEDULES = [
     ("ExponentialLR", lambda: {"gamma": 0.9}),
     ("ConstantLR", lambda: {"factor": 0.25, "total_iters": 4}),
     ("LinearLR", lambda: {"start_factor": 0.2, "end_factor": 0.9, "total_iters": 6}),
-    ("LinearLR", lambda: {}),
+    ("LinearLR", dict),
     ("CosineAnnealingWarmRestarts", lambda: {"T_0": 3}),
     ("CosineAnnealingWarmRestarts", lambda: {"T_0": 2, "T_mult": 2, "eta_min": 0.001}),
     ("OneCycleLR", lambda: {"max_lr": 1.0, "total_steps": 24}),
-    ("OneCycleLR", lambda: {"max_lr": [1.0, 2.0], "epochs": 4, "steps_per_epoch": 6,
-                            "anneal_strategy": "linear", "three_phase": True}),
+    (
+        "OneCycleLR",
+        lambda: {
+            "max_lr": [1.0, 2.0],
+            "epochs": 4,
+            "steps_per_epoch": 6,
+            "anneal_strategy": "linear",
+            "three_phase": True,
+        },
+    ),
 ]
 STEPS = 23
 
@@ -140,8 +148,10 @@ def test_sequential_state_dict_round_trip():
     opt = optim.SGD([Parameter(aa.zeros(1))], lr=0.1)
     seq = lr_scheduler.SequentialLR(
         opt,
-        [lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2),
-         lr_scheduler.ExponentialLR(opt, gamma=0.5)],
+        [
+            lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2),
+            lr_scheduler.ExponentialLR(opt, gamma=0.5),
+        ],
         milestones=[3],
     )
     for _ in range(4):
@@ -151,8 +161,10 @@ def test_sequential_state_dict_round_trip():
     opt2 = optim.SGD([Parameter(aa.zeros(1))], lr=0.1)
     seq2 = lr_scheduler.SequentialLR(
         opt2,
-        [lr_scheduler.ConstantLR(opt2, factor=0.5, total_iters=2),
-         lr_scheduler.ExponentialLR(opt2, gamma=0.5)],
+        [
+            lr_scheduler.ConstantLR(opt2, factor=0.5, total_iters=2),
+            lr_scheduler.ExponentialLR(opt2, gamma=0.5),
+        ],
         milestones=[3],
     )
     seq2.load_state_dict(saved)
@@ -162,30 +174,56 @@ def test_sequential_state_dict_round_trip():
 @pytest.mark.parametrize(
     ("make", "error", "message"),
     [
-        (lambda o: lr_scheduler.LambdaLR(o, [lambda e: 1.0] * 3), ValueError,
-         "Expected 1 lr_lambdas, but got 3"),
+        (
+            lambda o: lr_scheduler.LambdaLR(o, [lambda e: 1.0] * 3),
+            ValueError,
+            "Expected 1 lr_lambdas, but got 3",
+        ),
         (lambda o: lr_scheduler.MultiplicativeLR(o, 0.5), TypeError, "should be a function"),
         (lambda o: lr_scheduler.ConstantLR(o, factor=2.0), ValueError, "between 0 and 1"),
         (lambda o: lr_scheduler.LinearLR(o, start_factor=0.0), ValueError, "greater than 0"),
-        (lambda o: lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=0), ValueError,
-         "positive integer T_0"),
-        (lambda o: lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=0), ValueError,
-         "T_mult >= 1"),
+        (
+            lambda o: lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=0),
+            ValueError,
+            "positive integer T_0",
+        ),
+        (
+            lambda o: lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=0),
+            ValueError,
+            "T_mult >= 1",
+        ),
         (lambda o: lr_scheduler.OneCycleLR(o, max_lr=1.0), ValueError, "either total_steps"),
-        (lambda o: lr_scheduler.OneCycleLR(o, max_lr=1.0, total_steps=5, pct_start=1), ValueError,
-         "pct_start"),
-        (lambda o: lr_scheduler.OneCycleLR(o, max_lr=[1.0, 2.0], total_steps=5), ValueError,
-         "max_lr must have the same length"),
+        (
+            lambda o: lr_scheduler.OneCycleLR(o, max_lr=1.0, total_steps=5, pct_start=1),
+            ValueError,
+            "pct_start",
+        ),
+        (
+            lambda o: lr_scheduler.OneCycleLR(o, max_lr=[1.0, 2.0], total_steps=5),
+            ValueError,
+            "max_lr must have the same length",
+        ),
         (lambda o: lr_scheduler.ReduceLROnPlateau(o, factor=1.0), ValueError, "Factor should"),
         (lambda o: lr_scheduler.ReduceLROnPlateau(o, mode="up"), ValueError, "mode up is unknown"),
-        (lambda o: lr_scheduler.SequentialLR(o, [], milestones=[]), ValueError,
-         "at least one scheduler"),
-        (lambda o: lr_scheduler.SequentialLR(
-            o, [lr_scheduler.ExponentialLR(o, 0.5)], milestones=[2]), ValueError,
-         "one more than the number of milestone"),
-        (lambda o: lr_scheduler.SequentialLR(
-            o, [lr_scheduler.ReduceLROnPlateau(o)], milestones=[]), ValueError,
-         "does not support `ReduceLROnPlateau`"),
+        (
+            lambda o: lr_scheduler.SequentialLR(o, [], milestones=[]),
+            ValueError,
+            "at least one scheduler",
+        ),
+        (
+            lambda o: lr_scheduler.SequentialLR(
+                o, [lr_scheduler.ExponentialLR(o, 0.5)], milestones=[2]
+            ),
+            ValueError,
+            "one more than the number of milestone",
+        ),
+        (
+            lambda o: lr_scheduler.SequentialLR(
+                o, [lr_scheduler.ReduceLROnPlateau(o)], milestones=[]
+            ),
+            ValueError,
+            "does not support `ReduceLROnPlateau`",
+        ),
     ],
 )
 def test_errors(make, error, message):

@@ -18,17 +18,38 @@ CALLER, CPU, SIM0, SIM1 = 1, 10, 20, 30
 TASK = 7
 
 
-def node(device: str, tid: int, name: str, node_id: int, start: int, end: int,
-         task: int = TASK) -> NodeRun:
+def node(
+    device: str, tid: int, name: str, node_id: int, start: int, end: int, task: int = TASK
+) -> NodeRun:
     """A NodeRun with (4,)-shaped gradients in and out."""
-    return NodeRun(device, tid, f"worker-{device}", name, node_id, task, node_id, start, end,
-                   ((4,),), ((4,), None))
+    return NodeRun(
+        device,
+        tid,
+        f"worker-{device}",
+        name,
+        node_id,
+        task,
+        node_id,
+        start,
+        end,
+        ((4,),),
+        ((4,), None),
+    )
 
 
 def handoff(src: NodeRun, dst: NodeRun, sent: int, received: int) -> Handoff:
     """A gradient sent from `src`'s node to `dst`'s node."""
-    return Handoff(src.task_id, src.device, dst.device, src.node_id, dst.node_id, sent, received,
-                   src.thread_id, dst.thread_id)
+    return Handoff(
+        src.task_id,
+        src.device,
+        dst.device,
+        src.node_id,
+        dst.node_id,
+        sent,
+        received,
+        src.thread_id,
+        dst.thread_id,
+    )
 
 
 def backward_events(with_forward: bool = True) -> list[Any]:
@@ -52,12 +73,16 @@ def backward_events(with_forward: bool = True) -> list[Any]:
             ForwardOp(CALLER, "MainThread", "tanh", 3, 150, 200, ((4,),), ((4,),)),
         ]
     events += [
-        n1, n2, n7,
+        n1,
+        n2,
+        n7,
         # sent after ToCopy's end: the exporter must still put the arrow's tail inside the slice
         handoff(n2, n3, 1310, 1400),
-        n3, n4,
+        n3,
+        n4,
         handoff(n4, n5, 2590, 2700),
-        n5, n6,
+        n5,
+        n6,
         CallerAwait(TASK, CALLER, "MainThread", "backward", 900, 3600),
     ]
     return events
@@ -76,21 +101,45 @@ def gpu_events() -> list[Any]:
 
 
 def _meta(tid: int, name: str) -> list[dict[str, Any]]:
-    return [{"name": "thread_name", "ph": "M", "ts": 0, "pid": 1, "tid": tid,
-             "args": {"name": name}}]
+    return [
+        {"name": "thread_name", "ph": "M", "ts": 0, "pid": 1, "tid": tid, "args": {"name": name}}
+    ]
 
 
 def _x(tid: int, name: str, ts: float, dur: float, cat: str = "backward") -> dict[str, Any]:
-    return {"name": name, "cat": cat, "ph": "X", "ts": ts, "dur": dur, "pid": 1, "tid": tid,
-            "args": {"device": {1: "A", 2: "B", 3: "C"}.get(tid, "?")}}
+    return {
+        "name": name,
+        "cat": cat,
+        "ph": "X",
+        "ts": ts,
+        "dur": dur,
+        "pid": 1,
+        "tid": tid,
+        "args": {"device": {1: "A", 2: "B", 3: "C"}.get(tid, "?")},
+    }
 
 
-def _flow(fid: int, src_tid: int, src_ts: float, dst_tid: int, dst_ts: float,
-          bind_enclosing: bool = True) -> list[dict[str, Any]]:
-    s = {"name": "h", "cat": "handoff", "ph": "s", "id": fid, "ts": src_ts, "pid": 1,
-         "tid": src_tid}
-    f = {"name": "h", "cat": "handoff", "ph": "f", "id": fid, "ts": dst_ts, "pid": 1,
-         "tid": dst_tid}
+def _flow(
+    fid: int, src_tid: int, src_ts: float, dst_tid: int, dst_ts: float, bind_enclosing: bool = True
+) -> list[dict[str, Any]]:
+    s = {
+        "name": "h",
+        "cat": "handoff",
+        "ph": "s",
+        "id": fid,
+        "ts": src_ts,
+        "pid": 1,
+        "tid": src_tid,
+    }
+    f = {
+        "name": "h",
+        "cat": "handoff",
+        "ph": "f",
+        "id": fid,
+        "ts": dst_ts,
+        "pid": 1,
+        "tid": dst_tid,
+    }
     if bind_enclosing:
         f["bp"] = "e"
     return [s, f]
@@ -105,8 +154,11 @@ def handmade_trace(next_slice_flow: bool = False) -> dict[str, Any]:
     """
     events = _meta(1, "A") + _meta(2, "B") + _meta(3, "C")
     events += [
-        _x(1, "a1", 0, 10), _x(1, "a2", 12, 3), _x(1, "a3", 40, 5),
-        _x(2, "b1", 11, 20), _x(2, "b2", 32, 1),
+        _x(1, "a1", 0, 10),
+        _x(1, "a2", 12, 3),
+        _x(1, "a3", 40, 5),
+        _x(2, "b1", 11, 20),
+        _x(2, "b2", 32, 1),
         _x(3, "c1", 5, 25),
         # a host slice: not a node run, so never on the critical path
         _x(4, "backward (blocking)", 0, 45, cat="caller"),
@@ -159,8 +211,11 @@ def check_trace_format(trace: dict[str, Any]) -> None:
 
 def track_of(trace: dict[str, Any], name: str) -> int:
     """The tid of the track called `name`."""
-    tids = [ev["tid"] for ev in trace["traceEvents"]
-            if ev["ph"] == "M" and ev["name"] == "thread_name" and ev["args"]["name"] == name]
+    tids = [
+        ev["tid"]
+        for ev in trace["traceEvents"]
+        if ev["ph"] == "M" and ev["name"] == "thread_name" and ev["args"]["name"] == name
+    ]
     assert len(tids) == 1, f"{len(tids)} tracks named {name!r}"
     return tids[0]
 
@@ -168,6 +223,10 @@ def track_of(trace: dict[str, Any], name: str) -> int:
 def enclosing(trace: dict[str, Any], ev: dict[str, Any]) -> list[dict[str, Any]]:
     """The X slices on `ev`'s track whose [ts, ts + dur] contains `ev`'s ts."""
     eps = 5e-4
-    return [x for x in trace["traceEvents"]
-            if x["ph"] == "X" and x["tid"] == ev["tid"]
-            and x["ts"] - eps <= ev["ts"] <= x["ts"] + x["dur"] + eps]
+    return [
+        x
+        for x in trace["traceEvents"]
+        if x["ph"] == "X"
+        and x["tid"] == ev["tid"]
+        and x["ts"] - eps <= ev["ts"] <= x["ts"] + x["dur"] + eps
+    ]

@@ -33,12 +33,17 @@ def test_trace_is_valid_trace_event_json():
 
 def test_one_track_per_device_worker_named_by_device_in_order():
     trace = to_chrome_trace(backward_events() + gpu_events())
-    names = {ev["tid"]: ev["args"]["name"] for ev in _by_ph(trace, "M")
-             if ev["name"] == "thread_name"}
+    names = {
+        ev["tid"]: ev["args"]["name"] for ev in _by_ph(trace, "M") if ev["name"] == "thread_name"
+    }
     assert sorted(names.values()) == sorted(
-        ["MainThread", "cpu", "sim:0", "sim:1", "cuda:0", "cuda:0 stream"])
-    order = {ev["tid"]: ev["args"]["sort_index"] for ev in _by_ph(trace, "M")
-             if ev["name"] == "thread_sort_index"}
+        ["MainThread", "cpu", "sim:0", "sim:1", "cuda:0", "cuda:0 stream"]
+    )
+    order = {
+        ev["tid"]: ev["args"]["sort_index"]
+        for ev in _by_ph(trace, "M")
+        if ev["name"] == "thread_sort_index"
+    }
     by_order = [names[tid] for tid in sorted(order, key=order.get)]
     assert by_order == ["MainThread", "cpu", "sim:0", "sim:1", "cuda:0", "cuda:0 stream"]
     process = [ev for ev in _by_ph(trace, "M") if ev["name"] == "process_name"]
@@ -128,8 +133,11 @@ def test_handoff_to_a_missing_node_is_counted_not_drawn():
 
 def test_handoff_to_the_caller_lands_in_its_await():
     a = node("sim:0", 20, "MulBackward0", 1, 100, 200)
-    events = [a, CallerAwait(a.task_id, CALLER, "MainThread", "grad", 0, 400),
-              Handoff(a.task_id, "sim:0", "cpu", a.node_id, 999, 150, 250, 20, CALLER)]
+    events = [
+        a,
+        CallerAwait(a.task_id, CALLER, "MainThread", "grad", 0, 400),
+        Handoff(a.task_id, "sim:0", "cpu", a.node_id, 999, 150, 250, 20, CALLER),
+    ]
     trace = to_chrome_trace(events)
     f = _by_ph(trace, "f")[0]
     assert f["tid"] == track_of(trace, "MainThread")

@@ -115,16 +115,24 @@ def test_three_devices_and_summary_numbers(tmp_path):
     summary = summarize(trace)
     for device in ("cpu", "sim:0", "sim:1"):
         track = summary.devices[device]
-        durations = [ev["dur"] for ev in trace["traceEvents"]
-                     if ev["ph"] == "X" and ev["tid"] == track_of(trace, device)]
+        durations = [
+            ev["dur"]
+            for ev in trace["traceEvents"]
+            if ev["ph"] == "X" and ev["tid"] == track_of(trace, device)
+        ]
         assert track.busy_us == pytest.approx(sum(durations))
         assert 0.0 <= track.busy_share <= 1.0
     assert 0 < summary.critical_path_us <= summary.wall_us + 1e-3
     assert {s.track for s in summary.critical_path} >= {"cpu"}
     path = tmp_path / "real.json"
     prof.export_chrome_trace(path)
-    result = subprocess.run([sys.executable, "-m", "autograd_async.profiler", "summary", str(path)],
-                            cwd=REPO, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "autograd_async.profiler", "summary", str(path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert "sim:1" in result.stdout and "Critical path" in result.stdout
     assert load_trace(path)["traceEvents"]
@@ -138,8 +146,11 @@ def test_record_forward_puts_forward_ops_on_the_caller_track():
     assert [op.name for op in forward][:4] == ["mul", "to", "tanh", "to"]
     trace = prof.chrome_trace()
     check_trace_format(trace)
-    caller = {ev["tid"] for ev in trace["traceEvents"] if ev["ph"] == "X"
-              and ev["cat"] in ("forward", "caller")}
+    caller = {
+        ev["tid"]
+        for ev in trace["traceEvents"]
+        if ev["ph"] == "X" and ev["cat"] in ("forward", "caller")
+    }
     assert len(caller) == 1  # forward ops and the await share the main thread's track
     with profile(record_forward=False) as quiet:
         _, loss = _two_device_loss()

@@ -13,8 +13,10 @@ from .synthetic import backward_events, gpu_events, node
 
 
 def test_rows_aggregate_count_total_mean_min_max_per_name_and_device():
-    events = [node("cpu", 10, "MulBackward0", i, 1000 * i, 1000 * i + d)
-              for i, d in enumerate([300, 100, 200], start=1)]
+    events = [
+        node("cpu", 10, "MulBackward0", i, 1000 * i, 1000 * i + d)
+        for i, d in enumerate([300, 100, 200], start=1)
+    ]
     events.append(node("sim:0", 20, "MulBackward0", 9, 0, 50))
     table = key_averages(events)
     row = table.find("MulBackward0", "cpu")
@@ -71,7 +73,8 @@ def test_empty_table_renders():
     assert "0 rows" in str(KeyAverages([]))
 
 
-@pytest.mark.parametrize("ns,text", [(12, "12ns"), (1500, "1.500us"), (2_500_000, "2.500ms"),
-                                     (3e9, "3.000s")])
+@pytest.mark.parametrize(
+    "ns,text", [(12, "12ns"), (1500, "1.500us"), (2_500_000, "2.500ms"), (3e9, "3.000s")]
+)
 def test_format_ns(ns, text):
     assert format_ns(ns) == text

@@ -53,8 +53,13 @@ def test_plot_without_matplotlib_says_how_to_install(trace_file, tmp_path, monke
 
 
 def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "autograd_async.profiler", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "autograd_async.profiler", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_cli_summary(trace_file):
@@ -86,19 +91,38 @@ def test_cli_needs_a_subcommand():
 
 def _slices_trace() -> dict:
     """One track: a wide range holding a wide op and a 1 us op, then a second wide op."""
-    meta = [{"name": "thread_name", "ph": "M", "ts": 0, "pid": 1, "tid": 1,
-             "args": {"name": "MainThread"}}]
+    meta = [
+        {
+            "name": "thread_name",
+            "ph": "M",
+            "ts": 0,
+            "pid": 1,
+            "tid": 1,
+            "args": {"name": "MainThread"},
+        }
+    ]
 
     def x(name, ts, dur, cat):
-        return {"name": name, "cat": cat, "ph": "X", "ts": ts, "dur": dur, "pid": 1, "tid": 1,
-                "args": {}}
+        return {
+            "name": name,
+            "cat": cat,
+            "ph": "X",
+            "ts": ts,
+            "dur": dur,
+            "pid": 1,
+            "tid": 1,
+            "args": {},
+        }
 
-    return {"traceEvents": meta + [
-        x("train step", 0, 600, "user_annotation"),
-        x("LinearBackward0 wide", 10, 500, "forward"),
-        x("tiny op", 520, 1, "forward"),
-        x("second wide op", 700, 300, "backward"),
-    ]}
+    return {
+        "traceEvents": meta
+        + [
+            x("train step", 0, 600, "user_annotation"),
+            x("LinearBackward0 wide", 10, 500, "forward"),
+            x("tiny op", 520, 1, "forward"),
+            x("second wide op", 700, 300, "backward"),
+        ]
+    }
 
 
 def test_plot_labels_the_slices_wide_enough_for_their_name():
@@ -113,8 +137,11 @@ def test_plot_labels_the_slices_wide_enough_for_their_name():
     # every label lies inside the bar it names, in pixels as drawn
     renderer = fig.canvas.get_renderer()
     to_px = ax.transData.transform
-    for name, start, dur in (("train step", 0, 600), ("LinearBackward0 wide", 10, 500),
-                             ("second wide op", 700, 300)):
+    for name, start, dur in (
+        ("train step", 0, 600),
+        ("LinearBackward0 wide", 10, 500),
+        ("second wide op", 700, 300),
+    ):
         box = labels[name].get_window_extent(renderer)
         # the trace lasts 1 ms, so the axis is in ms
         left, right = to_px((start / 1e3, 0))[0], to_px(((start + dur) / 1e3, 0))[0]
@@ -132,8 +159,14 @@ def test_nesting_depths_and_label_fitting():
 
     # a range, two ops in it, one op in the second, one starting in the second and outlasting it,
     # then a new root
-    assert nesting_depths([s(0, 100), s(10, 20), s(40, 50), s(45, 10), s(80, 40), s(200, 5)]) \
-        == [0, 1, 1, 2, 2, 0]
+    assert nesting_depths([s(0, 100), s(10, 20), s(40, 50), s(45, 10), s(80, 40), s(200, 5)]) == [
+        0,
+        1,
+        1,
+        2,
+        2,
+        0,
+    ]
 
     def width(text):  # 6 px a character
         return 6.0 * len(text)

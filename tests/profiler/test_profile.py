@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 
 import pytest
+from autograd_async.recording import forward_sink
 
 from autograd_async.profiler import ProfilerError, profile
-from autograd_async.recording import forward_sink
 
 from .synthetic import backward_events, gpu_events
 

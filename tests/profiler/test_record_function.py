@@ -7,6 +7,7 @@ import asyncio
 import threading
 
 import pytest
+from autograd_async.recording import forward_sink
 
 import autograd_async as aa
 from autograd_async.engine.trace_events import CallerAwait, ForwardOp
@@ -18,7 +19,6 @@ from autograd_async.profiler import (
     summarize,
 )
 from autograd_async.profiler.record_function import range_sink
-from autograd_async.recording import forward_sink
 
 from .synthetic import check_trace_format, track_of
 
@@ -51,8 +51,7 @@ def test_a_with_block_is_one_range_around_the_ops_in_it():
     assert isinstance(step, record_function)
     assert recorded.name == "step" and recorded.thread_name == threading.current_thread().name
     forward = [ev for ev in prof.events if type(ev) is ForwardOp]
-    assert all(recorded.start_ns <= op.start_ns and op.end_ns <= recorded.end_ns
-               for op in forward)
+    assert all(recorded.start_ns <= op.start_ns and op.end_ns <= recorded.end_ns for op in forward)
 
     trace = prof.chrome_trace()
     check_trace_format(trace)

@@ -12,8 +12,11 @@ from .synthetic import backward_events, gpu_events, handmade_trace
 def test_busy_time_is_the_sum_of_slice_durations_per_track():
     trace = to_chrome_trace(backward_events() + gpu_events())
     summary = summarize(trace)
-    names = {ev["tid"]: ev["args"]["name"] for ev in trace["traceEvents"]
-             if ev["ph"] == "M" and ev["name"] == "thread_name"}
+    names = {
+        ev["tid"]: ev["args"]["name"]
+        for ev in trace["traceEvents"]
+        if ev["ph"] == "M" and ev["name"] == "thread_name"
+    }
     sums: dict[str, float] = {}
     for ev in trace["traceEvents"]:
         if ev["ph"] == "X":
@@ -81,9 +84,14 @@ def test_critical_path_without_flows_is_the_busiest_track():
 def test_critical_path_of_exported_backward():
     summary = summarize(to_chrome_trace(backward_events()))
     names = [(s.track, s.name) for s in summary.critical_path]
-    assert names == [("cpu", "SumBackward0"), ("cpu", "ToCopyBackward0"),
-                     ("sim:0", "TanhBackward0"), ("sim:0", "ToCopyBackward0"),
-                     ("cpu", "MulBackward0"), ("cpu", "AccumulateGrad")]
+    assert names == [
+        ("cpu", "SumBackward0"),
+        ("cpu", "ToCopyBackward0"),
+        ("sim:0", "TanhBackward0"),
+        ("sim:0", "ToCopyBackward0"),
+        ("cpu", "MulBackward0"),
+        ("cpu", "AccumulateGrad"),
+    ]
     assert summary.critical_path_us == pytest.approx(1.9)
     assert summary.critical_path_us <= summary.wall_us
     assert summary.handoffs == 2
@@ -98,8 +106,14 @@ def test_summary_key_averages_match_the_slices():
 
 def test_summary_report_mentions_every_part():
     text = str(summarize(to_chrome_trace(backward_events())))
-    for needle in ("TanhBackward0", "Busy share", "sim:0", "idle gaps", "Critical path: 1.900us",
-                   "cpu -> sim:0 -> cpu"):
+    for needle in (
+        "TanhBackward0",
+        "Busy share",
+        "sim:0",
+        "idle gaps",
+        "Critical path: 1.900us",
+        "cpu -> sim:0 -> cpu",
+    ):
         assert needle in text
 
 
@@ -110,11 +124,13 @@ def test_empty_trace_summary():
 
 
 def test_busy_time_counts_nested_and_overlapping_slices_once():
-    events = [{"name": "thread_name", "ph": "M", "ts": 0, "pid": 1, "tid": 1,
-               "args": {"name": "T"}}]
+    events = [
+        {"name": "thread_name", "ph": "M", "ts": 0, "pid": 1, "tid": 1, "args": {"name": "T"}}
+    ]
     for ts, dur in [(0, 10), (2, 3), (8, 4), (20, 5)]:  # nested, overlapping, then apart
-        events.append({"name": "x", "cat": "backward", "ph": "X", "ts": ts, "dur": dur,
-                       "pid": 1, "tid": 1})
+        events.append(
+            {"name": "x", "cat": "backward", "ph": "X", "ts": ts, "dur": dur, "pid": 1, "tid": 1}
+        )
     track = summarize({"traceEvents": events}).tracks["T"]
     assert track.busy_us == pytest.approx(17.0)  # [0, 12] and [20, 25]
     assert [(g.start_us, g.end_us) for g in track.idle_gaps] == [(12.0, 20.0)]

@@ -24,7 +24,11 @@ def test_sim_cuda_folder_passes_in_a_fresh_interpreter():
     env = dict(os.environ, AUTOGRAD_ASYNC_SIM="cuda", PYTHONPATH=path)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(FOLDER)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=580,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=580,
     )
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
     assert " passed" in done.stdout

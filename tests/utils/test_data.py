@@ -61,11 +61,15 @@ def test_tensor_dataset_batches_match_torch(torch, batch_size, drop_last):
     y = np.arange(11)
     ours = data.DataLoader(
         data.TensorDataset(aa.tensor(x), aa.tensor(y)),
-        batch_size=batch_size, sampler=ORDER, drop_last=drop_last,
+        batch_size=batch_size,
+        sampler=ORDER,
+        drop_last=drop_last,
     )
     theirs = torch.utils.data.DataLoader(
         torch.utils.data.TensorDataset(torch.tensor(x), torch.tensor(y)),
-        batch_size=batch_size, sampler=ORDER, drop_last=drop_last,
+        batch_size=batch_size,
+        sampler=ORDER,
+        drop_last=drop_last,
     )
     assert len(ours) == len(theirs)
     assert [as_numpy(b) for b in ours] == [as_numpy(b) for b in theirs]

@@ -48,8 +48,10 @@ def faults_per_round(mode: str) -> float:
     return float(done.stdout)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
-                    reason="mallopt is glibc's")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
+    reason="mallopt is glibc's",
+)
 def test_freed_blocks_are_reused_without_page_faults() -> None:
     assert faults_per_round("retain") < 100
     assert faults_per_round("default") > 1000  # the pattern does fault without the setting

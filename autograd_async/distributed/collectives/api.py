@@ -33,8 +33,7 @@ __all__ = [
 ]
 
 NOT_INITIALIZED = (
-    "Default process group has not been initialized, please make sure to call "
-    "init_process_group."
+    "Default process group has not been initialized, please make sure to call init_process_group."
 )
 
 
@@ -66,9 +65,11 @@ def _array(t: Tensor) -> Any:
 
 def _write_back(t: Tensor, buffer: Any) -> Any:
     """A finisher that copies `buffer` into `t` unless it is `t`'s own array."""
+
     def finish() -> None:
         if buffer is not t._data:
             t._data[...] = buffer.reshape(t._data.shape)
+
     return finish
 
 
@@ -94,8 +95,18 @@ def _trace(sink: Any, work: Work, nbytes: int) -> None:
     rank = default_rank()
 
     def record() -> None:
-        sink.record(CollectiveSpan(rank, group, name, started,
-                                   work.completed_ns or time.perf_counter_ns(), nbytes, 0, 0))
+        sink.record(
+            CollectiveSpan(
+                rank,
+                group,
+                name,
+                started,
+                work.completed_ns or time.perf_counter_ns(),
+                nbytes,
+                0,
+                0,
+            )
+        )
 
     work.then(record)
 
@@ -110,9 +121,7 @@ def _group_rank(group: ProcessGroup, rank: int, what: str) -> int:
     try:
         return group.ranks.index(rank)
     except ValueError:
-        raise ValueError(
-            f"{what} rank {rank} is not part of {group.describe()}"
-        ) from None
+        raise ValueError(f"{what} rank {rank} is not part of {group.describe()}") from None
 
 
 def _check_op(op: Any, tensor: Tensor) -> ReduceOp:
@@ -135,7 +144,10 @@ def all_reduce(
 
 
 def broadcast(
-    tensor: Tensor, src: int | None = None, group: Any = None, async_op: bool = False,
+    tensor: Tensor,
+    src: int | None = None,
+    group: Any = None,
+    async_op: bool = False,
     group_src: int | None = None,
 ) -> Work | None:
     """Copy rank `src`'s `tensor` into every other rank's."""
@@ -195,7 +207,10 @@ def all_gather_into_tensor(
 
 
 def reduce_scatter(
-    output: Tensor, input_list: list[Tensor], op: ReduceOp = ReduceOp.SUM, group: Any = None,
+    output: Tensor,
+    input_list: list[Tensor],
+    op: ReduceOp = ReduceOp.SUM,
+    group: Any = None,
     async_op: bool = False,
 ) -> Work | None:
     """Reduce `input_list[i]` over the ranks into rank i's `output`."""
@@ -211,7 +226,10 @@ def reduce_scatter(
 
 
 def reduce_scatter_tensor(
-    output: Tensor, input: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any = None,
+    output: Tensor,
+    input: Tensor,
+    op: ReduceOp = ReduceOp.SUM,
+    group: Any = None,
     async_op: bool = False,
 ) -> Work | None:
     """Reduce `input` (the ranks' parts, concatenated) over the ranks; rank i keeps part i."""
@@ -231,8 +249,12 @@ def reduce_scatter_tensor(
 
 
 def reduce(
-    tensor: Tensor, dst: int | None = None, op: ReduceOp = ReduceOp.SUM, group: Any = None,
-    async_op: bool = False, group_dst: int | None = None,
+    tensor: Tensor,
+    dst: int | None = None,
+    op: ReduceOp = ReduceOp.SUM,
+    group: Any = None,
+    async_op: bool = False,
+    group_dst: int | None = None,
 ) -> Work | None:
     """Reduce `tensor` over the ranks into rank `dst`'s `tensor`."""
     _check_tensor(tensor, "tensor")
@@ -247,8 +269,12 @@ def reduce(
 
 
 def gather(
-    tensor: Tensor, gather_list: list[Tensor] | None = None, dst: int | None = None,
-    group: Any = None, async_op: bool = False, group_dst: int | None = None,
+    tensor: Tensor,
+    gather_list: list[Tensor] | None = None,
+    dst: int | None = None,
+    group: Any = None,
+    async_op: bool = False,
+    group_dst: int | None = None,
 ) -> Work | None:
     """Every rank's `tensor` into `gather_list` on rank `dst`."""
     _check_tensor(tensor, "tensor")
@@ -264,6 +290,7 @@ def gather(
         raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
     work = pg.gather(_array(tensor), received, root, "gather")
     if received is not None:
+
         def finish() -> None:
             for i, out in enumerate(gather_list):
                 out._data[...] = received[i].reshape(out._data.shape)
@@ -275,8 +302,12 @@ def gather(
 
 
 def scatter(
-    tensor: Tensor, scatter_list: list[Tensor] | None = None, src: int | None = None,
-    group: Any = None, async_op: bool = False, group_src: int | None = None,
+    tensor: Tensor,
+    scatter_list: list[Tensor] | None = None,
+    src: int | None = None,
+    group: Any = None,
+    async_op: bool = False,
+    group_src: int | None = None,
 ) -> Work | None:
     """Part `rank` of `scatter_list` on rank `src` into every rank's `tensor`."""
     _check_tensor(tensor, "tensor")
@@ -297,8 +328,9 @@ def scatter(
     return _finish(work.then(_write_back(tensor, buffer)), async_op)
 
 
-def barrier(group: Any = None, async_op: bool = False, device_ids: Sequence[int] | None = None
-            ) -> Work | None:
+def barrier(
+    group: Any = None, async_op: bool = False, device_ids: Sequence[int] | None = None
+) -> Work | None:
     """Wait until every rank of the group has entered the barrier."""
     pg = resolve_group(group)
     if pg.size() == 1:

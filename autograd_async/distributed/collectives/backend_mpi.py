@@ -31,6 +31,7 @@ from .work import DistBackendError, ShapeMismatchError, Work
 
 __all__ = ["MpiProcessGroup", "import_mpi"]
 
+
 def import_mpi() -> Any:
     """mpi4py's MPI module (initialising MPI), with an install hint when it is missing."""
     try:
@@ -45,16 +46,25 @@ def import_mpi() -> Any:
 def mpi_op(MPI: Any, op: ReduceOp, dtype: np.dtype) -> Any:
     """The MPI reduction for `op` on `dtype` (AVG sums; the caller divides)."""
     if dtype == np.bool_:  # reduced as uint8: a sum or max is a logical or
-        return {ReduceOp.PRODUCT: MPI.MIN, ReduceOp.MIN: MPI.MIN, ReduceOp.BAND: MPI.BAND,
-                ReduceOp.BXOR: MPI.BXOR}.get(op, MPI.MAX)
+        return {
+            ReduceOp.PRODUCT: MPI.MIN,
+            ReduceOp.MIN: MPI.MIN,
+            ReduceOp.BAND: MPI.BAND,
+            ReduceOp.BXOR: MPI.BXOR,
+        }.get(op, MPI.MAX)
     if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and dtype.kind not in "iu":
         raise ValueError(f"ReduceOp.{op.name} needs an integer or bool tensor, got {dtype}")
     if op in (ReduceOp.MIN, ReduceOp.MAX) and dtype.kind == "c":
         raise ValueError(f"ReduceOp.{op.name} is not defined for complex tensors")
     return {
-        ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
-        ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX, ReduceOp.BAND: MPI.BAND,
-        ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR,
+        ReduceOp.SUM: MPI.SUM,
+        ReduceOp.AVG: MPI.SUM,
+        ReduceOp.PRODUCT: MPI.PROD,
+        ReduceOp.MIN: MPI.MIN,
+        ReduceOp.MAX: MPI.MAX,
+        ReduceOp.BAND: MPI.BAND,
+        ReduceOp.BOR: MPI.BOR,
+        ReduceOp.BXOR: MPI.BXOR,
     }[op]
 
 
@@ -84,11 +94,28 @@ class Job:
     complete in on each rank.
     """
 
-    __slots__ = ("work", "deadline", "group", "seq", "signature", "data", "after", "request",
-                 "order", "phase")
+    __slots__ = (
+        "work",
+        "deadline",
+        "group",
+        "seq",
+        "signature",
+        "data",
+        "after",
+        "request",
+        "order",
+        "phase",
+    )
 
-    def __init__(self, work: Work, group: MpiProcessGroup, seq: int, signature: tuple | None,
-                 data: Callable[[], Any], after: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        work: Work,
+        group: MpiProcessGroup,
+        seq: int,
+        signature: tuple | None,
+        data: Callable[[], Any],
+        after: Callable[[], None] | None = None,
+    ) -> None:
         self.work = work
         self.group = group
         self.seq = seq
@@ -127,8 +154,9 @@ class ProgressThread:
         self.active: list[Job] = []
         self.deadlines: list[tuple[float, int, Job]] = []
         self.counter = itertools.count()
-        self.thread = threading.Thread(target=self.run, name="autograd-async:mpi-progress",
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self.run, name="autograd-async:mpi-progress", daemon=True
+        )
         self.thread.start()
 
     def submit(self, job: Job) -> None:
@@ -160,8 +188,11 @@ class ProgressThread:
             else:
                 idle_polls += 1
                 # sleep(0) yields the GIL and the core; real sleeps only after a long wait.
-                time.sleep(0 if idle_polls < self.SPIN_POLLS else
-                           min(self.MAX_SLEEP, 1e-6 * (idle_polls - self.SPIN_POLLS)))
+                time.sleep(
+                    0
+                    if idle_polls < self.SPIN_POLLS
+                    else min(self.MAX_SLEEP, 1e-6 * (idle_polls - self.SPIN_POLLS))
+                )
             self.expire()
 
     def advance(self, job: Job) -> None:
@@ -249,8 +280,9 @@ class ProgressThread:
     def expire(self) -> None:
         """Fail the collectives whose deadline has passed (their group is broken from then)."""
         now = time.monotonic()
-        while self.deadlines and (self.deadlines[0][0] <= now or
-                                  self.deadlines[0][2].work.is_completed()):
+        while self.deadlines and (
+            self.deadlines[0][0] <= now or self.deadlines[0][2].work.is_completed()
+        ):
             _, _, job = heapq.heappop(self.deadlines)
             if job.work.is_completed():
                 continue
@@ -275,7 +307,10 @@ class MpiProcessGroup(ProcessGroup):
     progress_lock = threading.Lock()
 
     def __init__(
-        self, comm: Any = None, name: str = "WORLD", timeout: timedelta = DEFAULT_TIMEOUT,
+        self,
+        comm: Any = None,
+        name: str = "WORLD",
+        timeout: timedelta = DEFAULT_TIMEOUT,
         ranks: Sequence[int] | None = None,
     ) -> None:
         MPI = import_mpi()
@@ -294,16 +329,24 @@ class MpiProcessGroup(ProcessGroup):
         supervision.watch(self)
 
     # ------------------------------------------------------------------ plumbing
-    def launch(self, name: str, data: Callable[[], Any], signature: tuple | None,
-               after: Callable[[], None] | None = None) -> Work:
+    def launch(
+        self,
+        name: str,
+        data: Callable[[], Any],
+        signature: tuple | None,
+        after: Callable[[], None] | None = None,
+    ) -> Work:
         """Number a collective and queue it on the progress thread (in number order)."""
         with self.submit_lock:
             seq, label = self.next_collective(name)
             work = Work(f"{label} on {self.describe()}")
             failure = supervision.failure()
             if self.broken is not None:
-                work.set_exception(DistBackendError(
-                    f"{work.name}: the group is unusable after an earlier failure: {self.broken}"))
+                work.set_exception(
+                    DistBackendError(
+                        f"{work.name}: the group is unusable after an earlier failure: {self.broken}"
+                    )
+                )
             elif failure is not None:
                 work.set_exception(DistBackendError(f"{work.name}: {failure}"))
             # Even a failed collective takes its turn, so the numbering stays the ranks' own.
@@ -327,8 +370,7 @@ class MpiProcessGroup(ProcessGroup):
                 for i, (c, d) in enumerate(everyone.tolist())
             )
             raise ShapeMismatchError(
-                f"{job.work.name}: the ranks passed tensors of different sizes or dtypes "
-                f"({shapes})"
+                f"{job.work.name}: the ranks passed tensors of different sizes or dtypes ({shapes})"
             )
 
     def timeout_error(self, seq: int, label: str) -> DistBackendError:
@@ -336,16 +378,21 @@ class MpiProcessGroup(ProcessGroup):
         text = f"{label} timed out after {self.timeout.total_seconds():g} s"
         where = supervision.whereabouts(self.group_name)
         if where is None:
-            return DistBackendError(f"{text}; run under `python -m autograd_async.distributed.run`"
-                                    " to learn which ranks did not arrive")
+            return DistBackendError(
+                f"{text}; run under `python -m autograd_async.distributed.run`"
+                " to learn which ranks did not arrive"
+            )
         missing = []
         for r in self.ranks:
             at = where.get(r)
             if at is None:
                 missing.append(f"rank {r} (not responding)")
             elif at[0] < seq:
-                missing.append(f"rank {r} (last at {at[1]} #{at[0]})" if at[0] else
-                               f"rank {r} (no collective yet)")
+                missing.append(
+                    f"rank {r} (last at {at[1]} #{at[0]})"
+                    if at[0]
+                    else f"rank {r} (no collective yet)"
+                )
         return DistBackendError(f"{text}; missing ranks: {', '.join(missing) or 'none'}")
 
     def fail_pending(self, error_text: str) -> None:
@@ -359,18 +406,22 @@ class MpiProcessGroup(ProcessGroup):
                 job.work.set_exception(DistBackendError(f"{job.work.name}: {error_text}"))
 
     # --------------------------------------------------------------- collectives
-    def allreduce(self, array: np.ndarray, op: ReduceOp, name: str = "all_reduce",
-                  checked: bool = True) -> Work:
+    def allreduce(
+        self, array: np.ndarray, op: ReduceOp, name: str = "all_reduce", checked: bool = True
+    ) -> Work:
         mop = mpi_op(self.MPI, op, array.dtype)
         buf = wire_view(array)
         after = (lambda: finish_average(array, self.size())) if op is ReduceOp.AVG else None
-        return self.launch(name, lambda: self.comm.Iallreduce(self.MPI.IN_PLACE, buf, op=mop),
-                           (array.size, array.dtype) if checked else None, after)
+        return self.launch(
+            name,
+            lambda: self.comm.Iallreduce(self.MPI.IN_PLACE, buf, op=mop),
+            (array.size, array.dtype) if checked else None,
+            after,
+        )
 
     def broadcast(self, array: np.ndarray, src: int, name: str = "broadcast") -> Work:
         buf = wire_view(array)
-        return self.launch(name, lambda: self.comm.Ibcast(buf, root=src),
-                           (array.size, array.dtype))
+        return self.launch(name, lambda: self.comm.Ibcast(buf, root=src), (array.size, array.dtype))
 
     def allgather(self, send: np.ndarray, recv: np.ndarray, name: str = "all_gather") -> Work:
         s, r = wire_view(send), wire_view(recv)
@@ -382,8 +433,12 @@ class MpiProcessGroup(ProcessGroup):
         mop = mpi_op(self.MPI, op, recv.dtype)
         s, r = wire_view(send), wire_view(recv)
         after = (lambda: finish_average(recv, self.size())) if op is ReduceOp.AVG else None
-        return self.launch(name, lambda: self.comm.Ireduce_scatter_block(s, r, op=mop),
-                           (recv.size, recv.dtype), after)
+        return self.launch(
+            name,
+            lambda: self.comm.Ireduce_scatter_block(s, r, op=mop),
+            (recv.size, recv.dtype),
+            after,
+        )
 
     def reduce(self, array: np.ndarray, dst: int, op: ReduceOp, name: str = "reduce") -> Work:
         mop = mpi_op(self.MPI, op, array.dtype)
@@ -391,24 +446,30 @@ class MpiProcessGroup(ProcessGroup):
         if self.rank() == dst:
             after = (lambda: finish_average(array, self.size())) if op is ReduceOp.AVG else None
             return self.launch(
-                name, lambda: self.comm.Ireduce(self.MPI.IN_PLACE, buf, op=mop, root=dst),
-                (array.size, array.dtype), after)
-        return self.launch(name, lambda: self.comm.Ireduce(buf, None, op=mop, root=dst),
-                           (array.size, array.dtype))
+                name,
+                lambda: self.comm.Ireduce(self.MPI.IN_PLACE, buf, op=mop, root=dst),
+                (array.size, array.dtype),
+                after,
+            )
+        return self.launch(
+            name, lambda: self.comm.Ireduce(buf, None, op=mop, root=dst), (array.size, array.dtype)
+        )
 
-    def gather(self, send: np.ndarray, recv: np.ndarray | None, dst: int,
-               name: str = "gather") -> Work:
+    def gather(
+        self, send: np.ndarray, recv: np.ndarray | None, dst: int, name: str = "gather"
+    ) -> Work:
         s = wire_view(send)
         r = wire_view(recv) if recv is not None else None
-        return self.launch(name, lambda: self.comm.Igather(s, r, root=dst),
-                           (send.size, send.dtype))
+        return self.launch(name, lambda: self.comm.Igather(s, r, root=dst), (send.size, send.dtype))
 
-    def scatter(self, send: np.ndarray | None, recv: np.ndarray, src: int,
-                name: str = "scatter") -> Work:
+    def scatter(
+        self, send: np.ndarray | None, recv: np.ndarray, src: int, name: str = "scatter"
+    ) -> Work:
         s = wire_view(send) if send is not None else None
         r = wire_view(recv)
-        return self.launch(name, lambda: self.comm.Iscatter(s, r, root=src),
-                           (recv.size, recv.dtype))
+        return self.launch(
+            name, lambda: self.comm.Iscatter(s, r, root=src), (recv.size, recv.dtype)
+        )
 
     def barrier(self, name: str = "barrier") -> Work:
         return self.launch(name, lambda: self.comm.Ibarrier(), None)

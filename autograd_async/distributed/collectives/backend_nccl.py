@@ -42,10 +42,14 @@ def import_nccl() -> tuple[Any, Any]:
 def nccl_dtype(nccl: Any, dtype: np.dtype) -> int:
     """NCCL's code for a dtype (bool travels as uint8)."""
     table = {
-        np.dtype(np.float32): nccl.NCCL_FLOAT32, np.dtype(np.float64): nccl.NCCL_FLOAT64,
-        np.dtype(np.float16): nccl.NCCL_FLOAT16, np.dtype(np.int32): nccl.NCCL_INT32,
-        np.dtype(np.int64): nccl.NCCL_INT64, np.dtype(np.uint8): nccl.NCCL_UINT8,
-        np.dtype(np.int8): nccl.NCCL_INT8, np.dtype(np.bool_): nccl.NCCL_UINT8,
+        np.dtype(np.float32): nccl.NCCL_FLOAT32,
+        np.dtype(np.float64): nccl.NCCL_FLOAT64,
+        np.dtype(np.float16): nccl.NCCL_FLOAT16,
+        np.dtype(np.int32): nccl.NCCL_INT32,
+        np.dtype(np.int64): nccl.NCCL_INT64,
+        np.dtype(np.uint8): nccl.NCCL_UINT8,
+        np.dtype(np.int8): nccl.NCCL_INT8,
+        np.dtype(np.bool_): nccl.NCCL_UINT8,
     }
     try:
         return table[np.dtype(dtype)]
@@ -56,10 +60,17 @@ def nccl_dtype(nccl: Any, dtype: np.dtype) -> int:
 def nccl_op(nccl: Any, op: ReduceOp, dtype: np.dtype) -> int:
     """NCCL's reduction for `op` (bool: sum and max are a logical or)."""
     if np.dtype(dtype) == np.bool_:
-        op = {ReduceOp.SUM: ReduceOp.MAX, ReduceOp.AVG: ReduceOp.MAX,
-              ReduceOp.PRODUCT: ReduceOp.MIN}.get(op, op)
-    table = {ReduceOp.SUM: nccl.NCCL_SUM, ReduceOp.PRODUCT: nccl.NCCL_PROD,
-             ReduceOp.MIN: nccl.NCCL_MIN, ReduceOp.MAX: nccl.NCCL_MAX}
+        op = {
+            ReduceOp.SUM: ReduceOp.MAX,
+            ReduceOp.AVG: ReduceOp.MAX,
+            ReduceOp.PRODUCT: ReduceOp.MIN,
+        }.get(op, op)
+    table = {
+        ReduceOp.SUM: nccl.NCCL_SUM,
+        ReduceOp.PRODUCT: nccl.NCCL_PROD,
+        ReduceOp.MIN: nccl.NCCL_MIN,
+        ReduceOp.MAX: nccl.NCCL_MAX,
+    }
     if op is ReduceOp.AVG:
         return getattr(nccl, "NCCL_AVG", nccl.NCCL_SUM)
     if op not in table:
@@ -90,8 +101,9 @@ class EventWatcher:
 
     def __init__(self) -> None:
         self.incoming: queue.SimpleQueue = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self.run, name="autograd-async:nccl-events",
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self.run, name="autograd-async:nccl-events", daemon=True
+        )
         self.thread.start()
 
     def watch(self, work: NcclWork, deadline: float, timeout_text: str) -> None:
@@ -124,8 +136,15 @@ class NcclProcessGroup(ProcessGroup):
     backend_name = "nccl"
     watcher: EventWatcher | None = None
 
-    def __init__(self, rank: int, size: int, unique_id: tuple, device_index: int,
-                 name: str = "WORLD", timeout: timedelta = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        rank: int,
+        size: int,
+        unique_id: tuple,
+        device_index: int,
+        name: str = "WORLD",
+        timeout: timedelta = DEFAULT_TIMEOUT,
+    ) -> None:
         super().__init__(rank, list(range(size)), name, timeout)
         self.cupy, self.nccl = import_nccl()
         self.device_index = device_index
@@ -136,16 +155,19 @@ class NcclProcessGroup(ProcessGroup):
             NcclProcessGroup.watcher = EventWatcher()
 
     @classmethod
-    def across_processes(cls, timeout: timedelta = DEFAULT_TIMEOUT,
-                         device_id: Any = None) -> NcclProcessGroup:
+    def across_processes(
+        cls, timeout: timedelta = DEFAULT_TIMEOUT, device_id: Any = None
+    ) -> NcclProcessGroup:
         """One rank per MPI process; rank 0's unique id is broadcast as bytes over MPI."""
         from .backend_mpi import import_mpi  # noqa: PLC0415 - MPI only shares the id
 
         cupy, nccl = import_nccl()
         comm = import_mpi().COMM_WORLD
         rank, size = comm.Get_rank(), comm.Get_size()
-        uid = np.zeros(nccl.NCCL_UNIQUE_ID_BYTES if hasattr(nccl, "NCCL_UNIQUE_ID_BYTES")
-                       else 128, dtype=np.int8)
+        uid = np.zeros(
+            nccl.NCCL_UNIQUE_ID_BYTES if hasattr(nccl, "NCCL_UNIQUE_ID_BYTES") else 128,
+            dtype=np.int8,
+        )
         if rank == 0:
             uid[:] = np.array(nccl.get_unique_id(), dtype=np.int8)
         comm.Bcast(uid, root=0)
@@ -153,8 +175,9 @@ class NcclProcessGroup(ProcessGroup):
         return cls(rank, size, tuple(int(b) for b in uid), index, timeout=timeout)
 
     @classmethod
-    def in_process(cls, store: Any, rank: int, size: int, device_id: Any,
-                   timeout: timedelta = DEFAULT_TIMEOUT) -> NcclProcessGroup:
+    def in_process(
+        cls, store: Any, rank: int, size: int, device_id: Any, timeout: timedelta = DEFAULT_TIMEOUT
+    ) -> NcclProcessGroup:
         """Thread ranks of one process, one GPU each; the id travels through the store."""
         cupy, nccl = import_nccl()
         key = "nccl_unique_id"
@@ -197,14 +220,16 @@ class NcclProcessGroup(ProcessGroup):
                 array /= self.size()
 
     # --------------------------------------------------------------- collectives
-    def allreduce(self, array: Any, op: ReduceOp, name: str = "all_reduce",
-                  checked: bool = True) -> Work:
+    def allreduce(
+        self, array: Any, op: ReduceOp, name: str = "all_reduce", checked: bool = True
+    ) -> Work:
         ptr, n, dt = self._args(array)
         rop = nccl_op(self.nccl, op, array.dtype)
 
         def call(stream: int) -> None:
             self.comm.allReduce(ptr, ptr, n, dt, rop, stream)
             self._average(array, op)
+
         return self.enqueue(name, call)
 
     def broadcast(self, array: Any, src: int, name: str = "broadcast") -> Work:
@@ -215,14 +240,16 @@ class NcclProcessGroup(ProcessGroup):
         sptr, n, dt = self._args(send)
         return self.enqueue(name, lambda s: self.comm.allGather(sptr, recv.data.ptr, n, dt, s))
 
-    def reduce_scatter(self, send: Any, recv: Any, op: ReduceOp,
-                       name: str = "reduce_scatter") -> Work:
+    def reduce_scatter(
+        self, send: Any, recv: Any, op: ReduceOp, name: str = "reduce_scatter"
+    ) -> Work:
         rptr, n, dt = self._args(recv)
         rop = nccl_op(self.nccl, op, recv.dtype)
 
         def call(stream: int) -> None:
             self.comm.reduceScatter(send.data.ptr, rptr, n, dt, rop, stream)
             self._average(recv, op)
+
         return self.enqueue(name, call)
 
     def reduce(self, array: Any, dst: int, op: ReduceOp, name: str = "reduce") -> Work:
@@ -233,6 +260,7 @@ class NcclProcessGroup(ProcessGroup):
             self.comm.reduce(ptr, ptr, n, dt, rop, dst, stream)
             if self.rank() == dst:
                 self._average(array, op)
+
         return self.enqueue(name, call)
 
     def gather(self, send: Any, recv: Any, dst: int, name: str = "gather") -> Work:
@@ -245,6 +273,7 @@ class NcclProcessGroup(ProcessGroup):
                     self.comm.recv(recv[peer].data.ptr, n, dt, peer, stream)
             self.comm.send(sptr, n, dt, dst, stream)
             self.nccl.groupEnd()
+
         return self.enqueue(name, call)
 
     def scatter(self, send: Any, recv: Any, src: int, name: str = "scatter") -> Work:
@@ -257,6 +286,7 @@ class NcclProcessGroup(ProcessGroup):
                     self.comm.send(send[peer].data.ptr, n, dt, peer, stream)
             self.comm.recv(rptr, n, dt, src, stream)
             self.nccl.groupEnd()
+
         return self.enqueue(name, call)
 
     def barrier(self, name: str = "barrier") -> Work:

@@ -45,8 +45,11 @@ def combine(arrays: list[np.ndarray], op: ReduceOp) -> np.ndarray:
     if op in (ReduceOp.MIN, ReduceOp.MAX) and dtype.kind == "c":
         raise ValueError(f"ReduceOp.{op.name} is not defined for complex tensors")
     if dtype == np.bool_:
-        op = {ReduceOp.SUM: ReduceOp.MAX, ReduceOp.AVG: ReduceOp.MAX,
-              ReduceOp.PRODUCT: ReduceOp.MIN}.get(op, op)
+        op = {
+            ReduceOp.SUM: ReduceOp.MAX,
+            ReduceOp.AVG: ReduceOp.MAX,
+            ReduceOp.PRODUCT: ReduceOp.MIN,
+        }.get(op, op)
     out = REDUCERS[op](stacked)
     if op is ReduceOp.AVG:
         out = out / len(arrays) if dtype.kind in "fc" else np.trunc(out / len(arrays))
@@ -80,12 +83,21 @@ class ThreadWorld:
         self.deadlines: list[tuple[float, int]] = []
         self.broken: str | None = None
         self.subgroups: dict[tuple, ThreadWorld] = {}
-        self.thread = threading.Thread(target=self.run, name=f"autograd-async:threads-{name}",
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self.run, name=f"autograd-async:threads-{name}", daemon=True
+        )
         self.thread.start()
 
-    def arrive(self, seq: int, rank: int, label: str, entry: Any, work: Work, timeout: float,
-               combiner: Callable) -> None:
+    def arrive(
+        self,
+        seq: int,
+        rank: int,
+        label: str,
+        entry: Any,
+        work: Work,
+        timeout: float,
+        combiner: Callable,
+    ) -> None:
         """Hand in one rank's part of collective `seq`; the last one queues the round."""
         with self.lock:
             if self.broken is not None:
@@ -113,9 +125,14 @@ class ThreadWorld:
                 return
             try:
                 if len(set(ready.names.values())) > 1:
-                    raise DistBackendError("the ranks called different collectives (" + ", ".join(
-                        f"rank {self.ranks[r]} called {n}" for r, n in sorted(ready.names.items())
-                    ) + ")")
+                    raise DistBackendError(
+                        "the ranks called different collectives ("
+                        + ", ".join(
+                            f"rank {self.ranks[r]} called {n}"
+                            for r, n in sorted(ready.names.items())
+                        )
+                        + ")"
+                    )
                 ready.combine(ready.entries)
             except BaseException as exc:  # noqa: BLE001 - every rank's handle fails with it
                 kind = type(exc) if isinstance(exc, DistBackendError) else DistBackendError
@@ -192,8 +209,13 @@ class ThreadProcessGroup(ProcessGroup):
     backend_name = "threads"
 
     def __init__(
-        self, store: HashStore, rank: int, world_size: int, name: str = "WORLD",
-        timeout: timedelta = DEFAULT_TIMEOUT, ranks: Sequence[int] | None = None,
+        self,
+        store: HashStore,
+        rank: int,
+        world_size: int,
+        name: str = "WORLD",
+        timeout: timedelta = DEFAULT_TIMEOUT,
+        ranks: Sequence[int] | None = None,
     ) -> None:
         if not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} is outside 0..{world_size - 1}")
@@ -211,8 +233,9 @@ class ThreadProcessGroup(ProcessGroup):
             )
         seq, label = self.next_collective(name)
         work = Work(f"{label} on {self.describe()}")
-        self.world.arrive(seq, self.rank(), work.name, entry, work,
-                          self.timeout.total_seconds(), combiner)
+        self.world.arrive(
+            seq, self.rank(), work.name, entry, work, self.timeout.total_seconds(), combiner
+        )
         return work
 
     def fail_pending(self, reason: str) -> None:
@@ -220,13 +243,15 @@ class ThreadProcessGroup(ProcessGroup):
         self.world.fail(reason)
 
     # --------------------------------------------------------------- collectives
-    def allreduce(self, array: Any, op: ReduceOp, name: str = "all_reduce",
-                  checked: bool = True) -> Work:
+    def allreduce(
+        self, array: Any, op: ReduceOp, name: str = "all_reduce", checked: bool = True
+    ) -> Work:
         def run(entries: dict) -> None:
             arrays = _same_layout(entries, name)
             result = combine(arrays, op)
             for out in arrays:
                 np.copyto(out, result)
+
         return self._round(name, array, run)
 
     def broadcast(self, array: Any, src: int, name: str = "broadcast") -> Work:
@@ -235,6 +260,7 @@ class ThreadProcessGroup(ProcessGroup):
             for out in arrays:
                 if out is not arrays[src]:
                     np.copyto(out, arrays[src])
+
         return self._round(name, array, run)
 
     def allgather(self, send: Any, recv: Any, name: str = "all_gather") -> Work:
@@ -243,21 +269,25 @@ class ThreadProcessGroup(ProcessGroup):
             for _, out in entries.values():
                 for i, part in enumerate(sends):
                     np.copyto(out[i, ...], part)
+
         return self._round(name, (send, recv), run)
 
-    def reduce_scatter(self, send: Any, recv: Any, op: ReduceOp,
-                       name: str = "reduce_scatter") -> Work:
+    def reduce_scatter(
+        self, send: Any, recv: Any, op: ReduceOp, name: str = "reduce_scatter"
+    ) -> Work:
         def run(entries: dict) -> None:
             sends = _same_layout({r: e[0] for r, e in entries.items()}, name)
             result = combine(sends, op)
             for r, (_, out) in entries.items():
                 np.copyto(out, result[r].reshape(out.shape))
+
         return self._round(name, (send, recv), run)
 
     def reduce(self, array: Any, dst: int, op: ReduceOp, name: str = "reduce") -> Work:
         def run(entries: dict) -> None:
             arrays = _same_layout(entries, name)
             np.copyto(arrays[dst], combine(arrays, op))
+
         return self._round(name, array, run)
 
     def gather(self, send: Any, recv: Any, dst: int, name: str = "gather") -> Work:
@@ -266,6 +296,7 @@ class ThreadProcessGroup(ProcessGroup):
             out = entries[dst][1]
             for i, part in enumerate(sends):
                 np.copyto(out[i, ...], part)
+
         return self._round(name, (send, recv), run)
 
     def scatter(self, send: Any, recv: Any, src: int, name: str = "scatter") -> Work:
@@ -274,6 +305,7 @@ class ThreadProcessGroup(ProcessGroup):
             parts = entries[src][0]
             for i, out in enumerate(recvs):
                 np.copyto(out, parts[i].reshape(out.shape))
+
         return self._round(name, (send, recv), run)
 
     def barrier(self, name: str = "barrier") -> Work:
@@ -284,8 +316,9 @@ class ThreadProcessGroup(ProcessGroup):
         me = self.ranks[self.rank()]
         if me not in ranks:
             return None
-        return ThreadProcessGroup(self.store, list(ranks).index(me), len(ranks),
-                                  name, timeout, ranks)
+        return ThreadProcessGroup(
+            self.store, list(ranks).index(me), len(ranks), name, timeout, ranks
+        )
 
     def shutdown(self) -> None:
         super().shutdown()
@@ -296,8 +329,9 @@ def _same_layout(entries: dict, name: str) -> list[np.ndarray]:
     arrays = [np.asarray(entries[r]) for r in sorted(entries)]
     first = arrays[0]
     if any(a.size != first.size or a.dtype != first.dtype for a in arrays):
-        shapes = ", ".join(f"rank {r}: {a.size} elements of {a.dtype}"
-                           for r, a in enumerate(arrays))
+        shapes = ", ".join(
+            f"rank {r}: {a.size} elements of {a.dtype}" for r, a in enumerate(arrays)
+        )
         raise ShapeMismatchError(
             f"the ranks passed tensors of different sizes or dtypes ({shapes})"
         )

@@ -184,4 +184,3 @@ def destroy_process_group(group: Any = None) -> None:
         return
     if group is not GroupMember.NON_GROUP_MEMBER:
         group.shutdown()
-

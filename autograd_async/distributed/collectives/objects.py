@@ -50,7 +50,10 @@ def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> No
 
 
 def broadcast_object_list(
-    object_list: list[Any], src: int | None = None, group: Any = None, device: Any = None,
+    object_list: list[Any],
+    src: int | None = None,
+    group: Any = None,
+    device: Any = None,
     group_src: int | None = None,
 ) -> None:
     """Rank `src`'s `object_list` entries into every rank's `object_list`, in place."""
@@ -69,6 +72,5 @@ def broadcast_object_list(
     if not is_root:
         flat, at = data.numpy(), 0
         for i, n in enumerate(lengths):
-            object_list[i] = _decode(flat[at: at + n], n)
+            object_list[i] = _decode(flat[at : at + n], n)
             at += n
-

@@ -46,8 +46,14 @@ def spawn_threads(
     def rank_main(rank: int) -> None:
         backend_for(devs[rank]).use_device(devs[rank])
         try:
-            init_process_group(backend, rank=rank, world_size=size, store=store,
-                               timeout=timeout, device_id=devs[rank].index)
+            init_process_group(
+                backend,
+                rank=rank,
+                world_size=size,
+                store=store,
+                timeout=timeout,
+                device_id=devs[rank].index,
+            )
         except BaseException as exc:  # noqa: BLE001 - handed to the caller
             errors[rank] = exc
             return
@@ -62,8 +68,10 @@ def spawn_threads(
         finally:
             destroy_process_group()
 
-    threads = [threading.Thread(target=rank_main, args=(r,), name=f"rank-{r}:{devs[r]}",
-                                daemon=True) for r in range(size)]
+    threads = [
+        threading.Thread(target=rank_main, args=(r,), name=f"rank-{r}:{devs[r]}", daemon=True)
+        for r in range(size)
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -30,8 +30,17 @@ from typing import Any
 
 import msgpack
 
-__all__ = ["ADDRESS_ENV", "TOKEN_ENV", "connect_if_launched", "failure", "read_message",
-           "send_message", "unwatch", "watch", "whereabouts"]
+__all__ = [
+    "ADDRESS_ENV",
+    "TOKEN_ENV",
+    "connect_if_launched",
+    "failure",
+    "read_message",
+    "send_message",
+    "unwatch",
+    "watch",
+    "whereabouts",
+]
 
 ADDRESS_ENV = "AUTOGRAD_ASYNC_RUN_ADDRESS"
 TOKEN_ENV = "AUTOGRAD_ASYNC_RUN_TOKEN"
@@ -83,8 +92,9 @@ class Supervision:
         self.ids = itertools.count(1)
         self.send({"t": "hello", "rank": rank, "token": token})
         self.reader = self.sock.makefile("rb")
-        self.thread = threading.Thread(target=self.listen, name="autograd-async:supervision",
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self.listen, name="autograd-async:supervision", daemon=True
+        )
         self.thread.start()
         self.previous_hook = sys.excepthook
         sys.excepthook = self.report_and_raise

@@ -195,8 +195,9 @@ class GLU(Module):
 class PReLU(Module):
     """x where x > 0, else a * x, with a learnable `a` shared or one per channel (dim 1)."""
 
-    def __init__(self, num_parameters: int = 1, init: float = 0.25, device: Any = None,
-                 dtype: Any = None) -> None:
+    def __init__(
+        self, num_parameters: int = 1, init: float = 0.25, device: Any = None, dtype: Any = None
+    ) -> None:
         super().__init__()
         self.num_parameters = num_parameters
         self.init = init

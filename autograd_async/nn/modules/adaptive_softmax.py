@@ -27,16 +27,28 @@ class _ASMoutput(NamedTuple):
 class AdaptiveLogSoftmaxWithLoss(Module):
     """Log probabilities of targets under an adaptive softmax, and their mean negative."""
 
-    def __init__(self, in_features: int, n_classes: int, cutoffs: Sequence[int],
-                 div_value: float = 4.0, head_bias: bool = False, device: Any = None,
-                 dtype: Any = None) -> None:
+    def __init__(
+        self,
+        in_features: int,
+        n_classes: int,
+        cutoffs: Sequence[int],
+        div_value: float = 4.0,
+        head_bias: bool = False,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
         super().__init__()
         make = {"device": device, "dtype": dtype}
         cutoffs = list(cutoffs)
         if len(cutoffs) == 0:
             raise ValueError("cutoffs should be a sequence of length larger than 0")
-        if (cutoffs != sorted(cutoffs) or min(cutoffs) <= 0 or max(cutoffs) > n_classes - 1
-                or len(set(cutoffs)) != len(cutoffs) or any(int(c) != c for c in cutoffs)):
+        if (
+            cutoffs != sorted(cutoffs)
+            or min(cutoffs) <= 0
+            or max(cutoffs) > n_classes - 1
+            or len(set(cutoffs)) != len(cutoffs)
+            or any(int(c) != c for c in cutoffs)
+        ):
             raise ValueError(
                 "cutoffs should be a sequence of unique, positive integers sorted in an "
                 "increasing order, where each value is between 1 and n_classes-1"
@@ -54,8 +66,12 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         for i in range(self.n_clusters):
             hidden = int(in_features // (div_value ** (i + 1)))
             size = self.cutoffs[i + 1] - self.cutoffs[i]
-            self.tail.append(Sequential(Linear(in_features, hidden, bias=False, **make),
-                                        Linear(hidden, size, bias=False, **make)))
+            self.tail.append(
+                Sequential(
+                    Linear(in_features, hidden, bias=False, **make),
+                    Linear(hidden, size, bias=False, **make),
+                )
+            )
 
     def reset_parameters(self) -> None:
         """Every Linear's own initialisation again."""
@@ -107,7 +123,8 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             output = output + where(self._labels(members, input), picked, 0.0)
         head_logprob = F.log_softmax(self.head(input), dim=1)
         output = output + head_logprob.gather(
-            1, self._labels(head_index, input).unsqueeze(1)).squeeze(1)
+            1, self._labels(head_index, input).unsqueeze(1)
+        ).squeeze(1)
         loss = (-output).mean()
         return _ASMoutput(output if batched else output.squeeze(0), loss)
 

@@ -207,8 +207,9 @@ class MultiheadAttention(Module):
             weights = weights.squeeze(0)
         return out, weights
 
-    def _takes_fused_path(self, query: Tensor, key: Tensor, value: Tensor,
-                          need_weights: bool) -> bool:
+    def _takes_fused_path(
+        self, query: Tensor, key: Tensor, value: Tensor, need_weights: bool
+    ) -> bool:
         """Self-attention without weights to return, dropout, or extra keys: one packed node."""
         return (
             query is key
@@ -243,7 +244,9 @@ class MultiheadAttention(Module):
         mask = self._merged_mask(
             as_additive_mask(attn_mask, "attn_mask", dtype),
             as_additive_mask(key_padding_mask, "key_padding_mask", dtype),
-            batch, length, length,
+            batch,
+            length,
+            length,
         )
         packed = F.linear(x, self.in_proj_weight, self.in_proj_bias)
         if mask is not None and (mask.requires_grad or mask.device is not x.device):

@@ -226,9 +226,7 @@ class _ConvTranspose(_ConvNd):
         dtype: Any = None,
     ) -> None:
         if padding_mode != "zeros":
-            raise ValueError(
-                f'Only "zeros" padding mode is supported for {type(self).__name__}'
-            )
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
         if isinstance(padding, str):
             raise ValueError(f"{type(self).__name__} does not accept a padding string")
         super().__init__(

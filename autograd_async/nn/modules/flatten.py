@@ -46,8 +46,7 @@ class Unflatten(Module):
             isinstance(n, int) for n in unflattened_size
         ):
             raise TypeError(
-                "unflattened_size must be a tuple or list of ints, but found "
-                f"{unflattened_size!r}"
+                f"unflattened_size must be a tuple or list of ints, but found {unflattened_size!r}"
             )
         self.dim = dim
         self.unflattened_size = unflattened_size

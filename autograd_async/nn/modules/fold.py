@@ -12,8 +12,14 @@ from .module import Module
 class Fold(Module):
     """Columns (N, C * prod(kernel), L) summed back into (N, C, *output_size)."""
 
-    def __init__(self, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
-                 stride: Any = 1) -> None:
+    def __init__(
+        self,
+        output_size: Any,
+        kernel_size: Any,
+        dilation: Any = 1,
+        padding: Any = 0,
+        stride: Any = 1,
+    ) -> None:
         super().__init__()
         self.output_size = output_size
         self.kernel_size = kernel_size
@@ -23,8 +29,9 @@ class Fold(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         """fold(input, output_size, kernel_size, dilation, padding, stride)."""
-        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding,
-                      self.stride)
+        return F.fold(
+            input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride
+        )
 
     def extra_repr(self) -> str:
         """PyTorch's summary."""
@@ -37,8 +44,9 @@ class Fold(Module):
 class Unfold(Module):
     """Sliding blocks of (N, C, *size) as columns (N, C * prod(kernel), L)."""
 
-    def __init__(self, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
-                 stride: Any = 1) -> None:
+    def __init__(
+        self, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1
+    ) -> None:
         super().__init__()
         self.kernel_size = kernel_size
         self.dilation = dilation

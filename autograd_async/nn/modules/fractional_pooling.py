@@ -13,8 +13,14 @@ from .module import Module
 class _FractionalMaxPoolNd(Module):
     _dims = 2
 
-    def __init__(self, kernel_size: Any, output_size: Any = None, output_ratio: Any = None,
-                 return_indices: bool = False, _random_samples: Tensor | None = None) -> None:
+    def __init__(
+        self,
+        kernel_size: Any,
+        output_size: Any = None,
+        output_ratio: Any = None,
+        return_indices: bool = False,
+        _random_samples: Tensor | None = None,
+    ) -> None:
         super().__init__()
         name, n = type(self).__name__, self._dims
 
@@ -38,7 +44,11 @@ class _FractionalMaxPoolNd(Module):
     def forward(self, input: Tensor) -> Any:
         """fractional_max_pool of the input (and its indices when asked)."""
         return getattr(F, f"fractional_max_pool{self._dims}d")(
-            input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+            input,
+            self.kernel_size,
+            self.output_size,
+            self.output_ratio,
+            self.return_indices,
             _random_samples=self._random_samples,
         )
 

@@ -89,8 +89,9 @@ class LazyLinear(LazyModuleMixin, Linear):
 
     cls_to_become = Linear
 
-    def __init__(self, out_features: int, bias: bool = True, device: Any = None,
-                 dtype: Any = None) -> None:
+    def __init__(
+        self, out_features: int, bias: bool = True, device: Any = None, dtype: Any = None
+    ) -> None:
         super().__init__(0, 0, False)
         self.weight = UninitializedParameter(device=device, dtype=dtype)
         self.out_features = out_features
@@ -151,7 +152,7 @@ class _LazyConvMixin(LazyModuleMixin):
         if module.in_channels % module.groups != 0:
             raise ValueError("in_channels must be divisible by groups")
         with no_grad():
-            per_group = (module.out_channels if self._transposed else module.in_channels)
+            per_group = module.out_channels if self._transposed else module.in_channels
             if self._transposed:
                 shape = (module.in_channels, per_group // module.groups, *module.kernel_size)
             else:
@@ -163,21 +164,64 @@ class _LazyConvMixin(LazyModuleMixin):
 
 
 class _LazyConv(_LazyConvMixin):
-    def __init__(self, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-                 dilation: Any = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
-        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False,
-                         padding_mode, device=device, dtype=dtype)
+    def __init__(
+        self,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(
+            0,
+            0,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            groups,
+            False,
+            padding_mode,
+            device=device,
+            dtype=dtype,
+        )
         self._lazy_parameters(out_channels, bias, device, dtype)
 
 
 class _LazyConvTranspose(_LazyConvMixin):
-    def __init__(self, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-                 output_padding: Any = 0, groups: int = 1, bias: bool = True,
-                 dilation: Any = 1, padding_mode: str = "zeros", device: Any = None,
-                 dtype: Any = None) -> None:
-        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False,
-                         dilation, padding_mode, device=device, dtype=dtype)
+    def __init__(
+        self,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        output_padding: Any = 0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation: Any = 1,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(
+            0,
+            0,
+            kernel_size,
+            stride,
+            padding,
+            output_padding,
+            groups,
+            False,
+            dilation,
+            padding_mode,
+            device=device,
+            dtype=dtype,
+        )
         self._lazy_parameters(out_channels, bias, device, dtype)
 
 
@@ -221,9 +265,15 @@ class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
 class _LazyNormBase(LazyModuleMixin):
     """num_features from the first input's dim 1; PyTorch's defaults (affine, running stats)."""
 
-    def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, device: Any = None,
-                 dtype: Any = None) -> None:
+    def __init__(
+        self,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
         super().__init__(0, eps, momentum, False, False, device, dtype)
         module: Any = self
         module.affine = affine

@@ -9,8 +9,7 @@ from .module import Module
 
 
 class _ChannelWindowNorm(Module):
-    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
-                 k: float = 1.0) -> None:
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
         super().__init__()
         self.size = size
         self.alpha = alpha

@@ -68,14 +68,23 @@ class CTCLoss(_Loss):
     """Connectionist temporal classification loss of target sequences under per-frame log
     probabilities (T, N, C)."""
 
-    def __init__(self, blank: int = 0, reduction: str = "mean",
-                 zero_infinity: bool = False) -> None:
+    def __init__(
+        self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False
+    ) -> None:
         super().__init__(reduction)
         self.blank = blank
         self.zero_infinity = zero_infinity
 
-    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths: Any,
-                target_lengths: Any) -> Tensor:
+    def forward(
+        self, log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any
+    ) -> Tensor:
         """ctc_loss with the layer's blank, reduction and zero_infinity."""
-        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
-                          self.reduction, self.zero_infinity)
+        return F.ctc_loss(
+            log_probs,
+            targets,
+            input_lengths,
+            target_lengths,
+            self.blank,
+            self.reduction,
+            self.zero_infinity,
+        )

@@ -19,8 +19,9 @@ from .module import Module
 class _LegacyLoss(Module):
     """A loss with `reduction`, built from the legacy `size_average`/`reduce` when given."""
 
-    def __init__(self, size_average: Any = None, reduce: Any = None,
-                 reduction: str = "mean") -> None:
+    def __init__(
+        self, size_average: Any = None, reduce: Any = None, reduction: str = "mean"
+    ) -> None:
         super().__init__()
         self.reduction = legacy_reduction(size_average, reduce, reduction)
 
@@ -28,8 +29,13 @@ class _LegacyLoss(Module):
 class _WeightedLoss(_LegacyLoss):
     """A loss with an optional `weight` buffer."""
 
-    def __init__(self, weight: Tensor | None = None, size_average: Any = None,
-                 reduce: Any = None, reduction: str = "mean") -> None:
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        size_average: Any = None,
+        reduce: Any = None,
+        reduction: str = "mean",
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
 
@@ -37,22 +43,39 @@ class _WeightedLoss(_LegacyLoss):
 class NLLLoss(_WeightedLoss):
     """Negative log likelihood of class indices under log-probabilities."""
 
-    def __init__(self, weight: Tensor | None = None, size_average: Any = None,
-                 ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> None:
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        size_average: Any = None,
+        ignore_index: int = -100,
+        reduce: Any = None,
+        reduction: str = "mean",
+    ) -> None:
         super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """nll_loss(input, target) with this module's settings."""
-        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
-                          reduction=self.reduction)
+        return F.nll_loss(
+            input,
+            target,
+            weight=self.weight,
+            ignore_index=self.ignore_index,
+            reduction=self.reduction,
+        )
 
 
 class NLLLoss2d(NLLLoss):
     """NLLLoss under its older name for image-shaped input."""
 
-    def __init__(self, weight: Tensor | None = None, size_average: Any = None,
-                 ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> None:
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        size_average: Any = None,
+        ignore_index: int = -100,
+        reduce: Any = None,
+        reduction: str = "mean",
+    ) -> None:
         warnings.warn(
             "`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in "
             "replacement and see https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for "
@@ -68,16 +91,20 @@ class BCELoss(_WeightedLoss):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         """binary_cross_entropy(input, target) with this module's settings."""
-        return F.binary_cross_entropy(input, target, weight=self.weight,
-                                      reduction=self.reduction)
+        return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_LegacyLoss):
     """Binary cross entropy on logits, with optional `weight` and `pos_weight`."""
 
-    def __init__(self, weight: Tensor | None = None, size_average: Any = None,
-                 reduce: Any = None, reduction: str = "mean",
-                 pos_weight: Tensor | None = None) -> None:
+    def __init__(
+        self,
+        weight: Tensor | None = None,
+        size_average: Any = None,
+        reduce: Any = None,
+        reduction: str = "mean",
+        pos_weight: Tensor | None = None,
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
         self.register_buffer("pos_weight", pos_weight)
@@ -100,8 +127,13 @@ class L1Loss(_LegacyLoss):
 class SmoothL1Loss(_LegacyLoss):
     """Quadratic below `beta`, linear above."""
 
-    def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
-                 beta: float = 1.0) -> None:
+    def __init__(
+        self,
+        size_average: Any = None,
+        reduce: Any = None,
+        reduction: str = "mean",
+        beta: float = 1.0,
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.beta = beta
 
@@ -126,8 +158,13 @@ class HuberLoss(Module):
 class KLDivLoss(_LegacyLoss):
     """Kullback-Leibler divergence of targets from log-probabilities."""
 
-    def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
-                 log_target: bool = False) -> None:
+    def __init__(
+        self,
+        size_average: Any = None,
+        reduce: Any = None,
+        reduction: str = "mean",
+        log_target: bool = False,
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.log_target = log_target
 
@@ -137,8 +174,13 @@ class KLDivLoss(_LegacyLoss):
 
 
 class _MarginLoss(_LegacyLoss):
-    def __init__(self, margin: float = 0.0, size_average: Any = None, reduce: Any = None,
-                 reduction: str = "mean") -> None:
+    def __init__(
+        self,
+        margin: float = 0.0,
+        size_average: Any = None,
+        reduce: Any = None,
+        reduction: str = "mean",
+    ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
@@ -148,8 +190,9 @@ class MarginRankingLoss(_MarginLoss):
 
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
         """margin_ranking_loss(input1, input2, target, margin)."""
-        return F.margin_ranking_loss(input1, input2, target, margin=self.margin,
-                                     reduction=self.reduction)
+        return F.margin_ranking_loss(
+            input1, input2, target, margin=self.margin, reduction=self.reduction
+        )
 
 
 class CosineEmbeddingLoss(_MarginLoss):
@@ -157,5 +200,6 @@ class CosineEmbeddingLoss(_MarginLoss):
 
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
         """cosine_embedding_loss(input1, input2, target, margin)."""
-        return F.cosine_embedding_loss(input1, input2, target, margin=self.margin,
-                                       reduction=self.reduction)
+        return F.cosine_embedding_loss(
+            input1, input2, target, margin=self.margin, reduction=self.reduction
+        )

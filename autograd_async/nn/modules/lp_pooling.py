@@ -12,8 +12,9 @@ from .module import Module
 class _LPPoolNd(Module):
     _dims = 2
 
-    def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None,
-                 ceil_mode: bool = False) -> None:
+    def __init__(
+        self, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False
+    ) -> None:
         super().__init__()
         self.norm_type = norm_type
         self.kernel_size = kernel_size

@@ -105,7 +105,11 @@ class AvgPool1d(_Pool):
         """The mean of each window."""
         self._check(input)
         return F.avg_pool1d(
-            input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
             self.count_include_pad,
         )
 
@@ -140,8 +144,13 @@ class AvgPool2d(_Pool):
         """The mean of each window."""
         self._check(input)
         return getattr(F, f"avg_pool{self._dims}d")(
-            input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-            self.count_include_pad, self.divisor_override,
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.count_include_pad,
+            self.divisor_override,
         )
 
     def extra_repr(self) -> str:

@@ -201,8 +201,17 @@ class RNNBase(Module):
         real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
         params = [w for layer in self.all_weights for w in layer]
         rows, h_n, c_n = run_layers(
-            self.mode, rows, batch_sizes, hx, cx, params, self.bias, self.num_layers,
-            self.dropout, self.training, self.bidirectional,
+            self.mode,
+            rows,
+            batch_sizes,
+            hx,
+            cx,
+            params,
+            self.bias,
+            self.num_layers,
+            self.dropout,
+            self.training,
+            self.bidirectional,
         )
         if packed:
             return rows, h_n, c_n

@@ -138,8 +138,18 @@ class EmbeddingBag(Module):
         if embeddings.ndim != 2:
             raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
-        bag = cls(rows, cols, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
-                  embeddings, include_last_offset, padding_idx)
+        bag = cls(
+            rows,
+            cols,
+            max_norm,
+            norm_type,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            embeddings,
+            include_last_offset,
+            padding_idx,
+        )
         bag.weight.requires_grad_(not freeze)
         return bag
 
@@ -152,15 +162,25 @@ class EmbeddingBag(Module):
                 self.weight._bump_version()
 
     def forward(
-        self, input: Tensor, offsets: Tensor | None = None,
+        self,
+        input: Tensor,
+        offsets: Tensor | None = None,
         per_sample_weights: Tensor | None = None,
     ) -> Tensor:
         """One reduced row per bag of `input` (bags: its rows, or spans between `offsets`)."""
         expect_tensor(self, input)
         return F.embedding_bag(
-            input, self.weight, offsets, self.max_norm, self.norm_type,
-            self.scale_grad_by_freq, self.mode, self.sparse, per_sample_weights,
-            self.include_last_offset, self.padding_idx,
+            input,
+            self.weight,
+            offsets,
+            self.max_norm,
+            self.norm_type,
+            self.scale_grad_by_freq,
+            self.mode,
+            self.sparse,
+            per_sample_weights,
+            self.include_last_offset,
+            self.padding_idx,
         )
 
     def extra_repr(self) -> str:

@@ -79,7 +79,7 @@ class SyncBatchNorm(_BatchNorm):
         c = self.num_features
         total = stacked[2 * c]
         mean = stacked[:c] / total
-        var = stacked[c: 2 * c] / total - mean * mean
+        var = stacked[c : 2 * c] / total - mean * mean
         shape = (1, c, *([1] * (input.ndim - 2)))
         out = (input - mean.reshape(shape)) / (var.reshape(shape) + self.eps).sqrt()
         if self.affine:
@@ -97,8 +97,14 @@ class SyncBatchNorm(_BatchNorm):
         """`module` with every BatchNorm*d replaced by a SyncBatchNorm holding its state."""
         converted = module
         if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
-            converted = SyncBatchNorm(module.num_features, module.eps, module.momentum,
-                                      module.affine, module.track_running_stats, process_group)
+            converted = SyncBatchNorm(
+                module.num_features,
+                module.eps,
+                module.momentum,
+                module.affine,
+                module.track_running_stats,
+                process_group,
+            )
             if module.affine:
                 with no_grad():
                     converted.weight = module.weight
@@ -110,4 +116,3 @@ class SyncBatchNorm(_BatchNorm):
         for name, child in module.named_children():
             converted.add_module(name, cls.convert_sync_batchnorm(child, process_group))
         return converted
-

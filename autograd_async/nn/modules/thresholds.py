@@ -65,8 +65,9 @@ class Softshrink(Module):
 class RReLU(Module):
     """Leaky ReLU with a random negative slope from U(lower, upper) while training."""
 
-    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
-                 inplace: bool = False) -> None:
+    def __init__(
+        self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False
+    ) -> None:
         super().__init__()
         self.lower = lower
         self.upper = upper

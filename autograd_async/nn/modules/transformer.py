@@ -73,7 +73,12 @@ class TransformerEncoderLayer(Module):
         self, x: Tensor, mask: Tensor | None, padding: Tensor | None, is_causal: bool
     ) -> Tensor:
         out, _ = self.self_attn(
-            x, x, x, attn_mask=mask, key_padding_mask=padding, need_weights=False,
+            x,
+            x,
+            x,
+            attn_mask=mask,
+            key_padding_mask=padding,
+            need_weights=False,
             is_causal=is_causal,
         )
         return self.dropout1(out)
@@ -130,7 +135,9 @@ class TransformerEncoder(Module):
         out = src
         for layer in self.layers:
             out = layer(
-                out, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
+                out,
+                src_mask=mask,
+                src_key_padding_mask=src_key_padding_mask,
                 is_causal=bool(is_causal),
             )
         if self.norm is not None:

@@ -76,24 +76,48 @@ class TransformerDecoderLayer(Module):
         x = tgt
         if self.norm_first:
             x = x + self._self_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
-            x = x + self._memory_block(self.norm2(x), memory, memory_mask,
-                                       memory_key_padding_mask, memory_is_causal)
+            x = x + self._memory_block(
+                self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal
+            )
             return x + self._feed_forward(self.norm3(x))
         x = self.norm1(x + self._self_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
-        x = self.norm2(x + self._memory_block(x, memory, memory_mask, memory_key_padding_mask,
-                                              memory_is_causal))
+        x = self.norm2(
+            x
+            + self._memory_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+        )
         return self.norm3(x + self._feed_forward(x))
 
-    def _self_block(self, x: Tensor, mask: Tensor | None, padding: Tensor | None,
-                    is_causal: bool) -> Tensor:
-        out, _ = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=padding,
-                                need_weights=False, is_causal=is_causal)
+    def _self_block(
+        self, x: Tensor, mask: Tensor | None, padding: Tensor | None, is_causal: bool
+    ) -> Tensor:
+        out, _ = self.self_attn(
+            x,
+            x,
+            x,
+            attn_mask=mask,
+            key_padding_mask=padding,
+            need_weights=False,
+            is_causal=is_causal,
+        )
         return self.dropout1(out)
 
-    def _memory_block(self, x: Tensor, memory: Tensor, mask: Tensor | None,
-                      padding: Tensor | None, is_causal: bool) -> Tensor:
-        out, _ = self.multihead_attn(x, memory, memory, attn_mask=mask, key_padding_mask=padding,
-                                     need_weights=False, is_causal=is_causal)
+    def _memory_block(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        mask: Tensor | None,
+        padding: Tensor | None,
+        is_causal: bool,
+    ) -> Tensor:
+        out, _ = self.multihead_attn(
+            x,
+            memory,
+            memory,
+            attn_mask=mask,
+            key_padding_mask=padding,
+            need_weights=False,
+            is_causal=is_causal,
+        )
         return self.dropout2(out)
 
     def _feed_forward(self, x: Tensor) -> Tensor:
@@ -104,8 +128,9 @@ class TransformerDecoderLayer(Module):
 class TransformerDecoder(Module):
     """`num_layers` copies of a decoder layer, then an optional final norm."""
 
-    def __init__(self, decoder_layer: TransformerDecoderLayer, num_layers: int,
-                 norm: Module | None = None) -> None:
+    def __init__(
+        self, decoder_layer: TransformerDecoderLayer, num_layers: int, norm: Module | None = None
+    ) -> None:
         super().__init__()
         if not isinstance(decoder_layer, Module):
             raise TypeError(
@@ -131,10 +156,14 @@ class TransformerDecoder(Module):
         out = tgt
         for layer in self.layers:
             out = layer(
-                out, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                out,
+                memory,
+                tgt_mask=tgt_mask,
+                memory_mask=memory_mask,
                 tgt_key_padding_mask=tgt_key_padding_mask,
                 memory_key_padding_mask=memory_key_padding_mask,
-                tgt_is_causal=bool(tgt_is_causal), memory_is_causal=memory_is_causal,
+                tgt_is_causal=bool(tgt_is_causal),
+                memory_is_causal=memory_is_causal,
             )
         if self.norm is not None:
             out = self.norm(out)
@@ -164,20 +193,31 @@ class Transformer(Module):
     ) -> None:
         super().__init__()
         make = {"device": device, "dtype": dtype}
-        layer_args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
-                      batch_first, norm_first, bias)
+        layer_args = (
+            d_model,
+            nhead,
+            dim_feedforward,
+            dropout,
+            activation,
+            layer_norm_eps,
+            batch_first,
+            norm_first,
+            bias,
+        )
         if custom_encoder is not None:
             self.encoder = custom_encoder
         else:
             self.encoder = TransformerEncoder(
-                TransformerEncoderLayer(*layer_args, **make), num_encoder_layers,
+                TransformerEncoderLayer(*layer_args, **make),
+                num_encoder_layers,
                 LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **make),
             )
         if custom_decoder is not None:
             self.decoder = custom_decoder
         else:
             self.decoder = TransformerDecoder(
-                TransformerDecoderLayer(*layer_args, **make), num_decoder_layers,
+                TransformerDecoderLayer(*layer_args, **make),
+                num_decoder_layers,
                 LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **make),
             )
         for p in self.parameters():
@@ -208,12 +248,17 @@ class Transformer(Module):
             raise RuntimeError("the batch number of src and tgt must be equal")
         if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
             raise RuntimeError("the feature number of src and tgt must be equal to d_model")
-        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
-                              is_causal=src_is_causal)
+        memory = self.encoder(
+            src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal
+        )
         return self.decoder(
-            tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+            tgt,
+            memory,
+            tgt_mask=tgt_mask,
+            memory_mask=memory_mask,
             tgt_key_padding_mask=tgt_key_padding_mask,
-            memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
+            memory_key_padding_mask=memory_key_padding_mask,
+            tgt_is_causal=tgt_is_causal,
             memory_is_causal=memory_is_causal,
         )
 

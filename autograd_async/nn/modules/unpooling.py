@@ -17,8 +17,7 @@ class _MaxUnpoolNd(Module):
         super().__init__()
         name, n = type(self).__name__, self._dims
         self.kernel_size = expand_param(kernel_size, n, "kernel_size", name)
-        self.stride = expand_param(stride if stride is not None else kernel_size, n, "stride",
-                                   name)
+        self.stride = expand_param(stride if stride is not None else kernel_size, n, "stride", name)
         self.padding = expand_param(padding, n, "padding", name)
 
     def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:

@@ -27,19 +27,29 @@ def replicate(module: Module, device: Device) -> Module:
     copies: dict[int, Module] = {}
     for _, original in module.named_modules():
         clone = copy.copy(original)
-        object.__setattr__(clone, "_parameters", {
-            name: None if p is None else p.to(device) for name, p in original._parameters.items()
-        })
-        object.__setattr__(clone, "_buffers", {
-            name: None if b is None else b.detach().to(device)
-            for name, b in original._buffers.items()
-        })
+        object.__setattr__(
+            clone,
+            "_parameters",
+            {name: None if p is None else p.to(device) for name, p in original._parameters.items()},
+        )
+        object.__setattr__(
+            clone,
+            "_buffers",
+            {
+                name: None if b is None else b.detach().to(device)
+                for name, b in original._buffers.items()
+            },
+        )
         copies[id(original)] = clone
     for _, original in module.named_modules():
-        object.__setattr__(copies[id(original)], "_modules", {
-            name: None if child is None else copies[id(child)]
-            for name, child in original._modules.items()
-        })
+        object.__setattr__(
+            copies[id(original)],
+            "_modules",
+            {
+                name: None if child is None else copies[id(child)]
+                for name, child in original._modules.items()
+            },
+        )
     return copies[id(module)]
 
 
@@ -63,8 +73,9 @@ def gather(outputs: list[Any], device: Device, dim: int) -> Any:
     if isinstance(first, Tensor):
         return cat([out.to(device) for out in outputs], dim)
     if isinstance(first, list | tuple):
-        return type(first)(gather([out[i] for out in outputs], device, dim)
-                           for i in range(len(first)))
+        return type(first)(
+            gather([out[i] for out in outputs], device, dim) for i in range(len(first))
+        )
     if isinstance(first, dict):
         return {k: gather([out[k] for out in outputs], device, dim) for k in first}
     return first
@@ -73,8 +84,13 @@ def gather(outputs: list[Any], device: Device, dim: int) -> Any:
 class DataParallel(Module):
     """PyTorch's `torch.nn.DataParallel` over the devices of this process."""
 
-    def __init__(self, module: Module, device_ids: Sequence[Any] | None = None,
-                 output_device: Any = None, dim: int = 0) -> None:
+    def __init__(
+        self,
+        module: Module,
+        device_ids: Sequence[Any] | None = None,
+        output_device: Any = None,
+        dim: int = 0,
+    ) -> None:
         super().__init__()
         self.module = module
         if not device_ids:
@@ -112,8 +128,10 @@ class DataParallel(Module):
             except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
                 errors[i] = exc
 
-        threads = [threading.Thread(target=run, args=(i,), name=f"data-parallel:{devices[i]}")
-                   for i in range(1, count)]
+        threads = [
+            threading.Thread(target=run, args=(i,), name=f"data-parallel:{devices[i]}")
+            for i in range(1, count)
+        ]
         for t in threads:
             t.start()
         run(0)  # replica 0 is the module itself, on the caller's thread

@@ -60,15 +60,22 @@ class DistributedDataParallel(Module):
         self.require_forward_param_sync = True
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
         seen: set[int] = set()
-        self._params = [p for p in module.parameters()
-                        if p.requires_grad and not (id(p) in seen or seen.add(id(p)))]
+        self._params = [
+            p
+            for p in module.parameters()
+            if p.requires_grad and not (id(p) in seen or seen.add(id(p)))
+        ]
         self._buffers_to_sync = [b for _, b in module.named_buffers()]
         self._verify_same_model()
         if init_sync:
-            self._sync_states([*(p.detach() for p in module.parameters()),
-                               *self._buffers_to_sync])
-        self.reducer = Reducer(self._params, self.process_group, self.bucket_bytes_cap,
-                               find_unused_parameters, gradient_as_bucket_view)
+            self._sync_states([*(p.detach() for p in module.parameters()), *self._buffers_to_sync])
+        self.reducer = Reducer(
+            self._params,
+            self.process_group,
+            self.bucket_bytes_cap,
+            find_unused_parameters,
+            gradient_as_bucket_view,
+        )
 
     # ------------------------------------------------------------ construction
     def _verify_same_model(self) -> None:
@@ -94,8 +101,9 @@ class DistributedDataParallel(Module):
         """Copy rank 0's values into every rank's tensors (all in flight at once)."""
         if self.process_group.size() == 1:
             return
-        works = [broadcast(t, group=self.process_group, group_src=0, async_op=True)
-                 for t in tensors]
+        works = [
+            broadcast(t, group=self.process_group, group_src=0, async_op=True) for t in tensors
+        ]
         for work in works:
             work.wait()
 

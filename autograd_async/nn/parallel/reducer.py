@@ -32,8 +32,9 @@ __all__ = ["Bucket", "BucketTimeline", "Reducer", "assign_buckets"]
 FIRST_BUCKET_BYTES = 1024 * 1024  # PyTorch's _DEFAULT_FIRST_BUCKET_BYTES
 
 
-def assign_buckets(params: Sequence[Parameter], cap_bytes: int,
-                   first_cap_bytes: int = FIRST_BUCKET_BYTES) -> list[list[int]]:
+def assign_buckets(
+    params: Sequence[Parameter], cap_bytes: int, first_cap_bytes: int = FIRST_BUCKET_BYTES
+) -> list[list[int]]:
     """Parameter indices per bucket: reverse registration order, one dtype and device each."""
     buckets: list[list[int]] = []
     open_by_kind: dict[tuple, tuple[list[int], int]] = {}
@@ -96,8 +97,18 @@ def merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 class Bucket:
     """Parameters reduced together: their flat buffer and where each one lies in it."""
 
-    __slots__ = ("index", "members", "offsets", "buffer", "pending", "work", "device",
-                 "launched_ns", "source_node_id", "source_ns")
+    __slots__ = (
+        "index",
+        "members",
+        "offsets",
+        "buffer",
+        "pending",
+        "work",
+        "device",
+        "launched_ns",
+        "source_node_id",
+        "source_ns",
+    )
 
     def __init__(self, index: int, members: list[int], params: Sequence[Parameter]) -> None:
         self.index = index
@@ -124,14 +135,22 @@ class Bucket:
 class Reducer:
     """Readiness by counting: a bucket launches when its count of pending gradients is zero."""
 
-    def __init__(self, params: Sequence[Parameter], group: Any, cap_bytes: int,
-                 find_unused: bool, as_bucket_view: bool) -> None:
+    def __init__(
+        self,
+        params: Sequence[Parameter],
+        group: Any,
+        cap_bytes: int,
+        find_unused: bool,
+        as_bucket_view: bool,
+    ) -> None:
         self.params = list(params)
         self.group = group
         self.find_unused = find_unused
         self.as_bucket_view = as_bucket_view
-        self.buckets = [Bucket(b, members, self.params)
-                        for b, members in enumerate(assign_buckets(self.params, cap_bytes))]
+        self.buckets = [
+            Bucket(b, members, self.params)
+            for b, members in enumerate(assign_buckets(self.params, cap_bytes))
+        ]
         self.where = {}  # param index -> (bucket, position in bucket)
         for bucket in self.buckets:
             for position, i in enumerate(bucket.members):
@@ -146,8 +165,10 @@ class Reducer:
         self.used_map: Any = None
         self.last_timeline: BucketTimeline | None = None
         self.lock = threading.Lock()
-        self.handles = [p.register_post_accumulate_grad_hook(self.hook_for(i))
-                        for i, p in enumerate(self.params)]
+        self.handles = [
+            p.register_post_accumulate_grad_hook(self.hook_for(i))
+            for i, p in enumerate(self.params)
+        ]
 
     # ------------------------------------------------------------------ forward
     def prepare_for_forward(self) -> None:
@@ -190,6 +211,7 @@ class Reducer:
         def hook(_param: Tensor) -> None:
             if self.expect_hooks:
                 self.mark_ready(index)
+
         return hook
 
     def mark_ready(self, index: int) -> None:
@@ -239,8 +261,9 @@ class Reducer:
             elif grad._data is not slot:
                 slot[...] = grad._data.reshape(-1)
         bucket.launched_ns = time.perf_counter_ns()
-        bucket.work = self.group.allreduce(bucket.buffer, ReduceOp.AVG, "ddp_bucket_all_reduce",
-                                           checked=False)
+        bucket.work = self.group.allreduce(
+            bucket.buffer, ReduceOp.AVG, "ddp_bucket_all_reduce", checked=False
+        )
 
     def launch_used_map(self) -> None:
         """Which ranks used each parameter (PyTorch's local_used_map, reduced with MAX)."""
@@ -250,8 +273,9 @@ class Reducer:
             used = np.ones(len(self.params), dtype=np.int32)
             used[self.unused] = 0
             self.used_map = backend.xp.asarray(used)
-        self.used_work = self.group.allreduce(self.used_map, ReduceOp.MAX, "ddp_used_map",
-                                              checked=False)
+        self.used_work = self.group.allreduce(
+            self.used_map, ReduceOp.MAX, "ddp_used_map", checked=False
+        )
 
     def finalize(self) -> None:
         """Wait for every bucket and write the averaged gradients into `.grad`."""
@@ -271,16 +295,24 @@ class Reducer:
                 self.write_grad(self.params[i], bucket.slot(position))
         self.last_timeline = BucketTimeline(
             [(b.launched_ns, b.work.completed_ns or backward_done_ns) for b in self.buckets],
-            backward_done_ns)
+            backward_done_ns,
+        )
         self.require_finalize = False
 
     def record(self, sink: Any, bucket: Bucket) -> None:
         """The bucket's all_reduce on this rank's communication track of the profiler."""
-        sink.record(CollectiveSpan(
-            self.group.rank(), self.group.describe(), f"all_reduce bucket {bucket.index}",
-            bucket.launched_ns, bucket.work.completed_ns or time.perf_counter_ns(),
-            bucket.buffer.nbytes, bucket.source_node_id, bucket.source_ns,
-        ))
+        sink.record(
+            CollectiveSpan(
+                self.group.rank(),
+                self.group.describe(),
+                f"all_reduce bucket {bucket.index}",
+                bucket.launched_ns,
+                bucket.work.completed_ns or time.perf_counter_ns(),
+                bucket.buffer.nbytes,
+                bucket.source_node_id,
+                bucket.source_ns,
+            )
+        )
 
     def write_grad(self, param: Parameter, slot: Any) -> None:
         grad = param.grad

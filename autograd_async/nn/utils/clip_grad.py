@@ -72,8 +72,12 @@ def clip_grad_norm_(
     with launching(first, "clip_grad_norm_"):
         total = _norm(xp.stack([n.astype(dtype) for n in norms]), xp, norm_type)
     if checks_streams:
-        check_op_streams("clip_grad_norm_", tuple(Tensor._wrap(n, first) for n in norms),
-                         Tensor._wrap(total, first), False)
+        check_op_streams(
+            "clip_grad_norm_",
+            tuple(Tensor._wrap(n, first) for n in norms),
+            Tensor._wrap(total, first),
+            False,
+        )
         sanitizer.host_read(total, first, "clip_grad_norm_")
     total_value = float(total)
     if error_if_nonfinite and not math.isfinite(total_value):

@@ -157,9 +157,7 @@ class DataLoader:
         if self.persistent_workers:
             self._pool = pool
         try:
-            yield from pooled_batches(
-                pool, fetcher, indices, self.prefetch_factor, self.timeout
-            )
+            yield from pooled_batches(pool, fetcher, indices, self.prefetch_factor, self.timeout)
         finally:
             if not self.persistent_workers:
                 pool.close()

@@ -127,9 +127,7 @@ def random_split(
             counts[i % len(counts)] += 1
         lengths = counts
     if sum(lengths) != total:
-        raise ValueError(
-            "Sum of input lengths does not equal the length of the input dataset!"
-        )
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     rng = (generator or default_generator).rng
     order = rng.permutation(total).tolist()
     subsets, start = [], 0

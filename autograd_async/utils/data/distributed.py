@@ -56,8 +56,11 @@ class DistributedSampler(Sampler):
 
     def __iter__(self) -> Iterator[int]:
         if self.shuffle:
-            indices = np.random.default_rng(self.seed + self.epoch).permutation(
-                len(self.dataset)).tolist()
+            indices = (
+                np.random.default_rng(self.seed + self.epoch)
+                .permutation(len(self.dataset))
+                .tolist()
+            )
         else:
             indices = list(range(len(self.dataset)))
         if not self.drop_last:
@@ -69,7 +72,7 @@ class DistributedSampler(Sampler):
         else:
             indices = indices[: self.total_size]
         assert len(indices) == self.total_size
-        mine = indices[self.rank: self.total_size: self.num_replicas]
+        mine = indices[self.rank : self.total_size : self.num_replicas]
         assert len(mine) == self.num_samples
         return iter(mine)
 

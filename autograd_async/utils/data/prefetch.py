@@ -108,9 +108,7 @@ class AsyncBatchIterator:
                 await asyncio.wait_for(channel.waiter, self._timeout)
             except TimeoutError:
                 await self.aclose()
-                raise RuntimeError(
-                    f"DataLoader timed out after {self._timeout} seconds"
-                ) from None
+                raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds") from None
             finally:
                 channel.waiter = None
         kind, value = channel.ready.popleft()

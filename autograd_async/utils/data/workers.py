@@ -139,8 +139,9 @@ def streamed_batches(
     def stream(worker_id: int) -> None:
         outbox = outboxes[worker_id]
         try:
-            enter_worker(WorkerInfo(worker_id, num_workers, seed + worker_id, dataset),
-                         worker_init_fn)
+            enter_worker(
+                WorkerInfo(worker_id, num_workers, seed + worker_id, dataset), worker_init_fn
+            )
             fetcher = make_fetcher(iter(dataset))
             for number in itertools.count():
                 try:

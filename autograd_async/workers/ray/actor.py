@@ -72,8 +72,15 @@ async def serve_worker(spec: WorkerSpec) -> Any:
     if spec.tls is not None:
         server_ssl = server_context(spec.tls.cert, spec.tls.key, spec.tls.ca)
         peer_ssl = client_context(spec.tls.ca, spec.tls.cert, spec.tls.key)
-    server = WorkerServer(spec.name, token=spec.token, devices=devices, ssl=server_ssl,
-                          peer_ssl=peer_ssl, insecure=spec.insecure, **dict(spec.options))
+    server = WorkerServer(
+        spec.name,
+        token=spec.token,
+        devices=devices,
+        ssl=server_ssl,
+        peer_ssl=peer_ssl,
+        insecure=spec.insecure,
+        **dict(spec.options),
+    )
     host = spec.host
     if host == NODE_ADDRESS:
         import ray  # noqa: PLC0415
@@ -110,8 +117,9 @@ class WorkerActor:
             for module in spec.load:  # the driver's choice, as `python -m workers --load`
                 importlib.import_module(module)
             loop = _new_loop()
-            thread = threading.Thread(target=self._run_loop, args=(loop,),
-                                      name=f"worker-{spec.name}-loop", daemon=True)
+            thread = threading.Thread(
+                target=self._run_loop, args=(loop,), name=f"worker-{spec.name}-loop", daemon=True
+            )
             thread.start()
             self._loop, self._thread = loop, thread
             try:
@@ -147,8 +155,7 @@ class WorkerActor:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            raise TimeoutError(f"worker {self.spec.name!r}: no result within {timeout} s") \
-                from None
+            raise TimeoutError(f"worker {self.spec.name!r}: no result within {timeout} s") from None
 
     def _end_loop(self) -> None:
         loop, thread = self._loop, self._thread
@@ -197,4 +204,3 @@ class WorkerActor:
 
     def __repr__(self) -> str:
         return f"WorkerActor({self.spec.name!r})"
-

@@ -41,8 +41,16 @@ STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 _ACTOR_CONCURRENCY = 4
 _STOP_GRACE = 5.0
 # WorkerServer arguments that start fills in itself; worker_options may set the others.
-_SET_BY_START = {"name", "token", "devices", "ssl", "peer_ssl", "insecure", "peer_transport",
-                 "registry"}
+_SET_BY_START = {
+    "name",
+    "token",
+    "devices",
+    "ssl",
+    "peer_ssl",
+    "insecure",
+    "peer_transport",
+    "registry",
+}
 
 
 class RayWorkerError(DistributedError):
@@ -95,9 +103,17 @@ def _check_devices(devices: str | Sequence[str], num_gpus: float) -> tuple[str, 
 class RayWorkers:
     """Worker actors on a Ray cluster, their addresses, and clients connected to them."""
 
-    def __init__(self, ray: ModuleType, specs: dict[str, WorkerSpec], *,
-                 actor_options: dict[str, Any], placement_group: Any, timeout: float,
-                 start_timeout: float, owns_ray: bool) -> None:
+    def __init__(
+        self,
+        ray: ModuleType,
+        specs: dict[str, WorkerSpec],
+        *,
+        actor_options: dict[str, Any],
+        placement_group: Any,
+        timeout: float,
+        start_timeout: float,
+        owns_ray: bool,
+    ) -> None:
         self._ray = ray
         self._specs = specs
         self._actor_options = actor_options
@@ -151,12 +167,16 @@ class RayWorkers:
         token = check_token(token.encode() if isinstance(token, str) else bytes(token))
         reserved = set(worker_options or {}) & _SET_BY_START
         if reserved:
-            raise ValueError(f"worker_options cannot set {sorted(reserved)}: start sets them "
-                             "(name, token=, devices=, tls=, insecure=)")
+            raise ValueError(
+                f"worker_options cannot set {sorted(reserved)}: start sets them "
+                "(name, token=, devices=, tls=, insecure=)"
+            )
         bundle = {k: v for k, v in (("CPU", num_cpus), ("GPU", num_gpus)) if v}
         if strategy is not None and not bundle:
-            raise ValueError("placement groups need num_cpus or num_gpus > 0; "
-                             "give strategy=None to place the workers without one")
+            raise ValueError(
+                "placement groups need num_cpus or num_gpus > 0; "
+                "give strategy=None to place the workers without one"
+            )
 
         ray = import_ray()
         owns_ray = await connect_ray(ray, start_timeout)
@@ -171,22 +191,41 @@ class RayWorkers:
             pg = None
             if strategy is not None:
                 pg = await cls._place(ray, bundle, len(names), strategy, start_timeout)
-            options: dict[str, Any] = {"num_cpus": num_cpus, "num_gpus": num_gpus,
-                                       "max_concurrency": _ACTOR_CONCURRENCY,
-                                       "max_restarts": 0}
+            options: dict[str, Any] = {
+                "num_cpus": num_cpus,
+                "num_gpus": num_gpus,
+                "max_concurrency": _ACTOR_CONCURRENCY,
+                "max_restarts": 0,
+            }
             if runtime_env is not None:
                 options["runtime_env"] = dict(runtime_env)
             specs = {
-                name: WorkerSpec(name, token, device_names, tuple(load), host, tls_files,
-                                 bool(insecure), num_gpus, dict(worker_options or {}))
+                name: WorkerSpec(
+                    name,
+                    token,
+                    device_names,
+                    tuple(load),
+                    host,
+                    tls_files,
+                    bool(insecure),
+                    num_gpus,
+                    dict(worker_options or {}),
+                )
                 for name in names
             }
         except BaseException:
             if owns_ray:
                 await asyncio.to_thread(ray.shutdown)
             raise
-        cluster = cls(ray, specs, actor_options=options, placement_group=pg, timeout=timeout,
-                      start_timeout=start_timeout, owns_ray=owns_ray)
+        cluster = cls(
+            ray,
+            specs,
+            actor_options=options,
+            placement_group=pg,
+            timeout=timeout,
+            start_timeout=start_timeout,
+            owns_ray=owns_ray,
+        )
         try:
             await cluster._start_all()
         except BaseException:
@@ -195,8 +234,9 @@ class RayWorkers:
         return cluster
 
     @staticmethod
-    async def _place(ray: ModuleType, bundle: dict[str, float], count: int, strategy: str,
-                     timeout: float) -> Any:
+    async def _place(
+        ray: ModuleType, bundle: dict[str, float], count: int, strategy: str, timeout: float
+    ) -> Any:
         from ray.util.placement_group import placement_group, remove_placement_group  # noqa: PLC0415
 
         pg = placement_group([dict(bundle)] * count, strategy=strategy)
@@ -221,18 +261,21 @@ class RayWorkers:
             )
 
             options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
-                self._placement_group, placement_group_bundle_index=list(self._specs).index(name))
+                self._placement_group, placement_group_bundle_index=list(self._specs).index(name)
+            )
         remote = self._ray.remote(WorkerActor)
         return remote.options(**options).remote(self._specs[name])
 
     async def _start_actor(self, name: str, actor: Any) -> str:
         """Wait until `actor` serves; its address as host:port. Errors name the worker."""
         try:
-            host, port = await _ray_result(actor.start.remote(self.start_timeout),
-                                           self.start_timeout + 5.0)
+            host, port = await _ray_result(
+                actor.start.remote(self.start_timeout), self.start_timeout + 5.0
+            )
         except TimeoutError:
-            raise RayWorkerError(name, f"not serving within {self.start_timeout} s "
-                                       "(unplaceable, or stuck starting)") from None
+            raise RayWorkerError(
+                name, f"not serving within {self.start_timeout} s (unplaceable, or stuck starting)"
+            ) from None
         except self._ray.exceptions.RayError as exc:
             raise RayWorkerError(name, f"failed to start: {_cause(exc)}") from exc
         return f"{host}:{port}"
@@ -242,13 +285,19 @@ class RayWorkers:
             self._actors[name] = self._new_actor(name)
         started = await asyncio.gather(
             *(self._start_actor(name, actor) for name, actor in self._actors.items()),
-            return_exceptions=True)
+            return_exceptions=True,
+        )
         for result in started:
             if isinstance(result, BaseException):
                 raise result
         self._addresses = dict(zip(self._actors, started, strict=True))
-        self._admin = Client(self._addresses, token=self._token, timeout=self.timeout,
-                             name="ray-cluster", **self._client_tls())
+        self._admin = Client(
+            self._addresses,
+            token=self._token,
+            timeout=self.timeout,
+            name="ray-cluster",
+            **self._client_tls(),
+        )
         await self._admin.start()
         await asyncio.gather(*(self._tell_peers(name) for name in self._addresses))
         for name in self._actors:
@@ -324,14 +373,20 @@ class RayWorkers:
             return {}
         return {"tls_ca": tls.ca, "tls_cert": tls.cert, "tls_key": tls.key}
 
-    async def client(self, timeout: float = 30.0, *, name: str = "client",
-                     ssl: ssl_module.SSLContext | None = None) -> Client:
+    async def client(
+        self,
+        timeout: float = 30.0,
+        *,
+        name: str = "client",
+        ssl: ssl_module.SSLContext | None = None,
+    ) -> Client:
         """A Client of every worker, connected, on this loop; it is told of restarts (and is
         the caller's to close). With `tls`, it verifies the workers against the CA file and
         presents the certificate (paths read here); `ssl` replaces that context."""
         self._check_open()
-        client = Client(self._addresses, token=self._token, timeout=timeout, name=name,
-                        **self._client_tls(ssl))
+        client = Client(
+            self._addresses, token=self._token, timeout=timeout, name=name, **self._client_tls(ssl)
+        )
         await client.start()
         try:
             await client.connect()
@@ -354,9 +409,7 @@ class RayWorkers:
                 continue
 
             def update(client: Client = client) -> None:
-                if not reconnect:
-                    client.set_address(name, address)
-                elif client.remove_address(name):
+                if not reconnect or client.remove_address(name):
                     client.set_address(name, address)
 
             loop = client.loop
@@ -371,8 +424,9 @@ class RayWorkers:
         dies (crash, ray.kill, node loss), and then every channel to it is dropped."""
         actor = self._actors[name]
         ref = actor.wait_stopped.remote()
-        task = asyncio.get_running_loop().create_task(self._watcher(name, actor, ref),
-                                                      name=f"ray-watch-{name}")
+        task = asyncio.get_running_loop().create_task(
+            self._watcher(name, actor, ref), name=f"ray-watch-{name}"
+        )
         self._watchers[name] = task
 
     async def _watcher(self, name: str, actor: Any, ref: Any) -> None:
@@ -393,11 +447,13 @@ class RayWorkers:
             others = [w for w in self._addresses if w != name and w not in self._lost]
             results = await asyncio.gather(
                 *(self._admin.update_peers(w, {name: address}, remove=[name]) for w in others),
-                return_exceptions=True)
+                return_exceptions=True,
+            )
             for worker, result in zip(others, results, strict=True):
                 if isinstance(result, BaseException):
-                    logger.warning("could not tell worker %r that %r died: %s", worker, name,
-                                   result)
+                    logger.warning(
+                        "could not tell worker %r that %r died: %s", worker, name, result
+                    )
 
     async def restart(self, name: str) -> str:
         """Replace worker `name` (ending its actor if it still runs) by a new actor in the
@@ -424,7 +480,8 @@ class RayWorkers:
             others = [w for w in self._addresses if w != name and w not in self._lost]
             await asyncio.gather(
                 self._tell_peers(name),
-                *(self._admin.update_peers(w, {name: address}) for w in others))
+                *(self._admin.update_peers(w, {name: address}) for w in others),
+            )
             self._watch(name)
             logger.info("Ray worker %r restarted at %s", name, address)
             return address

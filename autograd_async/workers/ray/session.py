@@ -13,8 +13,10 @@ __all__ = ["MIN_RAY_VERSION", "RAY_MISSING", "connect_ray", "import_ray", "is_si
 logger = logging.getLogger("workers.ray")
 
 MIN_RAY_VERSION = (2, 9)
-RAY_MISSING = ("running workers on Ray needs Ray >= 2.9, which is not installed: "
-               "pip install 'autograd-async[ray]'")
+RAY_MISSING = (
+    "running workers on Ray needs Ray >= 2.9, which is not installed: "
+    "pip install 'autograd-async[ray]'"
+)
 
 
 def import_ray() -> ModuleType:

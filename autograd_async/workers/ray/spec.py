@@ -67,5 +67,7 @@ class WorkerSpec:
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def __repr__(self) -> str:  # never print the token
-        return (f"WorkerSpec(name={self.name!r}, devices={self.devices}, host={self.host!r}, "
-                f"tls={self.tls is not None}, load={self.load})")
+        return (
+            f"WorkerSpec(name={self.name!r}, devices={self.devices}, host={self.host!r}, "
+            f"tls={self.tls is not None}, load={self.load})"
+        )

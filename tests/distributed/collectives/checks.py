@@ -41,8 +41,11 @@ def values(rank: int, shape: tuple, dtype: str, salt: int = 0) -> np.ndarray:
 def expected_reduction(op: dist.ReduceOp, arrays: list[np.ndarray]) -> np.ndarray:
     dtype = arrays[0].dtype
     if dtype == np.bool_:
-        merged = np.max if op in (dist.ReduceOp.SUM, dist.ReduceOp.AVG, dist.ReduceOp.MAX,
-                                  dist.ReduceOp.BOR) else np.min
+        merged = (
+            np.max
+            if op in (dist.ReduceOp.SUM, dist.ReduceOp.AVG, dist.ReduceOp.MAX, dist.ReduceOp.BOR)
+            else np.min
+        )
         return merged(np.stack(arrays), axis=0)
     out = OPS[op](np.stack(arrays).astype(np.float64 if op is dist.ReduceOp.AVG else dtype))
     return np.trunc(out).astype(dtype) if dtype.kind in "iu" else out.astype(dtype)
@@ -71,16 +74,20 @@ def check_reductions(rank: int, size: int, device: str) -> int:
         for transposed in (False, True) if len(shape) == 2 else (False,):
             t = tensor_on(inputs[rank], device, transposed)
             dist.all_reduce(t, op=op)
-            np.testing.assert_allclose(host(t).astype(float), want.astype(float),
-                                       err_msg=f"all_reduce {op} {dtype} {shape}")
+            np.testing.assert_allclose(
+                host(t).astype(float),
+                want.astype(float),
+                err_msg=f"all_reduce {op} {dtype} {shape}",
+            )
             assert host(t).dtype == np.dtype(dtype)
             count += 1
         dst = salt % size
         t = tensor_on(inputs[rank], device)
         dist.reduce(t, dst=dst, op=op)
         if rank == dst:
-            np.testing.assert_allclose(host(t).astype(float), want.astype(float),
-                                       err_msg=f"reduce {op} {dtype} {shape}")
+            np.testing.assert_allclose(
+                host(t).astype(float), want.astype(float), err_msg=f"reduce {op} {dtype} {shape}"
+            )
         else:
             np.testing.assert_array_equal(host(t), inputs[rank])
         count += 1
@@ -108,30 +115,32 @@ def check_movement(rank: int, size: int, device: str) -> int:
             np.testing.assert_array_equal(host(flat), np.stack(inputs))
 
             gathered = [aa.zeros(shape, dtype=t.dtype, device=device) for _ in range(size)]
-            dist.gather(tensor_on(inputs[rank], device),
-                        gathered if rank == src else None, dst=src)
+            dist.gather(tensor_on(inputs[rank], device), gathered if rank == src else None, dst=src)
             if rank == src:
                 for r in range(size):
                     np.testing.assert_array_equal(host(gathered[r]), inputs[r])
 
             parts = [values(src, shape, dtype, salt + 10 * r) for r in range(size)]
             out = aa.zeros(shape, dtype=t.dtype, device=device)
-            dist.scatter(out, [tensor_on(p, device) for p in parts] if rank == src else None,
-                         src=src)
+            dist.scatter(
+                out, [tensor_on(p, device) for p in parts] if rank == src else None, src=src
+            )
             np.testing.assert_array_equal(host(out), parts[rank])
             count += 5
             if dtype == "bool":
                 continue
             # reduce_scatter: rank r sends parts_of[r][i] for each i; rank i keeps the sum
-            parts_of = [[values(r, shape, dtype, salt + 100 * i) for i in range(size)]
-                        for r in range(size)]
+            parts_of = [
+                [values(r, shape, dtype, salt + 100 * i) for i in range(size)] for r in range(size)
+            ]
             got = aa.zeros(shape, dtype=t.dtype, device=device)
             dist.reduce_scatter(got, [tensor_on(p, device) for p in parts_of[rank]])
             want = np.sum([parts_of[r][rank] for r in range(size)], axis=0).astype(dtype)
             np.testing.assert_array_equal(host(got), want)
             got = aa.zeros(shape, dtype=t.dtype, device=device)
             dist.reduce_scatter_tensor(
-                got, tensor_on(np.stack(parts_of[rank]), device), op=dist.ReduceOp.MAX)
+                got, tensor_on(np.stack(parts_of[rank]), device), op=dist.ReduceOp.MAX
+            )
             want = np.max([parts_of[r][rank] for r in range(size)], axis=0).astype(dtype)
             np.testing.assert_array_equal(host(got), want)
             count += 2

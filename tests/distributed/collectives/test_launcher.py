@@ -27,7 +27,10 @@ def test_sigterm_reaches_the_ranks_and_the_launcher_exits(tmp_path):
     )
     launcher = subprocess.Popen(
         [sys.executable, "-m", "autograd_async.distributed.run", "-n", "2", str(script)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=ROOT,
         env=dict(os.environ, PYTHONPATH=str(ROOT)),
     )
     seen = 0

@@ -20,9 +20,22 @@ def launch(n: int, mode: str, timeout: float = 100, **env: str) -> subprocess.Co
     """Run rank_main.py MODE on n ranks under `python -m autograd_async.distributed.run`."""
     environment = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", **env)
     return subprocess.run(
-        [sys.executable, "-m", "autograd_async.distributed.run", "-n", str(n), "--grace", "5",
-         str(RANK_MAIN), mode],
-        capture_output=True, text=True, timeout=timeout, env=environment, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "autograd_async.distributed.run",
+            "-n",
+            str(n),
+            "--grace",
+            "5",
+            str(RANK_MAIN),
+            mode,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=environment,
+        cwd=ROOT,
     )
 
 
@@ -43,9 +56,12 @@ def test_a_failing_rank_makes_the_others_fail_fast_naming_it(mode):
     # the failure; a rank that exits can also make MPI's process manager end the others before
     # they write their line. Either way the launcher names the rank and nobody waited for it.
     lines = [
-        re.search(rf"rank {survivor} failed after ([\d.]+) s: all_reduce #[12] on group WORLD "
-                  r"\(mpi, ranks 0-2\): (the group is unusable after an earlier failure: )?"
-                  r"rank 1 failed", out)
+        re.search(
+            rf"rank {survivor} failed after ([\d.]+) s: all_reduce #[12] on group WORLD "
+            r"\(mpi, ranks 0-2\): (the group is unusable after an earlier failure: )?"
+            r"rank 1 failed",
+            out,
+        )
         for survivor in (0, 2)
     ]
     assert all(lines) or "TERMINATED" in out, out
@@ -68,5 +84,9 @@ def test_a_rank_that_never_arrives_times_out_the_others_naming_it():
     # The first to time out names the missing rank; the other may learn of it from the first.
     for found in lines.values():
         assert "missing ranks: rank 1 (last at all_reduce #1)" in found.group(1), out
-    assert any(found.group(1).startswith("all_reduce #2 on group WORLD.1 (mpi, ranks 0-2) "
-                                         "timed out after 2 s") for found in lines.values()), out
+    assert any(
+        found.group(1).startswith(
+            "all_reduce #2 on group WORLD.1 (mpi, ranks 0-2) timed out after 2 s"
+        )
+        for found in lines.values()
+    ), out

@@ -26,8 +26,9 @@ def test_every_collective_on_nccl_matches_numpy(gpus):
     if aa.cuda.device_count() < gpus:
         pytest.skip(f"needs {gpus} GPUs")
     devices = [f"cuda:{i}" for i in range(gpus)]
-    counts = dist.spawn_threads(lambda rank: nccl_checks(rank, gpus, devices[rank]), devices,
-                                backend="nccl")
+    counts = dist.spawn_threads(
+        lambda rank: nccl_checks(rank, gpus, devices[rank]), devices, backend="nccl"
+    )
     assert min(counts) > 100
 
 
@@ -36,5 +37,6 @@ def test_ddp_on_nccl_matches_one_process():
 
     gpus = min(aa.cuda.device_count(), 2)
     devices = [f"cuda:{i}" for i in range(gpus)]
-    dist.spawn_threads(lambda rank: check_training(rank, gpus, devices[rank]), devices,
-                       backend="nccl")
+    dist.spawn_threads(
+        lambda rank: check_training(rank, gpus, devices[rank]), devices, backend="nccl"
+    )

@@ -16,24 +16,32 @@ import autograd_async.distributed as dist
 from .checks import check_everything, check_mismatch
 
 
-def run_ranks(size: int, body: Callable[[int], Any], devices: list[str] | None = None,
-              pg_timeout: float = 30.0) -> list[Any]:
+def run_ranks(
+    size: int,
+    body: Callable[[int], Any],
+    devices: list[str] | None = None,
+    pg_timeout: float = 30.0,
+) -> list[Any]:
     """Run `body(rank)` as `size` thread ranks (on sim devices unless given); results by rank."""
     devices = devices or [f"sim:{r}" for r in range(size)]
     return dist.spawn_threads(body, devices[:size], timeout=timedelta(seconds=pg_timeout))
 
 
 def test_every_collective_and_op_matches_numpy_on_three_thread_ranks():
-    counts = run_ranks(3, lambda rank: check_everything(rank, 3, ["cpu", "sim:0", "sim:1"][rank]),
-                      devices=["cpu", "sim:0", "sim:1"])
+    counts = run_ranks(
+        3,
+        lambda rank: check_everything(rank, 3, ["cpu", "sim:0", "sim:1"][rank]),
+        devices=["cpu", "sim:0", "sim:1"],
+    )
     assert min(counts) > 200
 
 
 @pytest.mark.parametrize("size", [1, 2])
 def test_every_collective_on_sim_devices(size):
     devices = [f"sim:{r}" for r in range(size)]
-    counts = run_ranks(size, lambda rank: check_everything(rank, size, devices[rank]),
-                       devices=devices)
+    counts = run_ranks(
+        size, lambda rank: check_everything(rank, size, devices[rank]), devices=devices
+    )
     assert min(counts) > 100
 
 

@@ -74,8 +74,15 @@ def mine(array: np.ndarray, rank: int, size: int) -> np.ndarray:
     return np.array_split(array, size)[rank]
 
 
-def train_ddp(ddp: nn.Module, rank: int, size: int, device: str, steps: int, micro: int = 1,
-              use_async: bool = False) -> None:
+def train_ddp(
+    ddp: nn.Module,
+    rank: int,
+    size: int,
+    device: str,
+    steps: int,
+    micro: int = 1,
+    use_async: bool = False,
+) -> None:
     opt = aa.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
     for step in range(steps):
         x, y = data(step)
@@ -152,8 +159,9 @@ def check_unused(rank: int, size: int, device: str) -> None:
 
     # Used on rank 0 only: every rank gets the average, counting the others' zero gradients.
     model = WithUnused().to(device)
-    ddp = nn.parallel.DistributedDataParallel(model, find_unused_parameters=True,
-                                              gradient_as_bucket_view=True)
+    ddp = nn.parallel.DistributedDataParallel(
+        model, find_unused_parameters=True, gradient_as_bucket_view=True
+    )
     x, y = data(0)
     xs, ys = mine(x, rank, size), mine(y, rank, size)
     out = ddp(aa.tensor(xs, device=device), extra=rank == 0)

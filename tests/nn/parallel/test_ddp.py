@@ -28,9 +28,18 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_ddp_on_mpi_ranks_matches_one_process_on_the_full_batch(size):
     pytest.importorskip("mpi4py")
     done = subprocess.run(
-        [sys.executable, "-m", "autograd_async.distributed.run", "-n", str(size),
-         str(Path(__file__).with_name("ddp_rank_main.py"))],
-        capture_output=True, text=True, timeout=150, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "autograd_async.distributed.run",
+            "-n",
+            str(size),
+            str(Path(__file__).with_name("ddp_rank_main.py")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=150,
+        cwd=ROOT,
         env=dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1"),
     )
     assert done.returncode == 0, done.stdout + done.stderr

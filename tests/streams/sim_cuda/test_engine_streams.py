@@ -118,7 +118,8 @@ def test_removing_one_wait_makes_its_scenario_race(site, monkeypatch):
     """The mutation check: each wait the engine makes is needed, and the sanitizer sees it go."""
     if site == "host":
         monkeypatch.setattr(
-            device_worker.DeviceWorker, "_settle_when_copied",
+            device_worker.DeviceWorker,
+            "_settle_when_copied",
             lambda self, node, target, future, grad: future.set_result(grad),
         )
     else:

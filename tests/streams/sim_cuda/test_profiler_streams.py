@@ -29,7 +29,8 @@ def test_the_trace_has_a_sim_stream_track():
         _backward_on_sim()
     trace = prof.chrome_trace()
     names = {
-        ev["args"]["name"] for ev in trace["traceEvents"]
+        ev["args"]["name"]
+        for ev in trace["traceEvents"]
         if ev.get("ph") == "M" and ev.get("name") == "thread_name"
     }
     assert "sim:0 stream" in names
