@@ -56,6 +56,7 @@ _SKIPPED = {
     "__annotations__",
     "__dict__",
     "__weakref__",
+    "__slotnames__",  # copyreg's cache, set on the class once a tensor has been pickled or copied
     "__firstlineno__",
     "__static_attributes__",
     "__init_subclass__",
