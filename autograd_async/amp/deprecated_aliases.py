@@ -47,48 +47,39 @@ class CpuAutocast(autocast):
         return autocast(self.device, self.fast_dtype, self._enabled, self._cache_enabled)
 
 
-class CudaGradScaler(GradScaler):
-    """`amp.GradScaler("cuda", ...)` under its old name."""
+def _old_scaler(device: str) -> type[GradScaler]:
+    """`amp.GradScaler(device, ...)` under its old name `torch.<device>.amp.GradScaler`."""
 
-    def __init__(
-        self,
-        init_scale: float = 2.0**16,
-        growth_factor: float = 2.0,
-        backoff_factor: float = 0.5,
-        growth_interval: int = 2000,
-        enabled: bool = True,
-    ) -> None:
-        _warn("torch.cuda.amp.GradScaler(args...)", "torch.amp.GradScaler('cuda', args...)")
-        super().__init__(
-            "cuda",
-            init_scale=init_scale,
-            growth_factor=growth_factor,
-            backoff_factor=backoff_factor,
-            growth_interval=growth_interval,
-            enabled=enabled,
-        )
+    class OldGradScaler(GradScaler):
+        __doc__ = f"`amp.GradScaler({device!r}, ...)` under its old name."
+
+        def __init__(
+            self,
+            init_scale: float = 2.0**16,
+            growth_factor: float = 2.0,
+            backoff_factor: float = 0.5,
+            growth_interval: int = 2000,
+            enabled: bool = True,
+        ) -> None:
+            _warn(
+                f"torch.{device}.amp.GradScaler(args...)",
+                f"torch.amp.GradScaler('{device}', args...)",
+            )
+            super().__init__(
+                device,
+                init_scale=init_scale,
+                growth_factor=growth_factor,
+                backoff_factor=backoff_factor,
+                growth_interval=growth_interval,
+                enabled=enabled,
+            )
+
+    OldGradScaler.__name__ = OldGradScaler.__qualname__ = f"{device.capitalize()}GradScaler"
+    return OldGradScaler
 
 
-class CpuGradScaler(GradScaler):
-    """`amp.GradScaler("cpu", ...)` under its old name."""
-
-    def __init__(
-        self,
-        init_scale: float = 2.0**16,
-        growth_factor: float = 2.0,
-        backoff_factor: float = 0.5,
-        growth_interval: int = 2000,
-        enabled: bool = True,
-    ) -> None:
-        _warn("torch.cpu.amp.GradScaler(args...)", "torch.amp.GradScaler('cpu', args...)")
-        super().__init__(
-            "cpu",
-            init_scale=init_scale,
-            growth_factor=growth_factor,
-            backoff_factor=backoff_factor,
-            growth_interval=growth_interval,
-            enabled=enabled,
-        )
+CudaGradScaler = _old_scaler("cuda")
+CpuGradScaler = _old_scaler("cpu")
 
 
 def cuda_custom_fwd(fwd: Any = None, *, cast_inputs: Any = None) -> Any:

@@ -10,8 +10,6 @@ hardshrink zeroes [-lambd, lambd] inclusive, rrelu draws a slope for every x <= 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from .. import creation
@@ -23,17 +21,13 @@ from .elementwise import where
 from .inplace import _through_copy
 
 
-def _in_place(input: Tensor, fn: Any) -> Tensor:
-    return _through_copy(input, fn)
-
-
 def _cut(input: Tensor, limit: float, value: float, inplace: bool) -> Tensor:
     require_tensor("threshold_" if inplace else "threshold", input)
 
     def cut(x: Tensor) -> Tensor:
         return aten_thresholds.threshold(x, limit, value)
 
-    return _in_place(input, cut) if inplace else cut(input)
+    return _through_copy(input, cut) if inplace else cut(input)
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
@@ -87,7 +81,7 @@ def rrelu(
     def leak(x: Tensor) -> Tensor:
         return where(x > 0, x, x * slopes)
 
-    return _in_place(input, leak) if inplace else leak(input)
+    return _through_copy(input, leak) if inplace else leak(input)
 
 
 def rrelu_(
