@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import random
+import sys
+import zlib
+
+import numpy as np
 import pytest
 
 import autograd_async as aa
@@ -16,6 +21,21 @@ def _sim_allocator_empty_between_tests():
     yield
     if sim_mode_state.mode == "cuda":
         sanitizer.empty_cache()
+
+
+@pytest.fixture(autouse=True)
+def _seeded_per_test(request: pytest.FixtureRequest):
+    """Every test draws from generators seeded by its own id: a test whose tolerance suits the
+    numbers it drew passes on every run, whatever order or worker runs it, rather than failing
+    one run in a thousand."""
+    seed = zlib.crc32(request.node.nodeid.encode())
+    aa.manual_seed(seed)
+    np.random.seed(seed)
+    random.seed(seed)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(seed)
+    yield
 
 
 def _cuda_params() -> list:
