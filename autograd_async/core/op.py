@@ -178,6 +178,9 @@ class Op(Node):
 
     __slots__ = ("needs_input_grad", "_saved", "_saved_data", "_checks", "_out_ref", "_saved_out")
 
+    # Per input, whether its gradient is wanted; set once when the op is recorded.
+    needs_input_grad: tuple[bool, ...]
+
     # Indices of inputs whose tensors backward needs (checked against in-place changes).
     saved_inputs: ClassVar[tuple[int, ...]] = ()
     # Which gradients need each saved input: `{0: (1,)}` saves input 0 only when input 1 needs a
