@@ -44,6 +44,7 @@ _HEADER_IMPORTS = {  # name -> (import group, module, import text)
     "Generator": (2, ".creation", "Generator"),
     "Node": (2, ".core.graph", "Node"),
     "RemovableHandle": (2, ".core.graph", "RemovableHandle"),
+    "Size": (2, ".core.size", "Size"),
 }
 _KNOWN_NAMES = set(dir(builtins)) | set(_HEADER_IMPORTS) | {"Tensor"}
 _MAX_LINE = 99

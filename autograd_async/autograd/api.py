@@ -50,10 +50,10 @@ def _root_gradients(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> 
                     f"gradient for output {i} is on {given.device} but the output is on "
                     f"{out.device}"
                 )
-            if tuple(given.shape) != tuple(out.shape):
+            if given.shape != out.shape:
                 raise RuntimeError(
-                    f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(given.shape)} and "
-                    f"output[{i}] has a shape of {tuple(out.shape)}."
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {given.shape} and "
+                    f"output[{i}] has a shape of {out.shape}."
                 )
             if create_graph:
                 g = given

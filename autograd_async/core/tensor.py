@@ -38,6 +38,10 @@ from ..dtypes import (  # noqa: F401 - the element types, re-exported from here
 from ..dtypes import dtype as DType  # noqa: N812
 from ..dtypes import of as dtype_of
 from .graph import Node, RemovableHandle
+from .size import Size
+
+# A shape read off an array is already a tuple of ints: make the Size without checking each one.
+_new_size = tuple.__new__
 
 # The default floating dtype when this module was imported (see `dtypes.default_float`).
 DEFAULT_FLOAT = float32
@@ -166,13 +170,13 @@ class Tensor:
 
     # ----------------------------------------------------------------- attributes
     @property
-    def shape(self) -> tuple[int, ...]:
+    def shape(self) -> Size:
         """The tensor's shape."""
-        return self._data.shape
+        return _new_size(Size, self._data.shape)
 
-    def size(self, dim: int | None = None) -> tuple[int, ...] | int:
+    def size(self, dim: int | None = None) -> Size | int:
         """The shape, or the length of dimension `dim`."""
-        return self._data.shape if dim is None else self._data.shape[dim]
+        return _new_size(Size, self._data.shape) if dim is None else self._data.shape[dim]
 
     @property
     def dtype(self) -> DType:

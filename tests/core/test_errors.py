@@ -43,8 +43,8 @@ SHARED = {
     "grad_shape_mismatch": (
         lambda lib: (_leaf(lib) * 2).backward(lib.tensor([1.0, 2.0, 3.0])),
         RuntimeError,
-        r"Mismatch in shape: grad_output\[0\] has a shape of (torch\.Size\(\[3\]\)|\(3,\)) and "
-        r"output\[0\] has a shape of (torch\.Size\(\[2\]\)|\(2,\))\.",
+        r"Mismatch in shape: grad_output\[0\] has a shape of (torch\.)?Size\(\[3\]\) and "
+        r"output\[0\] has a shape of (torch\.)?Size\(\[2\]\)\.",
     ),
     "grad_empty_inputs": (
         lambda lib: lib.autograd.grad((_leaf(lib) * 2).sum(), []),
