@@ -123,6 +123,7 @@ from .streams import (
     stream,
     synchronize,
 )
+from .core.size import Size
 from .core.tensor import (
     Tensor,
     bool_,
@@ -146,6 +147,7 @@ from . import (
     func,  # torch.func's transforms
     linalg,  # torch.linalg's names
     special,  # torch.special's names
+    testing,  # torch.testing's assert_close and make_tensor
 )
 from ._tensor_str import set_printoptions
 from ._version import __version__ as __version__  # the one place for the version
@@ -197,6 +199,7 @@ __all__ = [
     "Device",
     "DeviceError",
     "Generator",
+    "Size",
     "Tensor",
     "arange",
     "as_tensor",
@@ -206,6 +209,7 @@ __all__ = [
     "func",
     "vmap",
     "special",
+    "testing",
     "fft",
     "amp",
     "autocast",

@@ -66,6 +66,7 @@ def layer_of(module: str) -> int:
         "fft",
         "linalg",
         "special",
+        "testing",
         "cuda",
         "serialization",
         "doctor",

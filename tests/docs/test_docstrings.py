@@ -33,6 +33,7 @@ NAMESPACES = (
     "autograd_async.fft",
     "autograd_async.special",
     "autograd_async.linalg",
+    "autograd_async.testing",
     "autograd_async.distributed",
     "autograd_async.profiler",
     "autograd_async.utils",
