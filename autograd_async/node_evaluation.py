@@ -278,4 +278,4 @@ def _call(self: Node, *grad_outputs: Any) -> Any:
     return call_node(self, grad_outputs)
 
 
-Node.__call__ = _call
+Node.__call__ = _call  # type: ignore[method-assign]  # installed from above the graph, as declared

@@ -149,6 +149,9 @@ class Node:
     # Each subclass defines it with its own arity: `backward(*grad_outputs)` returns one gradient
     # (or None) per input edge, or a coroutine of them when `is_async`.
     backward: Callable[..., Any]
+    # `node(*grad_outputs)`: its backward outside a pass, gradients as Tensors (installed by
+    # `node_evaluation`, which sits above the graph).
+    __call__: Callable[..., Any]
 
     def name(self) -> str:
         """The node's name, e.g. `MulBackward0`."""
