@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import autograd_async  # noqa: F401 - importing the package installs the ops on Tensor
+from autograd_async.dtypes import dtype as DType  # noqa: N812 - the name the stubs use
 
 PACKAGE = Path(__file__).resolve().parent
 TENSOR_STUB = PACKAGE / "core" / "tensor.pyi"
@@ -41,6 +42,7 @@ _HEADER_IMPORTS = {  # name -> (import group, module, import text)
     "builtins": (0, "builtins", "import builtins"),
     "np": (1, "numpy", "import numpy as np"),
     "Device": (2, ".devices", "Device"),
+    "DType": (2, ".dtypes", "dtype as DType"),
     "Generator": (2, ".creation", "Generator"),
     "Node": (2, ".core.graph", "Node"),
     "RemovableHandle": (2, ".core.graph", "RemovableHandle"),
@@ -193,25 +195,50 @@ def _public(name: str) -> bool:
     return name not in _SKIPPED and (not name.startswith("_") or name.endswith("__"))
 
 
+def _constant(name: str, value: Any) -> str | None:
+    """A public module constant as a stub declaration: the element types and the messages
+    other modules import (`from .tensor import float32, INFERENCE_SAVED_MESSAGE`)."""
+    if name.startswith("_"):
+        return None
+    if isinstance(value, DType):
+        return f"{name}: DType\n"
+    if isinstance(value, str):
+        return f"{name}: str\n"
+    return None
+
+
+def _class_body(cls: type) -> str:
+    """The members a class defines itself, sorted; private ones too, since the library's own
+    code is checked against the stub."""
+    members = vars(cls)
+    shadowed = frozenset(n for n in dir(cls) if n in vars(builtins))
+    return "".join(
+        _tensor_member(name, members[name], shadowed)
+        for name in sorted(members)
+        if name not in _SKIPPED
+    )
+
+
 def render_tensor_stub() -> str:
     """The text of `core/tensor.pyi` for the Tensor class as the ops have installed it."""
     module = sys.modules["autograd_async.core.tensor"]
 
-    lines = []
-    for name, value in vars(module).items():
-        if isinstance(value, module.np.dtype) and not name.startswith("_"):
-            lines.append(f"{name}: np.dtype\n")
+    lines = [
+        line for name, value in vars(module).items() if (line := _constant(name, value)) is not None
+    ]
     if lines:  # a blank line between the constants and the functions
         lines.append("\n")
     for name, value in vars(module).items():
         if inspect.isfunction(value) and value.__module__ == module.__name__:
             lines.append(_def(name, value, "", False))
     lines.append("\n\nclass Tensor:\n")
-    members = vars(module.Tensor)
-    shadowed = frozenset(n for n in members if n in vars(builtins))
-    for name in sorted(members):
-        if name not in _SKIPPED:  # private members too: the library's own code is checked
-            lines.append(_tensor_member(name, members[name], shadowed))
+    lines.append(_class_body(module.Tensor))
+    # Tensor's subclasses that the module defines (the inference tensor), after it.
+    for value in vars(module).values():
+        if isinstance(value, type) and value is not module.Tensor:
+            if issubclass(value, module.Tensor) and value.__qualname__ in vars(module):
+                lines.append(f"\n\nclass {value.__qualname__}(Tensor):\n")
+                lines.append(_class_body(value))
     body = "".join(lines)
     return _HEADER + _imports(body, ".") + "\n" + body
 

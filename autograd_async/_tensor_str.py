@@ -33,7 +33,7 @@ class PrintOptions:
     sci_mode: bool | None = None
 
 
-PROFILES = {
+PROFILES: dict[str, dict[str, float]] = {
     "default": {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80},
     "short": {"precision": 2, "threshold": 1000, "edgeitems": 2, "linewidth": 80},
     "full": {"precision": 4, "threshold": math.inf, "edgeitems": 3, "linewidth": 80},
@@ -63,9 +63,9 @@ def set_printoptions(
         "edgeitems": edgeitems,
         "linewidth": linewidth,
     }
-    for name, value in given.items():
-        if value is not None:
-            setattr(_options, name, value)
+    for name, option in given.items():
+        if option is not None:
+            setattr(_options, name, option)
     _options.sci_mode = sci_mode
 
 
@@ -156,7 +156,7 @@ def _layout(data: np.ndarray, fmt: Any, width: int, summarize: bool) -> str:
 def _body(data: np.ndarray) -> str:
     if data.size == 0:
         return "[]"
-    formatter = None
+    float_format = None  # NumPy's own formatting, except for floats
     if data.dtype.kind == "V":  # ml_dtypes' bfloat16: printed through float32, as floats
         data = data.astype(np.float32)
     threshold = _options.threshold
@@ -172,12 +172,12 @@ def _body(data: np.ndarray) -> str:
         return _layout(data, fmt, width, summarize)
     if data.dtype.kind == "f":
         shown = _edges(data, edgeitems) if summarize else data
-        formatter = {"float_kind": _float_formatter(shown.astype(np.float64))[0]}
+        float_format = _float_formatter(shown.astype(np.float64))[0]
     return np.array2string(
         data,
         separator=", ",
         prefix=_PREFIX,
-        formatter=formatter,
+        formatter=None if float_format is None else {"float_kind": float_format},
         threshold=threshold,
         edgeitems=edgeitems,
         max_line_width=_options.linewidth,

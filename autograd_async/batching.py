@@ -27,15 +27,20 @@ vmap_levels: contextvars.ContextVar[tuple[VmapLevel, ...]] = contextvars.Context
 )
 
 
+def _unregistered(*_: Any) -> Any:
+    """Each handler until `autograd_async.func` registers its own (importing the package does)."""
+    raise RuntimeError("vmap's batching rules are not registered: import autograd_async.func")
+
+
 class BatchingHandlers:
     """What `autograd_async.func` registers: how batched ops, functions and draws run."""
 
     __slots__ = ("op", "function", "draw")
 
     def __init__(self) -> None:
-        self.op: Callable[[type, tuple, dict], Any] | None = None
-        self.function: Callable[[str, Callable, tuple, dict], Any] | None = None
-        self.draw: Callable[[Callable[[tuple], Any], tuple], Any] | None = None
+        self.op: Callable[[type, tuple, dict], Any] = _unregistered
+        self.function: Callable[[str, Callable, tuple, dict], Any] = _unregistered
+        self.draw: Callable[[Callable[[tuple], Any], tuple], Any] = _unregistered
 
 
 HANDLERS = BatchingHandlers()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -60,7 +62,7 @@ class Generator:
 
     def get_state(self) -> dict:
         """A snapshot of the generator's state, for `set_state` (a dict, not a byte tensor)."""
-        return copy.deepcopy(self._rng.bit_generator.state)
+        return copy.deepcopy(dict(self._rng.bit_generator.state))
 
     def set_state(self, state: dict) -> Generator:
         """Restore a state taken by `get_state`; returns self."""
@@ -117,22 +119,26 @@ def _shape(size: tuple, keyword: Any = None) -> tuple[int, ...]:
     return tuple(int(n) for n in size)
 
 
+# A random draw: (backend, its generator's state, shape) -> an array of that shape on the device.
+Sampler = Callable[[Any, Any, tuple], Any]
+
+
 def _drawn(
-    draw: str,
+    what: str,
+    sample: Sampler,
     generator: Generator | None,
     shape: tuple,
-    dtype: Any,
     device: Any,
     requires_grad: bool,
-    *args: Any,
 ) -> Tensor:
-    """Random values drawn on the device itself by its backend's generator."""
+    """Random values drawn on the device itself by its backend's generator (`what` names the
+    draw); `sample` may be asked for a larger shape, with vmap's batch dimensions first."""
     dev = _device(device)
 
     def drawn(shape: tuple) -> Tensor:
         backend, state = (generator or default_generator).state_for(dev)
-        with _devices.launching(dev, draw):
-            array = getattr(backend, draw)(state, *args, shape, dtype)
+        with _devices.launching(dev, what):
+            array = sample(backend, state, shape)
         t = made(Tensor._wrap(backend.asarray(array, dev) if backend.host_memory else array, dev))
         if requires_grad:
             t.requires_grad_(True)
@@ -248,12 +254,13 @@ def arange(
     """Evenly spaced values in [start, end)."""
     if end is None:
         start, end = 0, start
-    if dtype is None:
+    np_dtype = as_dtype(dtype)
+    if np_dtype is None:
         is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
-        dtype = np.int64 if is_int else default_float()
-    if as_dtype(dtype).kind == "b":
+        np_dtype = np.dtype(np.int64) if is_int else default_float()
+    if np_dtype.kind == "b":
         raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
-    return _make(np.arange(start, end, step, dtype=as_dtype(dtype)), device, requires_grad)
+    return _make(np.arange(start, end, step, dtype=np_dtype), device, requires_grad)
 
 
 def randn(
@@ -266,7 +273,14 @@ def randn(
 ) -> Tensor:
     """Standard normal samples."""
     dtype = as_dtype(dtype) or default_float()
-    return _drawn("random_normal", generator, _shape(sizes, size), dtype, device, requires_grad)
+    return _drawn(
+        "random_normal",
+        lambda backend, state, shape: backend.random_normal(state, shape, dtype),
+        generator,
+        _shape(sizes, size),
+        device,
+        requires_grad,
+    )
 
 
 def rand(
@@ -279,7 +293,14 @@ def rand(
 ) -> Tensor:
     """Uniform samples in [0, 1)."""
     dtype = as_dtype(dtype) or default_float()
-    return _drawn("random_uniform", generator, _shape(sizes, size), dtype, device, requires_grad)
+    return _drawn(
+        "random_uniform",
+        lambda backend, state, shape: backend.random_uniform(state, shape, dtype),
+        generator,
+        _shape(sizes, size),
+        device,
+        requires_grad,
+    )
 
 
 def _like_input(name: str, input: Any) -> None:
@@ -434,8 +455,14 @@ def randint(
         )
     dtype = as_dtype(dtype) or np.dtype(np.int64)
     shape = _shape((size,) if isinstance(size, int) else tuple(size))
+    start, stop = int(low), int(high)
     return _drawn(
-        "random_integers", generator, shape, dtype, device, requires_grad, int(low), int(high)
+        "random_integers",
+        lambda backend, state, shape: backend.random_integers(state, start, stop, shape, dtype),
+        generator,
+        shape,
+        device,
+        requires_grad,
     )
 
 
@@ -451,7 +478,25 @@ def randperm(
     if n < 0:
         raise RuntimeError(f"randperm: Trying to create tensor with negative dimension {n}: [{n}]")
     dtype = as_dtype(dtype) or np.dtype(np.int64)
-    return _drawn("random_permutation", generator, int(n), dtype, device, requires_grad)
+    return _drawn(
+        "random_permutation",
+        lambda backend, state, shape: _permutations(backend, state, shape, dtype),
+        generator,
+        (int(n),),
+        device,
+        requires_grad,
+    )
+
+
+def _permutations(backend: Any, state: Any, shape: tuple, dtype: Any) -> Any:
+    """Permutations of 0..n-1 along the last dimension of `shape`: one for a plain `randperm`,
+    one per leading index under vmap with randomness="different" (its batch dimensions)."""
+    *batch, n = shape
+    if not batch:
+        return backend.random_permutation(state, n, dtype)
+    rows = [backend.random_permutation(state, n, dtype) for _ in range(math.prod(batch))]
+    xp = backend.xp
+    return (xp.stack(rows) if rows else xp.empty((0, n), dtype)).reshape(shape)
 
 
 def is_tensor(obj: Any) -> bool:

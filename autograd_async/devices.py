@@ -9,6 +9,7 @@ multi-device programs run and are tested without a GPU.
 
 from __future__ import annotations
 
+import enum
 import functools
 import gc
 import os
@@ -17,7 +18,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from types import ModuleType
-from typing import Any
+from typing import Any, Final, Literal
 
 import numpy as np
 
@@ -25,7 +26,14 @@ SIM_DEVICES_ENV = "AUTOGRAD_ASYNC_SIM_DEVICES"
 DEFAULT_SIM_DEVICES = 2
 
 
-_UNRESOLVED = object()
+class _Unresolved(enum.Enum):
+    """The type of `_UNRESOLVED`, so that testing a device's `_entry` for it narrows the type."""
+
+    TOKEN = "unresolved"
+
+
+# A device's `_entry` before `current_entry()` has asked its backend.
+_UNRESOLVED: Final = _Unresolved.TOKEN
 
 
 class DeviceError(ValueError):
@@ -41,6 +49,9 @@ class Device:
 
     type: str
     index: int | None
+    _str: str
+    _counted: bool
+    _entry: Backend | None | Literal[_Unresolved.TOKEN]
 
     def __new__(cls, spec: str | Device, index: int | None = None) -> Device:
         if isinstance(spec, Device):
@@ -88,6 +99,15 @@ class Device:
     def is_accelerator(self) -> bool:
         """True for `cuda` and `sim` devices."""
         return self.type != "cpu"
+
+    @property
+    def _accelerator_index(self) -> int:
+        """N of `cuda:N` or `sim:N`, for code that serves only indexed devices (their backends);
+        the cpu, which has no index, raises."""
+        index = self.index
+        if index is None:
+            raise DeviceError(f"device {self} has no index: expected an accelerator")
+        return index
 
 
 def _parse(spec: str, index: int | None) -> tuple[str, int | None]:
@@ -221,12 +241,12 @@ def sim_device_count() -> int:
 
 def note_sim_user(dev: Device, user: Any) -> None:
     """Record that `user` lives on the sim device `dev` while it exists (see SimConfig)."""
-    _sim_config.note_user(dev.index, user)
+    _sim_config.note_user(dev._accelerator_index, user)
 
 
 def forget_sim_user(dev: Device, user: Any) -> None:
     """`user` has let go of the sim device `dev` before being garbage collected."""
-    _sim_config.forget_user(dev.index, user)
+    _sim_config.forget_user(dev._accelerator_index, user)
 
 
 def backend_for(dev: Device) -> Backend:

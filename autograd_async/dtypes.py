@@ -13,7 +13,7 @@ for every thread and task, because tensors made on a loader thread must agree wi
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, TypeAlias
 
 import ml_dtypes
 import numpy as np
@@ -40,6 +40,10 @@ BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 def _kind(np_dtype: np.dtype) -> str:
     # ml_dtypes' bfloat16 is a NumPy user type (kind 'V'); it is a floating type to PyTorch.
     return "f" if np_dtype == BFLOAT16 else np_dtype.kind
+
+
+# The class below, by a name its own body can use: there `dtype` is its NumPy-dtype property.
+_Dtype: TypeAlias = "dtype"
 
 
 class dtype:  # noqa: N801 - PyTorch's name
@@ -96,19 +100,19 @@ class dtype:  # noqa: N801 - PyTorch's name
     def __reduce__(self) -> tuple:
         return (_by_name, (self._name,))
 
-    def __copy__(self) -> dtype:
+    def __copy__(self) -> _Dtype:
         return self
 
-    def __deepcopy__(self, memo: dict) -> dtype:
+    def __deepcopy__(self, memo: dict) -> _Dtype:
         return self
 
-    def to_real(self) -> dtype:
+    def to_real(self) -> _Dtype:
         """The real counterpart of a complex dtype (itself otherwise)."""
         if self._np.kind != "c":
             return self
         return of(np.dtype(f"float{self._np.itemsize * 4}"))
 
-    def to_complex(self) -> dtype:
+    def to_complex(self) -> _Dtype:
         """The complex counterpart of a floating dtype (itself when already complex)."""
         if self._np.kind == "c":
             return self

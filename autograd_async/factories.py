@@ -21,6 +21,7 @@ from .core.tensor import Tensor, as_dtype
 from .creation import _device, _make, default_device, empty, from_numpy, randint, tensor
 from .devices import CPU, Device, check_available
 from .dtypes import default_float
+from .dtypes import dtype as DType  # noqa: N812
 
 
 def range(  # noqa: A001 - PyTorch's name
@@ -140,7 +141,7 @@ def asarray(
 ) -> Tensor:
     """`obj` as a tensor, sharing its memory when it is a tensor or NumPy array that already has
     the dtype and device asked for (unless copy=True); copy=False refuses to copy."""
-    target_dtype = as_dtype(dtype)
+    target_dtype: np.dtype | DType | None = as_dtype(dtype)
     if isinstance(obj, Tensor):
         target_dtype = target_dtype or obj.dtype
         target_device = obj.device if device is None else Device(device)

@@ -151,8 +151,10 @@ class GraphTask:
         self._lock = threading.Lock()
         self.error: BaseException | None = None
         self.finished = False
-        self.on_finish = None
-        self.context = None
+        # Called once with the task's error (None: success) when it finishes or fails.
+        self.on_finish: Callable[[BaseException | None], None] | None = None
+        # The caller's context, which nodes run in when it set context-dependent state.
+        self.context: contextvars.Context | None = None
         # The caller's current streams when it started the task (None: default streams), and
         # the side streams nodes ran on, by device: the engine orders them at start and finish.
         self.caller_streams: dict[Device, Any] | None = None
@@ -274,7 +276,7 @@ class GraphTask:
         ):
             return self._evaluate_general(node, inputs)
         captures = self.captures
-        if captures is not None and (node in captures or not self.exec_info.get(node, False)):
+        if captures is not None and (node in captures or not self._needed(node)):
             return self._evaluate_general(node, inputs)  # grad(): capture, or skip the node
         outputs = node.backward(inputs[0])
         if type(outputs) is not tuple:
@@ -293,8 +295,8 @@ class GraphTask:
             node.release_saved()
         return outputs
 
-    def _evaluate_general(self, node: Node, inputs: list) -> tuple:
-        inputs = self.before_backward(node, inputs)
+    def _evaluate_general(self, node: Node, given: list) -> tuple:
+        inputs = self.before_backward(node, given)
         if inputs is None:
             return ()
         if not node.runs_without_grad and all(g is None for g in inputs):
@@ -312,6 +314,11 @@ class GraphTask:
             outputs = node.backward(*inputs)
         return self.after_backward(node, inputs, outputs)
 
+    def _needed(self, node: Node) -> bool:
+        """Whether a pass that captures gradients (`grad()`) runs `node`: it leads to a target."""
+        exec_info = self.exec_info  # set with the captures
+        return exec_info is not None and exec_info.get(node, False)
+
     def before_backward(self, node: Node, inputs: list) -> list | None:
         """Pre-hooks and captures; None when the node must not run (not needed by `grad`).
 
@@ -322,7 +329,7 @@ class GraphTask:
         captures = self.captures
         if captures is not None:
             found = captures.get(node)
-            if found is None and not self.exec_info.get(node, False):
+            if found is None and not self._needed(node):
                 return None  # PyTorch never queues such a node: none of its hooks run
         if hooks is not None and (hooks.tensor_pre or hooks.retains_grad):
             inputs = run_tensor_pre_hooks(node, hooks, inputs)
@@ -332,7 +339,7 @@ class GraphTask:
                     held = self.captured[index]
                     g = inputs[nr]
                     self.captured[index] = g if held is None or g is None else held + g
-            if not self.exec_info.get(node, False):
+            if not self._needed(node):
                 return None
         if hooks is not None and hooks.pre:
             inputs = run_node_pre_hooks(node, hooks, inputs)

@@ -252,7 +252,8 @@ def check_sum_streams(node: Node, held: Any, grad: Any, total: Any) -> None:
     was launched on, or on the host for a cpu node."""
     device = node.device
     if sanitizer_watches(device):
-        stream = sanitizer.stream_for(device)  # where the sum is launched: this thread's stream
+        # Where the sum is launched: this thread's stream of the device, as `stream_for` says.
+        stream = sanitizer.world.launch_stream(device)
     elif device.type == "cpu":
         stream = sanitizer.world.host
     else:
@@ -277,4 +278,4 @@ def _call(self: Node, *grad_outputs: Any) -> Any:
     return call_node(self, grad_outputs)
 
 
-Node.__call__ = _call
+Node.__call__ = _call  # type: ignore[method-assign]  # installed from above the graph, as declared

@@ -143,7 +143,9 @@ def save(
         "root": writer.encode(obj, "obj"),
     }
     text = json.dumps(structure, allow_nan=False, separators=(",", ":"))
-    members = dict(writer.arrays)
+    # Values typed loosely: NumPy's stub would match a member named like one of its keywords
+    # (`allow_pickle`) against that keyword's type; ours are named by `_Writer` and never are.
+    members: dict[str, Any] = dict(writer.arrays)
     members[_STRUCTURE] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
     if isinstance(f, str | os.PathLike):
         with open(f, "wb") as handle:
@@ -175,8 +177,8 @@ class _Reader:
             self._arrays[name] = self._read_array(name)
         return self._arrays[name]
 
-    def _device_for(self, saved: str) -> Device:
-        loc = self.map_location
+    def _device_for(self, saved: str, loc: str | Device | dict[str, str] | None) -> Device:
+        """Where a tensor saved on `saved` goes, for a `map_location` other than a function."""
         if isinstance(loc, dict):
             loc = loc.get(saved, saved)
         dev = Device(saved if loc is None else loc)
@@ -193,10 +195,11 @@ class _Reader:
         _, name, saved, requires_grad, is_param = node
         array = self._array(name, path)
         tensor = None
-        if callable(self.map_location):
+        loc = self.map_location
+        if callable(loc):
             # PyTorch's form: called with the cpu copy and the saved location; None keeps the
             # default placement.
-            tensor = self.map_location(Tensor._wrap(array, CPU), saved)
+            tensor = loc(Tensor._wrap(array, CPU), saved)
             if tensor is not None and not isinstance(tensor, Tensor):
                 raise TypeError(f"map_location returned {type(tensor).__name__} at {path}")
             if tensor is None:
@@ -204,7 +207,7 @@ class _Reader:
                 check_available(dev)
                 tensor = Tensor._wrap(array if dev is CPU else asarray_on(array, dev), dev)
         else:
-            dev = self._device_for(saved)
+            dev = self._device_for(saved, loc)
             tensor = Tensor._wrap(array if dev is CPU else asarray_on(array, dev), dev)
         if is_param:
             return Parameter(tensor, requires_grad=requires_grad)

@@ -129,11 +129,12 @@ class Event:
 
     def _handle_for(self, device: Device) -> Any:
         """The backend event, or None when never recorded (waiting on it is then no wait)."""
-        if self._handle is None:
+        recorded_on = self.device  # set with the handle, by the first record
+        if self._handle is None or recorded_on is None:
             return None
-        if self.device.type != device.type:
+        if recorded_on.type != device.type:
             raise RuntimeError(
-                f"an event recorded on {self.device} cannot order work on {device}: streams of "
+                f"an event recorded on {recorded_on} cannot order work on {device}: streams of "
                 "different device types share no events"
             )
         return self._handle
@@ -169,22 +170,25 @@ class Event:
 
     def query(self) -> bool:
         """True when the work before the event has completed (or it was never recorded)."""
-        if self._handle is None:
+        device = self.device
+        if self._handle is None or device is None:
             return True
-        return streams_for(self.device).query(self._handle)
+        return streams_for(device).query(self._handle)
 
     def synchronize(self) -> None:
         """Block the host until the work before the event has completed."""
-        if self._handle is not None:
-            streams_for(self.device).synchronize_event(self._handle)
+        device = self.device
+        if self._handle is not None and device is not None:
+            streams_for(device).synchronize_event(self._handle)
 
     def elapsed_time(self, end_event: Event) -> float:
         """Milliseconds between this event and `end_event` (both recorded with timing)."""
-        if self._handle is None or end_event._handle is None:
+        device = self.device
+        if self._handle is None or device is None or end_event._handle is None:
             raise RuntimeError("elapsed_time: both events must be recorded first")
         if not (self.enable_timing and end_event.enable_timing):
             raise RuntimeError("elapsed_time: both events need enable_timing=True")
-        return streams_for(self.device).elapsed_ms(self._handle, end_event._handle)
+        return streams_for(device).elapsed_ms(self._handle, end_event._handle)
 
     def __repr__(self) -> str:
         where = "unrecorded" if self.device is None else f"on {self.device}"

@@ -77,17 +77,19 @@ class GradScaler:
             raise AssertionError(f"Attempted {funcname} but _scale is None.  " + fix)
         return self._scale
 
-    def _lazy_init_scale(self, dev: Any) -> None:
+    def _lazy_init_scale(self, dev: Any) -> Tensor:
         self._scale = full((), self._init_scale, dtype="float32", device=dev)
+        return self._scale
 
     def scale(self, outputs: Any) -> Any:
         """`outputs` (a tensor, or tensors in lists, tuples and dicts) times the scale."""
         if not self._enabled:
             return outputs
         if isinstance(outputs, Tensor):
-            if self._scale is None:
-                self._lazy_init_scale(outputs.device)
-            return outputs * self._scale.to(device=outputs.device)
+            scale = self._scale
+            if scale is None:
+                scale = self._lazy_init_scale(outputs.device)
+            return outputs * scale.to(device=outputs.device)
         if isinstance(outputs, dict):
             return {k: self.scale(v) for k, v in outputs.items()}
         if isinstance(outputs, (list, tuple)):
@@ -116,7 +118,7 @@ class GradScaler:
         """Divide `optimizer`'s gradients by the scale, in place (once per step)."""
         if not self._enabled:
             return
-        self._check_scale_growth_tracker("unscale_")
+        scale = self._check_scale_growth_tracker("unscale_")
         state = self._per_optimizer_states[id(optimizer)]
         if state["stage"] is OptState.UNSCALED:
             raise RuntimeError(
@@ -124,7 +126,7 @@ class GradScaler:
             )
         if state["stage"] is OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
-        inv_scale = float(np.float32(1.0 / np.float64(self._scale.item())))
+        inv_scale = float(np.float32(1.0 / np.float64(scale.item())))
         state["found_inf_per_device"] = self._unscale_grads_(optimizer, inv_scale, False)
         state["stage"] = OptState.UNSCALED
 

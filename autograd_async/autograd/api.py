@@ -345,13 +345,12 @@ def _batch_rows(grad_outputs: Any) -> list[tuple]:
     grads = _as_tuple(grad_outputs)
     if not grads or any(not isinstance(g, Tensor) for g in grads):
         raise RuntimeError("grad(): is_grads_batched=True needs a Tensor grad_output per output")
-    sizes = {g.shape[0] if g.ndim else None for g in grads}
-    if None in sizes or len(sizes) != 1:
+    if any(g.ndim == 0 for g in grads) or len({g.shape[0] for g in grads}) != 1:
         raise RuntimeError(
             "grad(): with is_grads_batched=True every grad_output needs the same size in its "
             f"first (batch) dimension, got shapes {[tuple(g.shape) for g in grads]}"
         )
-    (size,) = sizes
+    size = grads[0].shape[0]
     return [tuple(g[k] for g in grads) for k in range(size)]
 
 

@@ -22,8 +22,8 @@ from ..core.history import (
     set_history,
 )
 from ..core.op import DETACHED_MESSAGE, RELEASED_MESSAGE, version_error
+from ..core.saved_hooks import Hooks, pack, unpack
 from ..core.saved_hooks import active as active_saved_hooks
-from ..core.saved_hooks import pack, unpack
 from ..core.tensor import INFERENCE_SAVED_MESSAGE, InferenceTensor, Tensor
 from ..devices import CPU
 from ..grad_mode import anomaly_enabled, grad_enabled, no_grad
@@ -40,12 +40,13 @@ class BackwardCFunction(Node):
         # The graph fields (sequence number, device, hooks) come from `init_node`.
         self.needs_input_grad: tuple[bool, ...] = ()
         self._saved: tuple = ()
-        self._saved_versions: tuple = ()
+        # Per saved tensor (version, had a history); None once saved through hooks, unchecked.
+        self._saved_versions: tuple | None = ()
         self._non_differentiable: set[int] = set()
         self._non_differentiable_outputs: set[int] = set()  # their positions, once returned
         self._dirty: set[int] = set()
         self._tensor_args: tuple[int, ...] = ()
-        self._save_hooks = None
+        self._save_hooks: Hooks | None = None
         self.materialize_grads = True
 
     # ------------------------------------------------------------ ctx methods
@@ -167,6 +168,8 @@ class Function:
 
     _node_class: ClassVar[type[BackwardCFunction]]
     _setup_context_style: ClassVar[bool] = False
+    # The subclass's `backward` or `vjp` (see `_user_backward`), set for each subclass.
+    _user_backward: ClassVar[Callable[..., Any]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -132,10 +132,13 @@ def _grad(
     if not kept:
         return (None,) * len(inputs)
     outs, grads = zip(*kept, strict=True)
-    if all(g is None for g in grads):
-        grads = None
     return grad(
-        outs, inputs, grads, retain_graph=retain_graph, create_graph=create_graph, allow_unused=True
+        outs,
+        inputs,
+        None if all(g is None for g in grads) else grads,
+        retain_graph=retain_graph,
+        create_graph=create_graph,
+        allow_unused=True,
     )
 
 

@@ -231,7 +231,7 @@ def _call_with_all_grads_undefined(outputs: list[Tensor]) -> None:
     for node in nodes.values():
         if node.is_async:
             continue
-        grads = [None] * len(node._out_meta)
+        grads: list[Tensor | None] = [None] * len(node._out_meta)
         if node.materialize_grads:
             grads = [Tensor._wrap(g, node.device) for g in materialize(node, grads, False)]
         try:

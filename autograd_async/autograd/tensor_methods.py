@@ -34,5 +34,5 @@ async def backward_async(
     await api.backward_async(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 
-Tensor.backward = backward
-Tensor.backward_async = backward_async
+Tensor.backward = backward  # type: ignore[method-assign]  # installed here: see the docstring
+Tensor.backward_async = backward_async  # type: ignore[method-assign]  # installed here too

@@ -14,8 +14,7 @@ docs/backends.md).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, nullcontext
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -95,10 +94,9 @@ class Backend(ABC):
         raise NotImplementedError(f"{self.type} devices have no linalg function {name!r}")
 
     # ---------------------------------------------------- the current device
-    @contextmanager
-    def device_context(self, device: Device) -> Iterator[None]:
+    def device_context(self, device: Device) -> AbstractContextManager[Any]:
         """Make `device` the current device of this thread for the block (CUDA's rule)."""
-        yield
+        return nullcontext()
 
     def use_device(self, device: Device) -> None:
         """Make `device` current on this thread for good (a worker thread, at its start)."""

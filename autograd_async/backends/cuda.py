@@ -85,7 +85,7 @@ class CudaBackend(Backend):
             count = int(cupy.cuda.runtime.getDeviceCount())
         except Exception as exc:  # noqa: BLE001
             raise DeviceError(f"device {device} is unavailable: CUDA reports {exc}") from exc
-        if device.index >= count:
+        if device._accelerator_index >= count:
             raise DeviceError(f"device {device} does not exist: {count} CUDA GPU(s) visible")
 
     def asarray(self, data: Any, device: Device, dtype: Any = None) -> Any:
@@ -165,7 +165,7 @@ class CudaBackend(Backend):
         return getattr(cupy_linalg, name)
 
     # ---------------------------------------------------- the current device
-    def device_context(self, device: Device) -> AbstractContextManager:
+    def device_context(self, device: Device) -> AbstractContextManager[Any]:
         # CuPy's Device is itself the context (set and restore, skipped when already current),
         # without a generator's cost on every op.
         return self.xp.cuda.Device(device.index)
@@ -181,7 +181,7 @@ class CudaBackend(Backend):
         if current != device.index:
             from ..devices import DeviceError  # noqa: PLC0415
 
-            error = DeviceError(wrong_device_message(device.index, current))
+            error = DeviceError(wrong_device_message(device._accelerator_index, current))
             error.add_note(f"while running {op} on {device}")
             raise error
 

@@ -139,15 +139,14 @@ class CudaStreams(StreamBackend):
 
     def default_stream(self, device: Device) -> CudaStream:
         """CUDA's legacy default stream of `device`."""
-        found = self._defaults.get(device.index)
+        index = device._accelerator_index
+        found = self._defaults.get(index)
         if found is None:
             with self._lock:
-                found = self._defaults.get(device.index)
+                found = self._defaults.get(index)
                 if found is None:
-                    found = CudaStream(
-                        device.index, _cupy().cuda.Stream.null, f"{device} default stream"
-                    )
-                    self._defaults[device.index] = found
+                    found = CudaStream(index, _cupy().cuda.Stream.null, f"{device} default stream")
+                    self._defaults[index] = found
         return found
 
     def current_stream(self, device: Device) -> CudaStream:
@@ -171,12 +170,13 @@ class CudaStreams(StreamBackend):
     def new_stream(self, device: Device, priority: int = 0) -> CudaStream:
         """A new non-blocking stream on `device`."""
         cupy = _cupy()
+        index = device._accelerator_index
         with self._lock:
-            number = self._counts.get(device.index, 0) + 1
-            self._counts[device.index] = number
-        with cupy.cuda.Device(device.index):
+            number = self._counts.get(index, 0) + 1
+            self._counts[index] = number
+        with cupy.cuda.Device(index):
             raw = cupy.cuda.Stream(non_blocking=True, priority=priority or None)
-        return CudaStream(device.index, raw, f"{device} stream {number}", priority)
+        return CudaStream(index, raw, f"{device} stream {number}", priority)
 
     def new_event(self, enable_timing: bool = False) -> CudaEvent:
         """A new, unrecorded event."""

@@ -73,7 +73,7 @@ class SimBackend(CpuBackend):
 
         sim_mode_state.get(mark_used=True)  # the rules are fixed from the first use on
         count = self.device_count()
-        if device.index >= count:
+        if device._accelerator_index >= count:
             raise DeviceError(
                 f"device {device} does not exist: {count} sim devices are configured "
                 f"(set_sim_device_count() or {SIM_DEVICES_ENV})"
@@ -131,14 +131,14 @@ class SimBackend(CpuBackend):
     def device_context(self, device: Device) -> Iterator[None]:
         current = self._current
         previous = current.index
-        current.index = device.index
+        current.index = device._accelerator_index
         try:
             yield
         finally:
             current.index = previous
 
     def use_device(self, device: Device) -> None:
-        self._current.index = device.index
+        self._current.index = device._accelerator_index
 
     def current_device_index(self) -> int | None:
         # Asked once per device when its first op decides whether to enter: the rules are
@@ -152,7 +152,7 @@ class SimBackend(CpuBackend):
         if current != device.index and cuda_rules():
             from ..devices import DeviceError  # noqa: PLC0415
 
-            error = DeviceError(wrong_device_message(device.index, current))
+            error = DeviceError(wrong_device_message(device._accelerator_index, current))
             error.add_note(f"while running {op} on {device} (sim devices follow CUDA's rules)")
             raise error
 

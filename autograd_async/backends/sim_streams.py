@@ -62,11 +62,19 @@ class SimStream:
     def __repr__(self) -> str:
         return f"<SimStream {self.label}>"
 
+    @property
+    def launches_on(self) -> Device:
+        """The device whose work this stream runs: every stream's but the host's."""
+        device = self.device
+        if device is None:
+            raise ValueError(f"{self.label} is not a device's stream")
+        return device
+
 
 class DeferredWork(NamedTuple):
     """Work a stream runs later: its place in the stream and what it was ordered after."""
 
-    count: int
+    position: int  # the stream's count of launched work when this was launched
     clock: dict[int, int]
     run: Any
 
@@ -159,7 +167,7 @@ class SimWorld:
 
     def use(self, stream: SimStream) -> None:
         """Make `stream` this thread's launch stream of its device (CuPy's `Stream.use`)."""
-        self._threads.current[stream.device] = stream
+        self._threads.current[stream.launches_on] = stream
 
     def new_stream(self, device: Device, priority: int) -> SimStream:
         """A new side stream of `device`."""
@@ -198,7 +206,7 @@ class SimWorld:
                 sid, upto = todo[-1]
                 stream = self._by_id.get(sid)
                 pending = None if stream is None else stream.pending
-                if not pending or pending[0].count > upto:
+                if not pending or pending[0].position > upto:
                     todo.pop()
                     continue
                 first = pending[0]
@@ -216,7 +224,7 @@ class SimWorld:
 
     def _waiting(self, sid: int, upto: int) -> bool:
         stream = self._by_id.get(sid)
-        return stream is not None and bool(stream.pending) and stream.pending[0].count <= upto
+        return stream is not None and bool(stream.pending) and stream.pending[0].position <= upto
 
     def record(self, event: SimEvent, stream: SimStream) -> None:
         """Snapshot `stream`'s clock into `event`."""
@@ -367,7 +375,7 @@ class SimStreams(StreamBackend):
 
         source = array if array.flags.c_contiguous else np.ascontiguousarray(array)
         out = poison(source.shape, source.dtype)
-        device = stream.device
+        device = stream.launches_on
         sanitizer.access(array, device, stream, False, "a copy to the host")
         if source is not array:
             sanitizer.access(source, device, stream, True, "a copy to the host")

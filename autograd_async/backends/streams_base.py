@@ -22,6 +22,12 @@ class StreamBackend(ABC):
     #: CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1), which backward refuses (see `stream_sync`).
     per_thread_default = False
 
+    @property
+    def trivial(self) -> bool:
+        """True when work runs in order with nothing to wait for (the cpu's streams): the engine
+        and copies then skip events between streams. Each backend says which it is."""
+        return False
+
     def record_stream(self, array: Any, stream: Any) -> None:
         """`array` is used on `stream`: its memory is not reused before `stream`'s work queued
         so far completes (PyTorch's `Tensor.record_stream`). Nothing to do for host memory."""

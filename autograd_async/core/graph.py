@@ -11,7 +11,7 @@ import itertools
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -42,10 +42,13 @@ def next_sequence_nr() -> int:
 
 NO_EDGE = (None, 0)
 
+# A node of any class: `init_node` gives back the node it was given, its class unchanged.
+AnyNode = TypeVar("AnyNode", bound="Node")
+
 
 def init_node(
-    node: Node, device: Device, inputs: Any = (), needs: Any = (), seq: int | None = None
-) -> Node:
+    node: AnyNode, device: Device, inputs: Any = (), needs: Any = (), seq: int | None = None
+) -> AnyNode:
     """Give a new node its fields: device, sequence number, edges, no hooks or metadata yet.
 
     One edge per input: where `needs` marks it, the input's grad_fn output or its leaf
@@ -65,7 +68,7 @@ def init_node(
     node._hooks = None
     node._metadata = None
     node._released = False
-    edges = []
+    edges: list[tuple[Node | None, int]] = []
     for x, wants in zip(inputs, needs):
         if wants:
             fn = x._grad_fn
@@ -137,6 +140,18 @@ class Node:
     next_functions: tuple[tuple[Node | None, int], ...]
     device: Device
     _out_meta: tuple[tuple[tuple[int, ...], Any], ...]
+    _seq: int
+    _hooks: NodeHooks | None
+    _metadata: dict[str, Any] | None
+    _released: bool
+    # The backend's handle of the stream forward ran on; None: the device's default stream.
+    _stream: Any
+    # Each subclass defines it with its own arity: `backward(*grad_outputs)` returns one gradient
+    # (or None) per input edge, or a coroutine of them when `is_async`.
+    backward: Callable[..., Any]
+    # `node(*grad_outputs)`: its backward outside a pass, gradients as Tensors (installed by
+    # `node_evaluation`, which sits above the graph).
+    __call__: Callable[..., Any]
 
     def name(self) -> str:
         """The node's name, e.g. `MulBackward0`."""
@@ -147,7 +162,7 @@ class Node:
         return self._seq
 
     @property
-    def metadata(self) -> dict:
+    def metadata(self) -> dict[str, Any]:
         """A dict for the user's annotations (and the forward traceback in anomaly mode)."""
         if self._metadata is None:
             self._metadata = {}

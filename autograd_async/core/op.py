@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from ..autocast_state import autocast_state
@@ -180,6 +181,16 @@ class Op(Node):
 
     # Per input, whether its gradient is wanted; set once when the op is recorded.
     needs_input_grad: tuple[bool, ...]
+    # The saved inputs (None where `saved_for` left one out), their arrays (or PACKED), and per
+    # saved tensor (tensor, version owner, version, had a history) for the in-place checks; the
+    # first two are None once released.
+    _saved: tuple[Any, ...] | None
+    _saved_data: tuple[Any, ...] | None
+    _checks: tuple[tuple[Tensor, Tensor, int, bool], ...]
+    # Output 0 when `saves_output`: a weak reference to check its version, and its array (or
+    # what the pack hook made of it).
+    _out_ref: weakref.ref[Tensor]
+    _saved_out: Any
 
     # Indices of inputs whose tensors backward needs (checked against in-place changes).
     saved_inputs: ClassVar[tuple[int, ...]] = ()
@@ -205,6 +216,8 @@ class Op(Node):
     # Whether backward may write its result into the gradient array it gets, when the node that
     # feeds it made that array for it alone (`hand_over`); such a class defines `take_handed`.
     takes_handed_grad: ClassVar[bool] = False
+    # Defined by the classes that set `takes_handed_grad`: keep `grad` to write the result into.
+    take_handed: Callable[[Any], None]
     # `saved_for` compiled: needs_input_grad -> which saved_inputs entries to keep (None: all).
     _save_plans: ClassVar[dict[tuple[bool, ...], tuple[bool, ...]] | None] = None
     # Whether `backward` already gives PyTorch's gradients for complex values (the conjugate
@@ -239,7 +252,8 @@ class Op(Node):
         cls._save_plans = {} if saved_for else None
         rule = cls.__dict__.get("backward")
         if rule is not None and not cls.complex_conjugate_rule:
-            cls.backward = _conjugated_for_complex(rule)
+            wrapped = _conjugated_for_complex(rule)
+            cls.backward = wrapped  # type: ignore[method-assign]  # the class's own rule, wrapped
 
     def forward(self, *arrays: Any, **kwargs: Any) -> Any:
         """Compute the outputs from input arrays; store what backward needs in slots."""
@@ -352,7 +366,7 @@ class Op(Node):
             keep = plans.get(self.needs_input_grad) or self._save_plan()
             saved = tuple([inputs[i] if k else None for i, k in zip(indices, keep)])
         data = []
-        checks = []
+        checks: list[tuple[Tensor, Tensor, int, bool]] = []
         for t in saved:
             if isinstance(t, Tensor):
                 if type(t) is InferenceTensor:
@@ -371,11 +385,13 @@ class Op(Node):
     def _save_plan(self) -> tuple[bool, ...]:
         """Which saved_inputs entries the gradients this node computes need (cached per class)."""
         need = self.needs_input_grad
-        saved_for = self.saved_for
+        saved_for, plans = self.saved_for, self._save_plans
+        if saved_for is None or plans is None:  # `__init_subclass__` makes both or neither
+            raise TypeError(f"{type(self).__name__} saves its inputs without a saved_for plan")
         keep = tuple(
             i not in saved_for or any(need[j] for j in saved_for[i]) for i in self.saved_inputs
         )
-        self._save_plans[need] = keep
+        plans[need] = keep
         return keep
 
     def _wrap_outputs(self, out: Any, inputs: tuple, requires: bool) -> Any:
@@ -412,7 +428,7 @@ class Op(Node):
             pack_output(self, tensor)
             return
         self._saved_out = array
-        self._saved_data = self._saved_data + (array,)
+        self._saved_data = (self._saved_data or ()) + (array,)
         self._out_ref = weakref.ref(tensor)
 
     def _record_forward(self, sink: Any, started: int, inputs: tuple, out: Any, requires: bool):
@@ -441,14 +457,16 @@ class Op(Node):
             if self._released:
                 raise RuntimeError(RELEASED_MESSAGE)
             return unpacked(self, like)
-        self._check_saved()
+        data = self._check_saved()
         if not isinstance(like, Tensor):
-            return self._saved_data
+            return data
         return self._unpack_saved()
 
-    def _check_saved(self) -> None:
-        """PyTorch's errors for a freed graph, a saved tensor changed in place or detach_()ed."""
-        if self._released:
+    def _check_saved(self) -> tuple[Any, ...]:
+        """PyTorch's errors for a freed graph, a saved tensor changed in place or detach_()ed;
+        the saved arrays when none applies."""
+        data = self._saved_data
+        if self._released or data is None:  # released: both
             raise RuntimeError(RELEASED_MESSAGE)
         for t, owner, version, had_history in self._checks:
             if owner._ver != version:
@@ -459,10 +477,11 @@ class Op(Node):
             out = self._out_ref()
             if out is not None and out._version != 0:
                 raise version_error(out, 0, self)
+        return data
 
     def _unpack_saved(self) -> tuple:
         """The saved tensors for a differentiable backward (output last, if saved)."""
-        values = list(self._saved)
+        values = list(self._saved or ())  # None only once released, checked before
         if self.saves_output:
             out = self._out_ref()
             values.append(
@@ -479,7 +498,7 @@ class Op(Node):
         the returned gradients and may keep them.
         """
         node = self.next_functions[index][0]
-        if self._hooks is None and getattr(node, "takes_handed_grad", False):
+        if self._hooks is None and isinstance(node, Op) and node.takes_handed_grad:
             node.take_handed(grad)
 
     def check_released(self) -> None:

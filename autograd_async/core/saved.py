@@ -64,11 +64,11 @@ def pack_output(node: Op, out: Tensor) -> None:
 def unpacked(node: Op, like: Any) -> tuple:
     """What `Op.saved` returns for a packed node: arrays, or Tensors when `like` is a Tensor."""
     if not isinstance(like, Tensor):
-        values = [unpack_data(p) for p in node._saved]
+        values = [unpack_data(p) for p in node._saved or ()]  # None only once released
         if node.saves_output:
             values.append(unpack_data(node._saved_out))
         return tuple(values)
-    values = [unpack(p) if type(p) is PackedTensor else p for p in node._saved]
+    values = [unpack(p) if type(p) is PackedTensor else p for p in node._saved or ()]
     if node.saves_output:
         values.append(Tensor._wrap(unpack_data(node._saved_out), node.device, node, 0))
     return tuple(values)

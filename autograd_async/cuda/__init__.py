@@ -24,7 +24,10 @@ def _cuda(device: Any) -> Device:
 
 def current_device() -> int:
     """The index of this thread's current GPU."""
-    return backend_for(Device("cuda:0")).current_device_index()
+    index = backend_for(Device("cuda:0")).current_device_index()
+    if index is None:  # only a backend without CUDA's current-device rule answers None
+        raise RuntimeError("the cuda device type has no current device here")
+    return index
 
 
 def set_device(device: Any) -> None:

@@ -63,12 +63,15 @@ class DeviceWorker:
         # Checked per access by the CUDA-faithful sim mode's sanitizer (fixed at first sim use).
         self._sanitized = sanitizer_enabled()
         # A backend whose library keeps its own current stream (CuPy): told which one to use.
-        self._use_stream = getattr(self._streams, "use", None)
+        self._use_stream: Callable[[Any], None] | None = getattr(self._streams, "use", None)
         # Devices with real streams (cuda, the CUDA-faithful sim), and every worker while the
         # sanitizer checks accesses, run all nodes on the stream-aware path; the others only
         # nodes recorded on a side stream (one attribute read per node decides).
-        if not self._streams.trivial or self._sanitized:
-            self._execute = self._execute_on_streams
+        self._execute: Callable[[Node, GraphTask, list], tuple] = (
+            self._execute_on_streams
+            if not self._streams.trivial or self._sanitized
+            else self._execute_plain
+        )
         # Gradients for host nodes wait for their device-to-host copy off this thread.
         self._defers_host = not self._host and not self._streams.trivial
         self._thread_names: dict[int, str] = {}
@@ -204,7 +207,7 @@ class DeviceWorker:
         if not self._wake_pending:
             self._wake_pending = True
             try:
-                self.loop.call_soon_threadsafe(self._on_wake)
+                self._started_loop().call_soon_threadsafe(self._on_wake)
             except RuntimeError as exc:  # loop closed: the engine is shutting down
                 self._wake_pending = False
                 self.engine.reject(item, exc, self)
@@ -220,7 +223,7 @@ class DeviceWorker:
             return
         self._wake_pending = True
         try:
-            self.loop.call_soon_threadsafe(self._on_wake)
+            self._started_loop().call_soon_threadsafe(self._on_wake)
         except RuntimeError:  # loop closed: the submit that follows reports it
             self._wake_pending = False
 
@@ -326,10 +329,13 @@ class DeviceWorker:
         self.busy_ns += time.perf_counter_ns() - started
         if ready and not self._resume_pending:
             self._resume_pending = True
-            self.loop.call_soon(self._run_ready)
+            self._started_loop().call_soon(self._run_ready)
 
-    def _execute(self, node: Node, task: GraphTask, inputs: list) -> tuple:
-        """Run one node and route its gradients; returns a node to run next directly, if any."""
+    def _execute_plain(self, node: Node, task: GraphTask, inputs: list) -> tuple:
+        """Run one node and route its gradients; returns a node to run next directly, if any.
+
+        `_execute` is this, or `_execute_on_streams` where every node runs on the stream path.
+        """
         if task.finished:
             return None, None
         if node.is_async:
@@ -382,9 +388,10 @@ class DeviceWorker:
         else:
             task.note_stream(device, stream)
             token = stream_overrides.set({device: stream})
-        switch = self._use_stream is not None and stream is not before
-        if switch:
-            self._use_stream(stream)
+        # Set when the backend's own current stream must switch to the node's and back.
+        use_stream = self._use_stream if stream is not before else None
+        if use_stream is not None:
+            use_stream(stream)
         if grad_enabled.get() is not task.create_graph:
             grad_enabled.set(task.create_graph)
         previous = self.running_task
@@ -423,8 +430,8 @@ class DeviceWorker:
         finally:
             self.running_task = previous
             stream_overrides.reset(token)
-            if switch:
-                self._use_stream(before)
+            if use_stream is not None:
+                use_stream(before)
         self.nodes_run += 1
         return self._route_or_fail(task, node, outputs)
 
@@ -459,7 +466,7 @@ class DeviceWorker:
         Returns the one node made ready here when it outranks everything queued (so the caller
         runs it at once), else (None, None).
         """
-        first = first_inputs = None
+        first: tuple[Node, list] | None = None  # the first local node made ready, its inputs
         more = handoffs = None
         if outputs:
             device = self.device
@@ -470,7 +477,7 @@ class DeviceWorker:
                     inputs = task.deposit(nxt, nr, grad)
                     if inputs is not None:
                         if first is None:
-                            first, first_inputs = nxt, inputs
+                            first = (nxt, inputs)
                         elif more is None:
                             more = [(nxt, inputs)]
                         else:
@@ -481,13 +488,13 @@ class DeviceWorker:
                     handoffs.append((nxt, nr, grad))
         if first is not None and more is None and handoffs is None:
             ready = self.ready
-            if not ready or -((task.reentrant_depth << 64) | first._seq) < ready[0][0]:
-                return first, first_inputs  # this unit of work continues as that node
-            self.push(task, first, first_inputs)
+            if not ready or -((task.reentrant_depth << 64) | first[0]._seq) < ready[0][0]:
+                return first  # this unit of work continues as that node
+            self.push(task, *first)
             return None, None
         delta = -1
         if first is not None:
-            self.push(task, first, first_inputs)
+            self.push(task, *first)
             delta += 1
             if more is not None:
                 for nxt, inputs in more:
@@ -510,6 +517,13 @@ class DeviceWorker:
                 future.set_result(grad)
         return None, None
 
+    def _started_loop(self) -> asyncio.AbstractEventLoop:
+        """The worker's event loop, which `start` made (an error naming the worker before)."""
+        loop = self.loop
+        if loop is None:
+            raise RuntimeError(f"the {self.device} worker has no event loop: it was never started")
+        return loop
+
     def thread_name(self, ident: int) -> str:
         """The name of a thread that has driven this worker (its own, or a reentrant helper)."""
         return self._thread_names.get(ident, f"thread {ident}")
@@ -518,10 +532,11 @@ class DeviceWorker:
         """Remember the calling thread's name for traces (it is about to drive this worker)."""
         names = self._thread_names
         if len(names) > 1024:  # reentrant helper threads come and go: keep the memo bounded
-            own = names.get(self.thread.ident) if self.thread is not None else None
+            own = self.thread.ident if self.thread is not None else None
+            own_name = names.get(own) if own is not None else None
             names.clear()
-            if own is not None:
-                names[self.thread.ident] = own
+            if own is not None and own_name is not None:
+                names[own] = own_name
         names[get_ident()] = threading.current_thread().name
 
     def _record_run(self, sink: Any, node: Node, task: GraphTask, begun: int) -> None:
@@ -543,7 +558,9 @@ class DeviceWorker:
             return
         context = task.context
         context = None if context is None else context.copy()
-        pending = self.loop.create_task(self._run_async_node(node, task, inputs), context=context)
+        pending = self._started_loop().create_task(
+            self._run_async_node(node, task, inputs), context=context
+        )
         self._async_nodes[pending] = task
         pending.add_done_callback(self._async_nodes.pop)
 
@@ -620,4 +637,4 @@ def _evaluate_on(overrides: Any, task: GraphTask, node: Node, inputs: list) -> t
 
 def task_of(item: tuple | GradientFuture) -> GraphTask:
     """The graph task an inbox item belongs to."""
-    return item.task if type(item) is GradientFuture else item[1]
+    return item.task if isinstance(item, GradientFuture) else item[1]

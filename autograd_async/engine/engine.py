@@ -206,6 +206,9 @@ class Engine:
         """Hand the worker to a fresh thread (this one blocks), bounding each thread's stack."""
         context = contextvars.copy_context()
         failure: list[BaseException] = []
+        worker_thread = worker.thread
+        if worker_thread is None:  # a worker drives nodes only once started
+            raise RuntimeError(f"the {worker.device} worker was never started")
 
         def drive() -> None:
             thread_state.worker = worker
@@ -219,7 +222,7 @@ class Engine:
         helper = threading.Thread(
             target=context.run,
             args=(drive,),
-            name=f"{worker.thread.name}:reentrant-depth-{task.reentrant_depth}",
+            name=f"{worker_thread.name}:reentrant-depth-{task.reentrant_depth}",
             daemon=True,
         )
         helper.start()

@@ -161,5 +161,5 @@ def check_writes(node: Node, stream: Any, outputs: tuple) -> None:
         where = nxt.device
         if not sanitizer_watches(where):
             continue  # host memory: written by the host, or by a copy that recorded itself
-        writer = stream if where is device else sanitizer.stream_for(where)
+        writer = stream if where is device else sanitizer.world.launch_stream(where)
         sanitizer.access(_array(grad), where, writer, True, name)

@@ -22,6 +22,7 @@ from ..core.op import Op, torch_type_name
 from ..core.tensor import Tensor
 from ..creation import Generator, default_generator
 from ..devices import Device, enters_device
+from ..dtypes import dtype as DType  # noqa: N812
 from .dual import xp_of, zeros_like
 from .inplace import _commit, _operand, _recording, _snapshot
 from .shape import expand
@@ -191,7 +192,7 @@ def fill_with(input: Tensor, node: type[Op], draw: Draw, *others: Tensor) -> Ten
 
 
 # ------------------------------------------------------------------ the fills
-def _check_float_range(dtype: np.dtype, op: str, low: float, high: float) -> None:
+def _check_float_range(dtype: DType, op: str, low: float, high: float) -> None:
     """PyTorch's bounds check of a float fill's range: `from is out of bounds for float`."""
     limit = float(np.finfo(dtype).max)
     if not -limit <= low <= limit:

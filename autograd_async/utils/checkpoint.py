@@ -53,7 +53,7 @@ class _RngSnapshot:
             default_generator.set_state(self._state)
 
     def __exit__(self, *exc: object) -> None:
-        if self._state is not None:
+        if self._outer is not None:  # taken by __enter__ when there is a state to restore
             default_generator.set_state(self._outer)
 
 

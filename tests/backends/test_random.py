@@ -41,6 +41,24 @@ def test_dropout_follows_the_seed(device):
     assert set(np.unique(first)) <= {0.0, 2.0} and 0 < (first == 0).sum() < 64
 
 
+def test_randperm_under_vmap_draws_one_permutation_per_example(device):
+    # randomness="different" asks the draw for the batch shape first: randperm took that shape
+    # for its length and failed (`'int' object is not iterable`) before drawing per example.
+    rows = aa.zeros(6, 5, device=device)
+    drawn = host(
+        aa.func.vmap(lambda r: aa.randperm(5, device=device) + r, randomness="different")(rows)
+    )
+    assert drawn.shape == (6, 5)
+    for row in drawn:
+        assert sorted(row.tolist()) == [0, 1, 2, 3, 4]
+    assert len({tuple(row) for row in drawn}) > 1  # 6 draws of 120 permutations: not all equal
+    same = host(aa.func.vmap(lambda r: aa.randperm(5, device=device) + r, randomness="same")(rows))
+    assert (same == same[0]).all() and sorted(same[0].tolist()) == [0, 1, 2, 3, 4]
+    inner = aa.func.vmap(lambda r: aa.randperm(3) + r, randomness="different")
+    nested = aa.func.vmap(inner, randomness="different")
+    assert host(nested(aa.zeros(2, 4, 3))).shape == (2, 4, 3)
+
+
 def test_the_same_seed_gives_the_same_values_on_cpu_and_sim():
     aa.manual_seed(11)
     on_cpu = host(aa.randn(8))

@@ -125,7 +125,8 @@ class DataLoader:
 
     @property
     def _index_sampler(self) -> Iterable:
-        return self.batch_sampler if self._auto_collation else self.sampler
+        batches = self.batch_sampler  # set exactly when batches are collated automatically
+        return batches if batches is not None else self.sampler
 
     def __len__(self) -> int:
         if self._iterable:
@@ -157,10 +158,18 @@ class DataLoader:
         if self.persistent_workers:
             self._pool = pool
         try:
-            yield from pooled_batches(pool, fetcher, indices, self.prefetch_factor, self.timeout)
+            yield from pooled_batches(pool, fetcher, indices, self._worker_prefetch(), self.timeout)
         finally:
             if not self.persistent_workers:
                 pool.close()
+
+    def _worker_prefetch(self) -> int:
+        """Batches each worker thread loads ahead: `prefetch_factor`, set whenever there are
+        workers (2 unless given)."""
+        factor = self.prefetch_factor
+        if factor is None:
+            raise ValueError("prefetch_factor must be a number when num_workers > 0")
+        return factor
 
     def _fetcher_for(self, samples: Iterator[Any]) -> IterableFetcher:
         return IterableFetcher(
@@ -183,7 +192,7 @@ class DataLoader:
             self.num_workers,
             self.worker_init_fn,
             self._fetcher_for,
-            self.prefetch_factor,
+            self._worker_prefetch(),
             self.timeout,
         )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Sequence, Sized
 from typing import Any
 
 import numpy as np
@@ -69,7 +69,7 @@ class ConcatDataset(Dataset):
         for d in self.datasets:
             if isinstance(d, IterableDataset):
                 raise TypeError("ConcatDataset does not support IterableDataset")
-        self.cumulative_sizes = list(np.cumsum([len(d) for d in self.datasets]))
+        self.cumulative_sizes = list(np.cumsum([_length(d) for d in self.datasets]))
 
     def __len__(self) -> int:
         return int(self.cumulative_sizes[-1])
@@ -84,10 +84,20 @@ class ConcatDataset(Dataset):
         return self.datasets[which][index - start]
 
 
+def _length(dataset: Dataset) -> int:
+    """The length of a dataset that has one (map-style datasets need not define `__len__`)."""
+    if not isinstance(dataset, Sized):
+        raise TypeError(
+            f"ConcatDataset needs sized datasets; {type(dataset).__name__} has no len()"
+        )
+    return len(dataset)
+
+
 class ChainDataset(IterableDataset):
     """Several iterable datasets streamed one after another."""
 
-    def __init__(self, datasets: Sequence[IterableDataset]) -> None:
+    # Any datasets, as PyTorch's: one that is not iterable is refused when the chain reaches it.
+    def __init__(self, datasets: Sequence[Dataset]) -> None:
         self.datasets = list(datasets)
 
     def __iter__(self) -> Iterator[Any]:

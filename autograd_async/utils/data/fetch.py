@@ -90,13 +90,14 @@ class IterableFetcher:
 
     def next_batch(self) -> Any:
         """The next batch; StopIteration once the stream (or its last full batch) is done."""
-        if not self.auto_collation:
+        size = self.batch_size  # given exactly when batches are collated (an iterable dataset)
+        if not self.auto_collation or size is None:
             return self.collate_fn(next(self.samples))
         batch = []
         for sample in self.samples:
             batch.append(sample)
-            if len(batch) == self.batch_size:
+            if len(batch) == size:
                 break
-        if not batch or (self.drop_last and len(batch) < self.batch_size):
+        if not batch or (self.drop_last and len(batch) < size):
             raise StopIteration
         return self.collate_fn(batch)

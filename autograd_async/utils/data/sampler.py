@@ -98,7 +98,8 @@ class SubsetRandomSampler(Sampler):
 class BatchSampler(Sampler):
     """Groups another sampler's indices into lists of `batch_size` (the last may be short)."""
 
-    def __init__(self, sampler: Iterable[int], batch_size: int, drop_last: bool) -> None:
+    # Indices of whatever kind the dataset takes (an iterable dataset's sampler yields None).
+    def __init__(self, sampler: Iterable[Any], batch_size: int, drop_last: bool) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
             raise ValueError(
                 f"batch_size should be a positive integer value, but got batch_size={batch_size}"
@@ -109,8 +110,8 @@ class BatchSampler(Sampler):
         self.batch_size = batch_size
         self.drop_last = drop_last
 
-    def __iter__(self) -> Iterator[list[int]]:
-        batch: list[int] = []
+    def __iter__(self) -> Iterator[list[Any]]:
+        batch: list[Any] = []
         for index in self.sampler:
             batch.append(index)
             if len(batch) == self.batch_size:

@@ -123,7 +123,7 @@ def streamed_batches(
     dataset splits itself by `get_worker_info()`; batches are taken from the workers in turn.
     """
     stop = threading.Event()
-    outboxes = [queue.Queue(maxsize=prefetch_factor) for _ in range(num_workers)]
+    outboxes: list[queue.Queue] = [queue.Queue(maxsize=prefetch_factor) for _ in range(num_workers)]
     seed = _base_seed()
     context = contextvars.copy_context()
 
