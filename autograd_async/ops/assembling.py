@@ -159,12 +159,12 @@ def broadcast_shapes(*shapes: Any) -> tuple:
                 f"broadcast_shapes(): expected shapes (ints or sequences of ints), got "
                 f"{type(s).__name__}"
             )
-    shapes = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
+    as_tuples = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
     try:
-        return tuple(np.broadcast_shapes(*shapes))
+        return tuple(np.broadcast_shapes(*as_tuples))
     except ValueError:
         raise RuntimeError(
-            f"Shape mismatch: objects cannot be broadcast to a single shape: {shapes}"
+            f"Shape mismatch: objects cannot be broadcast to a single shape: {as_tuples}"
         ) from None
 
 
@@ -177,18 +177,18 @@ def broadcast_tensors(*tensors: Any) -> tuple:
 
 def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple:
     """Coordinate grids of 1-D tensors ('ij': matrix indexing; 'xy': Cartesian)."""
-    tensors = list(_unpack(tensors))
+    inputs = list(_unpack(tensors))
     if indexing not in ("ij", "xy"):
         raise RuntimeError(
             f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}'
         )
-    swap = indexing == "xy" and len(tensors) >= 2
+    swap = indexing == "xy" and len(inputs) >= 2
     if swap:
-        tensors[0], tensors[1] = tensors[1], tensors[0]
-    shape = tuple(t.numel() for t in tensors)
+        inputs[0], inputs[1] = inputs[1], inputs[0]
+    shape = tuple(t.numel() for t in inputs)
     grids = []
-    for i, t in enumerate(tensors):
-        view = [1] * len(tensors)
+    for i, t in enumerate(inputs):
+        view = [1] * len(inputs)
         view[i] = -1
         grids.append(t.reshape(*view).expand(*shape))
     if swap:  # the grids of (y, x) in matrix indexing are those of (x, y) in Cartesian
@@ -198,12 +198,12 @@ def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple:
 
 def cartesian_prod(*tensors: Any) -> Tensor:
     """Every combination of one element from each 1-D tensor, as rows."""
-    tensors = list(_unpack(tensors))
-    for i, t in enumerate(tensors):
+    inputs = list(_unpack(tensors))
+    for i, t in enumerate(inputs):
         require_tensor("cartesian_prod", t, "tensors", i + 1)
-    if len(tensors) == 1:
-        return tensors[0]
-    return stack([g.reshape(-1) for g in meshgrid(*tensors, indexing="ij")], 1)
+    if len(inputs) == 1:
+        return inputs[0]
+    return stack([g.reshape(-1) for g in meshgrid(*inputs, indexing="ij")], 1)
 
 
 def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:

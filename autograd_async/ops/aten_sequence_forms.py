@@ -95,7 +95,7 @@ def embedding_bag(
     else:
         offset2bag = bag_of
         max_indices = _argmax_rows(weight, flat, bag_of, kept, bags)
-    return (output, *(_like(a, weight) for a in (offset2bag, sizes, max_indices)))
+    return output, _like(offset2bag, weight), _like(sizes, weight), _like(max_indices, weight)
 
 
 def _argmax_rows(

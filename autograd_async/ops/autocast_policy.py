@@ -130,16 +130,17 @@ def _lowered(t: Tensor, low: np.dtype, native: bool, state: AutocastState) -> Te
     """`t` for a LOWER op: in `low`, or (without native half matmul) in float32 rounded to it."""
     if t._data.dtype == FLOAT64_DTYPE:
         return t
-    cacheable = state.cache is not None and t._grad_fn is None and t._rg and grad_enabled.get()
-    if cacheable:
-        hit = state.cache.get(id(t))
+    # Only leaves that require grad are cached (PyTorch caches weights, not activations).
+    cache = state.cache if t._grad_fn is None and t._rg and grad_enabled.get() else None
+    if cache is not None:
+        hit = cache.get(id(t))
         if hit is not None and hit[0] is t and hit[1] == t._version and hit[2] == low:
             return hit[3]
     out = _cast(t, low)
     if not native:
         out = _cast(out, FLOAT32_DTYPE)
-    if cacheable:
-        state.cache[id(t)] = (t, t._version, low, out)
+    if cache is not None:
+        cache[id(t)] = (t, t._version, low, out)
     return out
 
 
@@ -334,4 +335,4 @@ def _round_outputs(out: Any, low: np.dtype) -> Any:
 
 
 # Every op's `apply` asks this policy first while autocast is on.
-Op.route_autocast = staticmethod(autocast_call)
+Op.route_autocast = staticmethod(autocast_call)  # type: ignore[method-assign]  # the core's hook

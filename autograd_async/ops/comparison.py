@@ -33,6 +33,8 @@ def _no_grad_op(name: str, fn: Any, *inputs: Any) -> Tensor:
             arrays.append(x._data)
         else:
             arrays.append(scalar(x))
+    if dev is None:  # the public functions check their input first: not reached from them
+        raise TypeError(f"{name}(): expected at least one Tensor argument")
     if dev._entry is None:
         return Tensor._wrap(as_array(fn(*arrays)), dev)
     with launching(dev, name):

@@ -165,6 +165,7 @@ def backward(
             cols = grouped(cols, groups)
             bufs.add_to_weight_grad(cols, swap_last(rows))
         if need[0]:
+            assert gx is not None  # made above when need[0]
             g_cols = bufs.get("g_cols", matrix_t.shape[:-1] + (m * layout.positions,))
             np.matmul(matrix_t, rows, out=g_cols)
             layout.image_into(
@@ -249,6 +250,7 @@ def transposed_backward(
         np.copyto(cols.reshape(part_windows.shape), part_windows)
         cols = grouped(cols, groups)
         if need[0]:
+            assert gx is not None  # made above when need[0]
             rows = bufs.get("g_rows", matrix.shape[:-1] + (m * layout.positions,))
             np.matmul(matrix, cols, out=rows)
             layout.out_into(rows.reshape((c, -1)), gx[start:stop], None)

@@ -24,6 +24,8 @@ class CopySlices(Node):
 
     __slots__ = ("fn", "_region")
 
+    fn: Node | None  # the in-place op's node; None once released
+
     def name(self) -> str:
         """PyTorch's name for this node, which it writes in C++."""
         return "torch::autograd::CopySlices"

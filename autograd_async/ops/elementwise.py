@@ -211,6 +211,7 @@ class ClampBackward1(Op):
         if self._max is not None:
             below = a <= self._max
             keep = below if keep is None else keep & below
+        assert keep is not None  # clamp() refuses two None bounds before recording
         return mul_const(g, keep.astype(g.dtype))
 
 

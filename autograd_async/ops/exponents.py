@@ -7,7 +7,6 @@ softmax weights exp(a - out) and exp(b - out) (base 2 for logaddexp2).
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 from typing import Any
 
 import numpy as np
@@ -16,8 +15,7 @@ from ..core.op import Op, require_tensor, torch_type_name
 from ..core.tensor import Tensor
 from .dual import as_array, data_of, exp, quiet, xp_of
 from .pointwise import _float_pair, _no_complex, _operands, _tensors
-
-frexp_result = namedtuple("frexp", ["mantissa", "exponent"])
+from .return_types import frexp as frexp_result
 
 
 class _LogAddExp(Op):

@@ -416,7 +416,8 @@ def _in_place(name: str, out_of_place: Any) -> Any:
 
     method.__name__ = name
     method.__doc__ = f"In-place `{name.rstrip('_')}`: bumps the version counter."
-    method.__wrapped__ = out_of_place  # its signature, for `inspect` and the type stubs
+    # Its signature, for `inspect` and the type stubs.
+    method.__wrapped__ = out_of_place  # type: ignore[attr-defined]  # a function's attribute
     return method
 
 

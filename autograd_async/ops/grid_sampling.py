@@ -145,6 +145,7 @@ def _sample(flat: Tensor, sizes: tuple[int, ...], coords: list[Tensor], out: tup
         inside = ok if inside is None else inside & ok
         clipped = coord.clamp(0, size - 1).to(dtype="int64")
         index = clipped if index is None else index * size + clipped
+    assert index is not None and inside is not None  # sampling has at least one dimension
     positions = math.prod(out)
     index = index.reshape((n, 1, positions)).expand(n, c, positions)
     values = flat.gather(2, index).reshape((n, c, *out))
@@ -250,9 +251,11 @@ def grid_sample(
         for f, bit in zip(fractions, corner):
             w = f if bit else 1 - f
             weight = w if weight is None else weight * w
+        assert weight is not None  # sampling has at least one dimension
         taps = [low + bit for low, bit in zip(lows, corner)]
         term = _sample(flat, sizes, taps, out) * weight.unsqueeze(1)
         result = term if result is None else result + term
+    assert result is not None  # a grid has at least one corner
     return result
 
 
@@ -269,4 +272,5 @@ def _bicubic(
         ]
         term = _sample(flat, sizes, taps, out) * (weights[0][i] * weights[1][j]).unsqueeze(1)
         result = term if result is None else result + term
+    assert result is not None  # sixteen taps
     return result

@@ -4,7 +4,6 @@ no gradient, as in PyTorch."""
 
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Any
 
 import numpy as np
@@ -12,9 +11,8 @@ import numpy as np
 from ..core.op import require_tensor, torch_type_name
 from ..core.tensor import Tensor
 from .dual import data_of, xp_of
-
-histogram_result = namedtuple("histogram", ["hist", "bin_edges"])
-histogramdd_result = namedtuple("histogramdd", ["hist", "bin_edges"])
+from .return_types import histogram as histogram_result
+from .return_types import histogramdd as histogramdd_result
 
 
 def _host(t: Any) -> Any:

@@ -8,6 +8,8 @@ built from differentiable ops.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..core.op import Op, require_tensor
@@ -27,7 +29,7 @@ class GeqrfBackward0(Op):
     non_differentiable_outputs = (1,)
     complex_conjugate_rule = True
 
-    def forward(self, a: object) -> tuple:
+    def forward(self, a: Any) -> tuple:
         import scipy.linalg.lapack as lapack  # noqa: PLC0415 - only geqrf needs it
 
         xp = xp_of(a)
@@ -44,7 +46,7 @@ class GeqrfBackward0(Op):
             xp.asarray(taus.reshape(a.shape[:-2] + (min(m, n),))),
         )
 
-    def backward(self, *grads: object) -> tuple:
+    def backward(self, *grads: Any) -> tuple:
         raise RuntimeError("the derivative for 'geqrf' is not implemented.")
 
 

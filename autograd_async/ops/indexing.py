@@ -84,7 +84,8 @@ def split_selects(key: tuple) -> tuple[tuple, tuple] | None:
     arrays = [getattr(k, "dtype", None) is not None for k in key]
     if not any(ints) or not any(arrays):
         return None
-    selects, rest = [], []
+    selects: list[Any] = []  # ints, None, Ellipsis and full slices
+    rest: list[Any] = []
     for k, is_int in zip(key, ints):
         if is_int:
             selects.append(k)

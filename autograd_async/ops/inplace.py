@@ -278,7 +278,7 @@ def _recording(t: Tensor, *others: Any, overlap_ok: bool = False) -> bool:
 
 
 # ---------------------------------------------------------------- functions
-def _additive(op: type, t: Tensor, other: Any, alpha: Any) -> Tensor:
+def _additive(op: type[Op], t: Tensor, other: Any, alpha: Any) -> Tensor:
     other = _operand(t, other)
     _check_result_dtype(t, other)
     _check_shape(t, other, op.op_name + "_")

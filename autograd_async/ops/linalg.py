@@ -173,7 +173,7 @@ class EinsumBackward0(Op):
 
     def backward(self, g: Any) -> tuple:
         operands = self.saved(g)
-        grads = []
+        grads: list[Any] = []
         for i, term in enumerate(self._terms):
             if not self.needs_input_grad[i]:
                 grads.append(None)

@@ -5,7 +5,6 @@ lu, lu_solve, lu_unpack and vander, each written with the torch.linalg op it was
 from __future__ import annotations
 
 import warnings
-from collections import namedtuple
 from typing import Any
 
 import numpy as np
@@ -14,11 +13,10 @@ from ..core.op import require_tensor
 from ..core.tensor import Tensor
 from .linalg_solvers import _permutation, lu_factor, solve_triangular
 from .linalg_solvers import lu_solve as _linalg_lu_solve
+from .return_types import lu_unpack as lu_unpack_result
+from .return_types import triangular_solve as triangular_solve_result
 from .shape import cat
 from .triangular import tril, triu
-
-triangular_solve_result = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
-lu_unpack_result = namedtuple("lu_unpack", ["P", "L", "U"])
 
 
 def triangular_solve(

@@ -126,6 +126,7 @@ def plane_indices(winner: Any, win: Windows) -> Any:
     ):
         coord = o * s + k * d - lo
         flat = coord if flat is None else flat * n + coord
+    assert flat is not None  # windows have at least one spatial dimension
     return flat.astype(np.int64, copy=False)
 
 
@@ -154,6 +155,7 @@ class MaxPoolWithIndicesBackward0(Op):
     def backward(self, g: Any, _g_indices: Any = None) -> tuple:
         self.check_released()
         win, winner = self._win, self._winner
+        assert winner is not None  # kept whenever the input needs a gradient
         n, c = self._x_shape[:2]
         if isinstance(g, Tensor):  # create_graph: a scatter node, whose gradient is a gather
             index = plane_indices(winner, win).reshape((n * c, win.out_numel))

@@ -55,6 +55,8 @@ class LinearBackward0(Op):
     saved_inputs = (0, 1)
     saved_for = {0: (1,), 1: (0,)}  # x only for the weight's gradient, the weight for x's
 
+    _new_gx: weakref.ref[Any] | None  # x's gradient, weakly: handed over on release
+
     def forward(self, x: Any, w: Any, b: Any = None) -> Any:
         self._new_gx = None
         if x.ndim > 2 and x.flags.c_contiguous:

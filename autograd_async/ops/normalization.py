@@ -14,7 +14,8 @@ import math
 from typing import Any
 
 from ..core.op import require_kernel_dtype, require_tensor
-from ..core.tensor import Tensor, float32, float64
+from ..core.tensor import Tensor
+from ..dtypes import float32, float64
 from ..grad_mode import no_grad
 from .batch_norm import fused_batch_norm
 from .layer_norm import fused_layer_norm

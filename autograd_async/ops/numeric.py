@@ -336,8 +336,9 @@ def trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Ten
             shape[axis] = n - 1
             spacing = spacing.reshape(*shape)
         return (pairs * spacing).sum(axis) / 2
-    step = dx if dx is not None else (x if isinstance(x, Number) else 1)
-    return pairs.sum(axis) * (step / 2)
+    if dx is None:  # a number in x's place is the spacing too
+        dx = x if isinstance(x, Number) else 1
+    return pairs.sum(axis) * (dx / 2)
 
 
 def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
@@ -353,8 +354,9 @@ def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int =
             shape[axis] = n - 1
             spacing = spacing.reshape(*shape)
         return (pairs * spacing).cumsum(axis) / 2
-    step = dx if dx is not None else (x if isinstance(x, Number) else 1)
-    return pairs.cumsum(axis) * (step / 2)
+    if dx is None:  # a number in x's place is the spacing too
+        dx = x if isinstance(x, Number) else 1
+    return pairs.cumsum(axis) * (dx / 2)
 
 
 def cdist(

@@ -378,6 +378,7 @@ def max_over_windows(x: Tensor, positions: list[Any], out: tuple[int, ...]) -> t
         coord = xp.broadcast_to(at, windows.shape).reshape(flat_shape)
         coord = xp.take_along_axis(coord, winner, axis=-1)[..., 0]
         flat = coord if flat is None else flat * size[i] + coord
+    assert flat is not None  # pooling has at least one spatial dimension
     indices = flat.astype(np.int64, copy=False)
     return gather_trailing(x, indices, dims, out), indices
 

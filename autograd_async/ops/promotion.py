@@ -55,6 +55,8 @@ def result_type(*operands: Any) -> np.dtype:
                 result = default_float()
             else:
                 result = np.dtype("complex128") if result == np.float64 else default_complex()
+    if result is None:
+        raise TypeError("result_type() needs at least one array or Python scalar")
     return result
 
 

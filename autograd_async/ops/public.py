@@ -170,7 +170,7 @@ def torch_functions(names: Iterable[str], namespace: dict, *, with_out: bool = T
         fn = namespace.get(name)
         if inspect.isfunction(fn) and not hasattr(fn, "__wrapped_public__"):
             wrapped[name] = torch_function(name, fn, with_out=with_out)
-            wrapped[name].__wrapped_public__ = True
+            wrapped[name].__wrapped_public__ = True  # type: ignore[attr-defined]  # a marker on the function
     return wrapped
 
 

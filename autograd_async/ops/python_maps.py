@@ -43,7 +43,7 @@ def _converter(dtype: np.dtype) -> Callable[[Any], Any]:
         if kind == "b":
             return bool(value)
         if kind in "iu":
-            return int(value)
+            return int(value)  # type: ignore[call-overload]  # Python and NumPy Reals have __int__
         return value
 
     return convert

@@ -146,8 +146,9 @@ def normal(
         )
     if size is not None:
         raise TypeError("normal(mean, std, size): size is only taken with a float mean and std")
-    if mean_t and std_t:
-        std = _operand(mean, std)
+    if isinstance(mean, Tensor) and isinstance(std, Tensor):
+        same_device: Tensor = _operand(mean, std)  # refuses a std on another device
+        std = same_device
         try:
             np.broadcast_shapes(mean.shape, std.shape)
         except ValueError:
@@ -155,7 +156,7 @@ def normal(
     for t in (mean, std):
         if isinstance(t, Tensor):
             require_floating(t, "normal_kernel_cpu")
-    if std_t:
+    if isinstance(std, Tensor):
         with launching(std.device, "normal"):
             data = std._data
             if data.size and not bool((data >= 0).all()):

@@ -159,7 +159,8 @@ class BernoulliBackward1(RandomFill):
     __slots__ = ("_p_meta",)
     op_name = "bernoulli_"
 
-    def forward(self, a: Any, p: Any, draw: Draw) -> Any:
+    def forward(self, a: Any, *arrays: Any, draw: Draw) -> Any:
+        (p,) = arrays  # the probabilities: `fill_with` passes them as the one other tensor
         self._p_meta = (p.shape, p.dtype)
         return super().forward(a, p, draw=draw)
 
@@ -343,6 +344,7 @@ def _random_range(dtype: np.dtype, args: tuple, kwargs: dict) -> tuple[type[Op],
     """(node, low, high) of `random_`'s closed range [low, high], by PyTorch's overloads:
     `random_()`, `random_(to)`, `random_(from, to)` (`to` None: up to the dtype's top)."""
     unknown = set(kwargs) - {"from", "to"}
+    node: type[Op]
     if unknown or len(args) > 2 or (args and "from" in kwargs) or (len(args) == 2 and kwargs):
         raise TypeError(
             "random_() takes (), (to) or (from, to), positionally or as keywords `from` and "
@@ -439,16 +441,16 @@ def bernoulli_(
 ) -> Tensor:
     """Fill with 1 with probability `p` (a float, or a tensor broadcast to this one), else 0."""
     if isinstance(p, Tensor):
-        p = _operand(input, p)
-        require_floating(p, "bernoulli_tensor_cpu_p_")
+        probs: Tensor = _operand(input, p)
+        require_floating(probs, "bernoulli_tensor_cpu_p_")
 
-        expand(p.detach(), *input.shape)
-        check_probabilities(p)
+        expand(probs.detach(), *input.shape)
+        check_probabilities(probs)
 
         def draw_tensor(dev: Device, shape: tuple, dtype: Any, probs: Any) -> Any:
             return bernoulli_values(generator, dev, shape, dtype, probs)
 
-        return fill_with(input, BernoulliBackward1, draw_tensor, p)
+        return fill_with(input, BernoulliBackward1, draw_tensor, probs)
     p = float(p)
     if not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")

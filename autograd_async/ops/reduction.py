@@ -7,7 +7,6 @@ are dropped, and backward puts them back (`unsqueeze_dims`) before broadcasting 
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 from typing import Any
 
 from ..batching import batchable
@@ -28,10 +27,8 @@ from .dual import (
 )
 from .elementwise import maximum, minimum
 from .promotion import as_float
-
-# What max/min return with a dim: a pair with names, like torch.return_types.max.
-max_result = namedtuple("max", ["values", "indices"])
-min_result = namedtuple("min", ["values", "indices"])
+from .return_types import max as max_result  # what max/min return with a dim
+from .return_types import min as min_result
 
 
 def normalize_dim(dim: int, ndim: int) -> int:

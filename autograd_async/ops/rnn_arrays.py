@@ -73,6 +73,7 @@ def forward_arrays(
         pre = gates[rows]
         recurrent = h_prev @ w_hh_t
         if lstm:
+            assert c is not None and cell_before is not None and extra is not None  # LSTM state
             pre += recurrent
             c_prev = c[:size]
             cell_before[rows] = c_prev
@@ -91,6 +92,7 @@ def forward_arrays(
             else:
                 out[rows] = (pre[:, 3 * hidden :] * tanh_c) @ w_hr.T
         elif gru:
+            assert extra is not None  # allocated for GRU above
             if b_hh is not None:
                 recurrent += b_hh
             r_z = pre[:, : 2 * hidden]
@@ -166,7 +168,9 @@ def backward_arrays(
         dh_t += g_out[rows]
         step = d_pre[rows]
         if lstm:
+            assert dc is not None  # allocated for LSTM above
             if w_hr is not None:
+                assert d_out is not None  # allocated when there is a projection
                 d_out[rows] = dh_t
                 dh_t = dh_t @ w_hr
             dc_t = dc[:size]
@@ -199,7 +203,8 @@ def backward_arrays(
     g_w_hh = d_rec.T @ before if need[4] else None
     g_b_ih = d_pre.sum(axis=0) if need[5] else None
     g_b_hh = d_rec.sum(axis=0) if need[6] else None
-    g_w_hr = d_out.T @ (gates[:, 3 * hidden :] * extra) if need[7] else None
+    # need[7] only when there is a projection (w_hr), hence d_out
+    g_w_hr = d_out.T @ (gates[:, 3 * hidden :] * extra) if need[7] and d_out is not None else None
     return (
         g_x,
         dh if need[1] else None,

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.op import Op, require_tensor
-from ..core.tensor import Tensor, int64
+from ..core.tensor import Tensor
+from ..dtypes import int64
 from .dual import as_array, data_of, mul_const, sum_dims, unsqueeze, where, xp_of
 from .reduction import normalize_dim
 

@@ -36,7 +36,7 @@ class ScatterReduceBackward0(Op):
         touched = xp.zeros(a.shape, bool)
         touched[key] = True
         if not include_self:  # the reduction's identity where src lands
-            identity = {"sum": 0, "mean": 0, "prod": 1}.get(reduce)
+            identity: float | None = {"sum": 0, "mean": 0, "prod": 1}.get(reduce)
             if identity is None:
                 identity = (
                     (-np.inf if reduce == "amax" else np.inf)

@@ -9,6 +9,7 @@ recorded as a copy (`UnsafeViewBackward0`), never as a view.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -152,8 +153,8 @@ class CatBackward0(Op):
         ends = np.cumsum([a.shape[dim] for a in arrays]).tolist()
         self._bounds = tuple(zip([0, *ends[:-1]], ends, strict=True))
         self._dim = dim
-        arrays = [a if a.dtype == dtype else a.astype(dtype) for a in arrays]
-        return xp_of(arrays[0]).concatenate(arrays, axis=dim)
+        promoted = [a if a.dtype == dtype else a.astype(dtype) for a in arrays]
+        return xp_of(promoted[0]).concatenate(promoted, axis=dim)
 
     def backward(self, g: Any) -> tuple:
         lead = (slice(None),) * self._dim
@@ -171,8 +172,8 @@ class StackBackward0(Op):
     def forward(self, *arrays: Any, dim: int) -> Any:
         dtype = result_type(*arrays)
         self._dim = dim
-        arrays = [a if a.dtype == dtype else a.astype(dtype) for a in arrays]
-        return xp_of(arrays[0]).stack(arrays, axis=dim)
+        promoted = [a if a.dtype == dtype else a.astype(dtype) for a in arrays]
+        return xp_of(promoted[0]).stack(promoted, axis=dim)
 
     def backward(self, g: Any) -> tuple:
         lead = (slice(None),) * self._dim
@@ -374,6 +375,8 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     """Drop dimensions of length 1 (all, or those in `dim` that are 1)."""
     shape = input.shape
+    op: type[Op]
+    axes: Iterable[int]
     if dim is None:
         op, axes = SqueezeBackward0, range(input.ndim)
     elif isinstance(dim, int):
@@ -509,7 +512,7 @@ def stack(tensors: Any, dim: int = 0) -> Tensor:
     return StackBackward0.apply(*tensors, dim=axis)
 
 
-def _split(input: Tensor, bounds: list, axis: int, op: type) -> tuple:
+def _split(input: Tensor, bounds: list, axis: int, op: type[Op]) -> tuple:
     pieces = op.apply(input, bounds=tuple(bounds), dim=axis)  # views sharing input's version
     return pieces if isinstance(pieces, tuple) else (pieces,)
 

@@ -9,7 +9,6 @@ gradient back at the picked indices (the key of a gather), so it is differentiab
 
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Any
 
 import numpy as np
@@ -21,10 +20,9 @@ from .dual import as_array, unsqueeze, xp_of
 from .gather import grid_key
 from .indexing import IndexAccumulateBackward0, scatter_into_zeros
 from .reduction import normalize_dim
-
-sort_result = namedtuple("sort", ["values", "indices"])
-topk_result = namedtuple("topk", ["values", "indices"])
-kthvalue_result = namedtuple("kthvalue", ["values", "indices"])
+from .return_types import kthvalue as kthvalue_result
+from .return_types import sort as sort_result
+from .return_types import topk as topk_result
 
 
 def order(a: Any, axis: int, descending: bool) -> Any:
@@ -89,7 +87,7 @@ class KthvalueBackward0(_Pick):
     op_name = "kthvalue"
 
 
-def _apply(op: type, input: Tensor, dim: int, **kwargs: Any) -> tuple:
+def _apply(op: type[Op], input: Tensor, dim: int, **kwargs: Any) -> tuple:
     """Run a pick op; a 0-d input is treated as one element along dim 0."""
     axis = normalize_dim(dim, input.ndim)
     if input.ndim == 0:

@@ -91,7 +91,8 @@ class _Unary(Op):
     """A float op of one input: `compute` on arrays, `slope` on arrays or Tensors."""
 
     __slots__ = ()
-    saved_inputs = (0,)
+    # Annotated as Op's is: subclasses that save their output instead save no input.
+    saved_inputs: ClassVar[tuple[int, ...]] = (0,)
 
     @staticmethod
     def compute(a: Any) -> Any:

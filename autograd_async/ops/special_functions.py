@@ -60,10 +60,11 @@ class _ScipyUnary(Op):
     saves_output = True
     scipy_name: ClassVar[str] = ""
 
-    def forward(self, a: Any, **params: Any) -> Any:
-        return self.compute(as_float(a), **params)
+    # Subclasses with parameters of their own (polygamma's n) take them after `a`.
+    def forward(self, a: Any, *args: Any, **params: Any) -> Any:
+        return self.compute(as_float(a), *args, **params)
 
-    def compute(self, a: Any, **params: Any) -> Any:
+    def compute(self, a: Any, *args: Any, **params: Any) -> Any:
         """The op on a float array."""
         return scipy_special(self.scipy_name, a)
 
@@ -85,7 +86,7 @@ def _unary_op(name: str, scipy_name: str, slope: Any = None, **extra: Any) -> ty
     return type(name, (_ScipyUnary,), body)
 
 
-def _call(cls: type[Op], x: Any, **params: Any) -> Any:
+def _call(cls: type[_ScipyUnary], x: Any, **params: Any) -> Any:
     """The op `cls` of a Tensor (recorded) or of an array (plain): slopes built from ops."""
     if isinstance(x, Tensor):
         return cls.apply(x, **params)
@@ -159,10 +160,11 @@ I0Backward0 = _unary_op("I0Backward0", "i0", lambda x, y: _call(SpecialI1Backwar
 SpecialI0EBackward0 = _unary_op(
     "SpecialI0EBackward0", "i0e", lambda x, y: _call(SpecialI1EBackward0, x) - _sign(x) * y
 )
-SpecialI1Backward0 = _unary_op(
+# Annotated: the slopes above name these two before they are made.
+SpecialI1Backward0: type[_ScipyUnary] = _unary_op(
     "SpecialI1Backward0", "i1", lambda x, y: _call(I0Backward0, x) - _safe_div(y, x, 0.5)
 )
-SpecialI1EBackward0 = _unary_op(
+SpecialI1EBackward0: type[_ScipyUnary] = _unary_op(
     "SpecialI1EBackward0",
     "i1e",
     lambda x, y: _call(SpecialI0EBackward0, x) - y * _sign(x) - _safe_div(y, x, 0.5),
@@ -364,7 +366,7 @@ class IgammacBackward0(_IncompleteGamma):
     torch_name = "igammac"
 
 
-def _call_binary(cls: type[Op], a: Any, b: Any) -> Any:
+def _call_binary(cls: type[_ScipyBinary], a: Any, b: Any) -> Any:
     if isinstance(a, Tensor) or isinstance(b, Tensor):
         return cls.apply(a, b)
     return scipy_special(cls.scipy_name, a, b)

@@ -189,7 +189,7 @@ def _quantile(
     counts = (~xp.isnan(x._data)).sum(axis=axis, keepdims=True) if ignore_nan else None
     outs = []
     for qv in qs:
-        if ignore_nan:
+        if counts is not None:  # ignore_nan
             last = xp.maximum(counts - 1, 0).astype(np.float64)
         else:
             has_nan = xp.isnan(x._data).any(axis=axis, keepdims=True)

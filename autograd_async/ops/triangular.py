@@ -85,7 +85,7 @@ class DiagonalBackward0_copy(Op):  # noqa: N801 - PyTorch's node name
         return out
 
 
-def _matrix_op(name: str, op: type) -> Any:
+def _matrix_op(name: str, op: type[Op]) -> Any:
     def triangle(input: Tensor, diagonal: int = 0) -> Tensor:
         if input.ndim < 2:
             raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")

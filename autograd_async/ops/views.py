@@ -241,4 +241,4 @@ METHODS = {"view_as": view_as}
 
 # A stale view is regenerated through its tensor (`history.refresh_if_stale`): the op it needs
 # lives here, above the tensor.
-Tensor._regenerate_view = regenerate_view
+Tensor._regenerate_view = regenerate_view  # type: ignore[method-assign,assignment]  # a hook
