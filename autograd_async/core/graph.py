@@ -84,7 +84,8 @@ class RemovableHandle:
 
     __slots__ = ("_container", "_hook")
 
-    def __init__(self, container: list, hook: Callable) -> None:
+    def __init__(self, container: list, hook: object) -> None:
+        # `hook` is whatever the container holds for it: a function, or a module's HookEntry.
         self._container = container
         self._hook = hook
 

@@ -261,11 +261,12 @@ class Client:
         if task is None:  # one attempt at a time per worker, shared by concurrent callers
             task = loop.create_task(self._open(worker, address))
             self._connecting[worker] = task
-            task.add_done_callback(
-                lambda t, w=worker: (
-                    self._connecting.pop(w, None) if self._connecting.get(w) is t else None
-                )
-            )
+
+            def forget(t: asyncio.Task[Channel]) -> None:
+                if self._connecting.get(worker) is t:  # not a newer attempt's task
+                    self._connecting.pop(worker, None)
+
+            task.add_done_callback(forget)
         return await asyncio.shield(task)
 
     async def _open(self, worker: str, address: Any) -> Channel:

@@ -69,9 +69,12 @@ def pack_args(args: Sequence[Any]) -> tuple[list[dict], list[np.ndarray], list[b
         if isinstance(arg, Tensor | np.ndarray):
             specs.append({"tensor": len(arrays)})
             arrays.append(host_array(arg))
-            is_tensor = isinstance(arg, Tensor)
-            flags.append(bool(is_tensor and arg.requires_grad))
-            tensors.append(arg if is_tensor else None)
+            if isinstance(arg, Tensor):
+                flags.append(bool(arg.requires_grad))
+                tensors.append(arg)
+            else:
+                flags.append(False)
+                tensors.append(None)
         else:
             check_simple(arg, f"argument {i}")
             specs.append({"value": arg})

@@ -65,7 +65,9 @@ _PREAUTH_LIMITS = {"first_frame_bytes": 64 * 1024, "first_header_bytes": 16 * 10
 _CLOSE_GRACE = 5.0
 
 Arrays = list[np.ndarray]
-Handler = Callable[["ConnectionInfo", str, dict[str, Any], Arrays], Awaitable[tuple[dict, Any]]]
+# (result map, arrays), returned or awaited: the server takes a plain function or a coroutine one.
+Reply = tuple[dict, Any]
+Handler = Callable[["ConnectionInfo", str, dict[str, Any], Arrays], Awaitable[Reply] | Reply]
 
 
 class ConnectionState(enum.Enum):

@@ -143,7 +143,8 @@ class _MemoryEnd(asyncio.Transport):
             return
         while self._outgoing and peer._reading and not peer.is_closing():
             chunk = self._outgoing[0]
-            buffer = peer._protocol.get_buffer(len(chunk))
+            # Any writable buffer the protocol lends, seen through a memoryview to size and fill.
+            buffer = memoryview(peer._protocol.get_buffer(len(chunk)))
             n = min(len(buffer), len(chunk))
             buffer[:n] = chunk[:n]
             if n == len(chunk):

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from .errors import ProtocolError
-from .schema import MessageRegistry, NonNegativeInt
+from .schema import MessageRegistry, NonNegativeInt, list_of
 
 __all__ = [
     "BACKWARD",
@@ -75,7 +75,7 @@ BACKWARD = _declare(
     required={
         "context_id": NonNegativeInt,
         "call_id": NonNegativeInt,
-        "outputs": list[NonNegativeInt],
+        "outputs": list_of(NonNegativeInt),
         "retain_graph": bool,
     },
     arrays=True,

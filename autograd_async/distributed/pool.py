@@ -82,7 +82,7 @@ class ReceivePool:
     def _make_room(self, nbytes: int) -> None:
         """Drop idle buffers (smallest first) until `nbytes` more would fit."""
         order = sorted(range(len(self._buffers)), key=lambda i: self._buffers[i].nbytes)
-        doomed = set()
+        doomed: set[int] = set()
         held = self.pooled_bytes
         for i in order:
             if len(self._buffers) - len(doomed) < self.max_buffers and held + nbytes <= (
@@ -116,4 +116,4 @@ def _lend(buf: np.ndarray, nbytes: int, dtype: np.dtype, shape: tuple[int, ...])
     without a copy) sees a new owner per loan rather than the pool's long-lived buffer; the
     view still holds a reference to the buffer for as long as any array of the loan lives.
     """
-    return np.frombuffer(memoryview(buf)[:nbytes], dtype).reshape(shape)
+    return np.frombuffer(buf.data[:nbytes], dtype).reshape(shape)

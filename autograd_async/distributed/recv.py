@@ -62,7 +62,8 @@ class RemoteCall:
         ctx = self.context
         ctx.check_open()
         n_inputs = len(self.input_meta)
-        slots = [i for i, g in enumerate(grads) if g is not None]
+        given = [(i, g) for i, g in enumerate(grads) if g is not None]
+        slots = [i for i, _ in given]
         if not slots:
             return [None] * n_inputs
         kwargs = {
@@ -71,7 +72,7 @@ class RemoteCall:
             "outputs": slots,
             "retain_graph": ctx.retain_graph,
         }
-        arrays = [host_array(grads[i]) for i in slots]
+        arrays = [host_array(g) for _, g in given]
         result, received = await self.client.request(
             self.worker, methods.BACKWARD, kwargs, arrays, context_id=ctx.id
         )

@@ -37,6 +37,7 @@ __all__ = [
     "NonNegativeInt",
     "SimpleMap",
     "get_message_spec",
+    "list_of",
     "register_core_messages",
     "register_message",
     "wire_dtype_name",
@@ -215,6 +216,12 @@ class _SimpleMap(FieldType):
 SimpleMap: FieldType = _SimpleMap()
 ArrayIndex: FieldType = _ArrayIndex()
 NonNegativeInt: FieldType = _NonNegativeInt()
+
+
+def list_of(item: Any) -> FieldType:
+    """A list of `item`s, for the items that are FieldTypes (`list_of(NonNegativeInt)`): the
+    spelling `list[NonNegativeInt]` works too, but type checkers refuse an object inside []."""
+    return _ListOf(as_field_type(item))
 
 
 def as_field_type(spec: Any) -> FieldType:

@@ -344,7 +344,7 @@ class Server:
         self.handshake_log = LogLimiter(logger)
         self.registry = registry
         self._state = ConnectionState.UNOPENED
-        self._server: asyncio.AbstractServer | None = None
+        self._server: asyncio.Server | None = None
         self._connections: set[_ServerProtocol] = set()
         self._ids = itertools.count(1)
         self.draining = False

@@ -20,7 +20,7 @@ import sys
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -107,7 +107,7 @@ def _wire_array(value: Any) -> tuple[np.ndarray, str]:
 
 def _byte_view(arr: np.ndarray) -> memoryview:
     """A flat uint8 memoryview of a contiguous array (works for 0-d and complex too)."""
-    return memoryview(arr.reshape(-1).view(np.uint8))
+    return arr.reshape(-1).view(np.uint8).data
 
 
 def encode_frame(
@@ -491,10 +491,12 @@ class FrameProtocol(asyncio.BufferedProtocol):
 
     # -- asyncio callbacks -------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # uvloop's are not subclasses
+        # A stream transport, though uvloop's are not subclasses of asyncio.Transport.
+        stream = cast(asyncio.Transport, transport)
+        self.transport = stream
         # The stdlib's generic writelines joins its chunks (a full copy); write them one by
         # one there. uvloop and newer asyncio transports gather them without copying.
-        self._writelines = type(transport).writelines is not asyncio.WriteTransport.writelines
+        self._writelines = type(stream).writelines is not asyncio.WriteTransport.writelines
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.reader.get_buffer(sizehint)

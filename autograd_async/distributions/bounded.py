@@ -7,8 +7,9 @@ import math
 from numbers import Number
 from typing import Any
 
-from ..core.tensor import Tensor, float64
+from ..core.tensor import Tensor
 from ..creation import empty, ones_like, rand, zeros_like
+from ..dtypes import float64
 from ..grad_mode import no_grad
 from ..nn.functional import binary_cross_entropy_with_logits
 from ..ops.distribution_math import log_bessel_i

@@ -3,7 +3,7 @@ TransformedDistribution (a base pushed through transforms) and MixtureSameFamily
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from ..core.tensor import Tensor
 from ..grad_mode import no_grad
@@ -145,7 +145,7 @@ class TransformedDistribution(Distribution):
         cut = len(forward_shape) - event_dim
         super().__init__(forward_shape[:cut], forward_shape[cut:], validate_args=validate_args)
 
-    def expand(self, batch_shape: Any, _instance: Any = None) -> TransformedDistribution:
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Self:
         new = self._get_checked_instance(TransformedDistribution, _instance)
         batch_shape = as_shape(batch_shape)
         shape = batch_shape + self.event_shape

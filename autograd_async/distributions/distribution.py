@@ -205,7 +205,7 @@ class Distribution:
                 f"distribution {self!r}, but found invalid values:\n{value}"
             )
 
-    def _get_checked_instance(self, cls: type, _instance: Any = None) -> Any:
+    def _get_checked_instance(self, cls: type[Distribution], _instance: Any = None) -> Any:
         if _instance is None and type(self).__init__ != cls.__init__:
             raise NotImplementedError(
                 f"Subclass {self.__class__.__name__} of {cls.__name__} that defines a custom "
@@ -262,7 +262,9 @@ class ExponentialFamily(Distribution):
     def _natural_params(self) -> tuple[Tensor, ...]:
         raise NotImplementedError
 
-    def _log_normalizer(self, *natural_params: Tensor) -> Tensor:
+    def _log_normalizer(self, *natural_params: Any, **_: Any) -> Tensor:
+        # Each family names its own natural parameters (Normal two, Poisson one): a signature
+        # of (*Any, **Any) is the one that lets every override do so.
         raise NotImplementedError
 
     @property

@@ -6,8 +6,8 @@ samples are normalised Gamma samples, whose gradient flows through each Gamma dr
 
 from __future__ import annotations
 
-from numbers import Number
-from typing import Any
+from numbers import Number, Real
+from typing import Any, Self
 
 from ..core.tensor import Tensor
 from ..creation import tensor
@@ -45,7 +45,7 @@ class Gamma(ExponentialFamily):
             batch_shape = tuple(self.rate.shape)
         super().__init__(batch_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape: Any, _instance: Any = None) -> Gamma:
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Self:
         return _expanded(self, Gamma, ("concentration", "rate"), batch_shape, _instance)
 
     @property
@@ -284,7 +284,7 @@ class Beta(ExponentialFamily):
     def __init__(
         self, concentration1: Any, concentration0: Any, validate_args: bool | None = None
     ) -> None:
-        if isinstance(concentration1, Number) and isinstance(concentration0, Number):
+        if isinstance(concentration1, Real) and isinstance(concentration0, Real):
             concentration1_concentration0 = tensor([float(concentration1), float(concentration0)])
         else:
             concentration1, concentration0 = broadcast_all(concentration1, concentration0)

@@ -13,7 +13,7 @@ from .bounded import ContinuousBernoulli
 from .categorical import Categorical, OneHotCategorical
 from .combinators import Independent, TransformedDistribution
 from .count_distributions import Bernoulli, Binomial, Geometric, Poisson
-from .distribution import ExponentialFamily
+from .distribution import Distribution, ExponentialFamily
 from .gamma import Beta, Dirichlet, Exponential, Gamma
 from .kl import batch_trace_xxt, kl_divergence, register_kl
 from .multivariate_normal import (
@@ -153,7 +153,7 @@ def _kl_laplace_laplace(p: Laplace, q: Laplace) -> Tensor:
     return t1 + t2 + t3 - 1
 
 
-def _same_event_shape(p: object, q: object, what: str) -> None:
+def _same_event_shape(p: Distribution, q: Distribution, what: str) -> None:
     if p.event_shape != q.event_shape:
         raise ValueError(
             f"KL-divergence between two {what} with different event shapes cannot be computed"

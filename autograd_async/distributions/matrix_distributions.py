@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from numbers import Number
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -136,7 +136,7 @@ class Wishart(Distribution):
                 "scale_tril must be at least two-dimensional, with optional leading batch "
                 "dimensions"
             )
-        if isinstance(df, Number):
+        if isinstance(df, Real):
             batch_shape = tuple(param.shape[:-2])
             self.df = tensor(float(df), dtype=param.dtype, device=param.device)
         else:
@@ -167,6 +167,7 @@ class Wishart(Distribution):
         elif covariance_matrix is not None:
             self._unbroadcasted_scale_tril = cholesky(covariance_matrix)
         else:
+            assert precision_matrix is not None  # exactly one of the three: checked above
             self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
         self._dist_chi2 = self._chi2(batch_shape)
 

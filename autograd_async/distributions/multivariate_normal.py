@@ -100,6 +100,7 @@ class MultivariateNormal(Distribution):
         elif covariance_matrix is not None:
             self._unbroadcasted_scale_tril = cholesky(covariance_matrix)
         else:
+            assert precision_matrix is not None  # exactly one of the three: checked above
             self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> MultivariateNormal:

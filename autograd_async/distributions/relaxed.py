@@ -102,6 +102,7 @@ def _log(x: float) -> float:
 class RelaxedBernoulli(TransformedDistribution):
     """The sigmoid of a LogitRelaxedBernoulli: a reparameterisable relaxation of Bernoulli."""
 
+    base_dist: LogitRelaxedBernoulli
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
     has_rsample = True
@@ -203,6 +204,7 @@ class ExpRelaxedCategorical(Distribution):
 class RelaxedOneHotCategorical(TransformedDistribution):
     """The exp of an ExpRelaxedCategorical: the Gumbel-softmax relaxation of OneHotCategorical."""
 
+    base_dist: ExpRelaxedCategorical
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.simplex
     has_rsample = True

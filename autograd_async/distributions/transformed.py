@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import math
 from numbers import Number
-from typing import Any
+from typing import Any, cast
 
 from ..core.tensor import Tensor
 from ..creation import full_like, ones_like, zeros_like
 from ..ops.distribution_math import digamma, lgamma
 from ..ops.elementwise import where
 from . import constraints
-from .combinators import TransformedDistribution
+from .combinators import Independent, TransformedDistribution
 from .gamma import Exponential, Gamma
 from .normal import Cauchy, Normal, Uniform
 from .transforms import (
@@ -37,7 +37,12 @@ __all__ = [
 ]
 
 
-def _expand_as(self: TransformedDistribution, cls: type, batch_shape: Any, _instance: Any):
+def _expand_as(
+    self: TransformedDistribution,
+    cls: type[TransformedDistribution],
+    batch_shape: Any,
+    _instance: Any,
+) -> Any:
     new = self._get_checked_instance(cls, _instance)
     return TransformedDistribution.expand(self, batch_shape, _instance=new)
 
@@ -45,6 +50,7 @@ def _expand_as(self: TransformedDistribution, cls: type, batch_shape: Any, _inst
 class LogNormal(TransformedDistribution):
     """exp(X) for X ~ Normal(loc, scale)."""
 
+    base_dist: Normal
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.positive
     has_rsample = True
@@ -86,6 +92,7 @@ class LogNormal(TransformedDistribution):
 class HalfNormal(TransformedDistribution):
     """|X| for X ~ Normal(0, scale)."""
 
+    base_dist: Normal
     arg_constraints = {"scale": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
@@ -135,6 +142,7 @@ class HalfNormal(TransformedDistribution):
 class HalfCauchy(TransformedDistribution):
     """|X| for X ~ Cauchy(0, scale)."""
 
+    base_dist: Cauchy
     arg_constraints = {"scale": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
@@ -399,6 +407,7 @@ class Kumaraswamy(TransformedDistribution):
 class InverseGamma(TransformedDistribution):
     """1 / X for X ~ Gamma(concentration, rate)."""
 
+    base_dist: Gamma
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.positive
     has_rsample = True
@@ -444,6 +453,7 @@ class InverseGamma(TransformedDistribution):
 class LogisticNormal(TransformedDistribution):
     """The stick-breaking image of Normal(loc, scale): a distribution on the simplex."""
 
+    base_dist: Independent
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.simplex
     has_rsample = True
@@ -458,11 +468,16 @@ class LogisticNormal(TransformedDistribution):
         return _expand_as(self, LogisticNormal, batch_shape, _instance)
 
     @property
+    def _normal(self) -> Normal:
+        # The base is the Normal made one event by Independent (for the stick-breaking).
+        return cast(Normal, self.base_dist.base_dist)
+
+    @property
     def loc(self) -> Tensor:
         """The mean of the underlying Normal distribution."""
-        return self.base_dist.base_dist.loc
+        return self._normal.loc
 
     @property
     def scale(self) -> Tensor:
         """The standard deviation of the underlying Normal distribution."""
-        return self.base_dist.base_dist.scale
+        return self._normal.scale

@@ -4,7 +4,7 @@ transforms, beside the combinators of `transform_base`."""
 from __future__ import annotations
 
 import math
-from numbers import Number
+from numbers import Number, Real
 from typing import Any
 
 import numpy as np
@@ -268,7 +268,7 @@ class AffineTransform(Transform):
 
     @property
     def sign(self) -> Any:  # type: ignore[override]
-        if isinstance(self.scale, Number):
+        if isinstance(self.scale, Real):
             return 1 if float(self.scale) > 0 else -1 if float(self.scale) < 0 else 0
         return self.scale.sign()
 
@@ -281,7 +281,7 @@ class AffineTransform(Transform):
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
         shape = tuple(x.shape)
         scale = self.scale
-        if isinstance(scale, Number):
+        if isinstance(scale, Real):
             result = x.new_full(shape, math.log(abs(scale)))
         else:
             result = scale.abs().log()

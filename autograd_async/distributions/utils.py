@@ -82,7 +82,8 @@ class lazy_property:  # noqa: N801 - PyTorch's name
 
     def __init__(self, wrapped: Any) -> None:
         self.wrapped = wrapped
-        update_wrapper(self, wrapped)
+        # Copies the name and docstring onto any object; typeshed asks for a callable.
+        update_wrapper(self, wrapped)  # type: ignore[arg-type]
 
     def __get__(self, instance: Any, obj_type: Any = None) -> Any:
         if instance is None:

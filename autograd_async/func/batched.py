@@ -31,6 +31,7 @@ class BatchedTensor(Tensor):
     """A tensor under `vmap`: `value` holds all examples, dim 0 being this level's batch."""
 
     __slots__ = ("value", "_vmap_level")
+    value: Tensor
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -91,6 +92,11 @@ class BatchedTensor(Tensor):
         """The batched value's data, batched the same way."""
         return batched(self.value.data, self._vmap_level)
 
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        # As before this setter existed: a batched tensor's data is its value's, set there.
+        raise AttributeError("vmap: cannot set .data of a batched tensor; set its value's")
+
     def detach(self) -> Tensor:
         """The batched value detached, batched the same way."""
         return batched(self.value.detach(), self._vmap_level)
@@ -103,7 +109,7 @@ class BatchedTensor(Tensor):
         """Refused under vmap, as PyTorch does."""
         raise RuntimeError(ITEM_MESSAGE)
 
-    def numpy(self) -> Any:
+    def numpy(self, *, force: bool = False) -> Any:
         """Refused under vmap."""
         raise RuntimeError(ITEM_MESSAGE)
 

@@ -14,15 +14,16 @@ from collections.abc import Callable
 from typing import Any
 
 from ..batching import vmap_levels
+from ..core.op import Op
 from ..core.tensor import Tensor
 from ..ops.shape import stack
 from ..ops.views import select
 from .batched import BatchedTensor, batched, level_size, top_level, unwrap
 
 # Op class -> rule(cls, level, inputs, kwargs); function name -> rule(fn, level, args, kwargs).
-OP_RULES: dict[type, Callable[..., Any]] = {}
+# An op class seen without a rule of its own or of a base is kept with None.
+OP_RULES: dict[type, Callable[..., Any] | None] = {}
 FUNCTION_RULES: dict[str, Callable[..., Any]] = {}
-_UNSEEN = object()
 # The ops that ran per example already, so that each is named once.
 _WARNED: set[str] = set()
 
@@ -59,11 +60,12 @@ def wrap_out(out: Any, level: int) -> Any:
     return out
 
 
-def dispatch_op(cls: type, inputs: tuple, kwargs: dict) -> Any:
+def dispatch_op(cls: type[Op], inputs: tuple, kwargs: dict) -> Any:
     """Run op `cls` on inputs of which some are batched."""
     level = top_level(inputs)
-    rule = OP_RULES.get(cls, _UNSEEN)
-    if rule is _UNSEEN:  # a subclass made later (per arity, say) follows its base's rule
+    if cls in OP_RULES:
+        rule = OP_RULES[cls]
+    else:  # a subclass made later (per arity, say) follows its base's rule
         rule = OP_RULES[cls] = next(
             (OP_RULES[base] for base in cls.__mro__[1:] if OP_RULES.get(base)), None
         )

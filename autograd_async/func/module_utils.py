@@ -13,7 +13,9 @@ def _owner(module: Module, name: str) -> tuple[Module, str]:
     """The submodule holding `name` (dotted) and the attribute's own name."""
     *path, leaf = name.split(".")
     for part in path:
-        module = module._modules[part]
+        child = module._modules[part]
+        assert child is not None  # `name` is one of the module's own, reached through children
+        module = child
     return module, leaf
 
 
@@ -46,7 +48,7 @@ def functional_call(
             given.update(d)
     args = () if args is None else args if isinstance(args, tuple) else (args,)
     kwargs = {} if kwargs is None else kwargs
-    own = dict(module.named_parameters(remove_duplicate=False))
+    own: dict[str, Tensor] = dict(module.named_parameters(remove_duplicate=False))
     own.update(dict(module.named_buffers(remove_duplicate=False)))
     if tie_weights:  # a name left out takes the tensor given for a name it is tied to
         by_identity: dict[int, list[str]] = {}
@@ -75,7 +77,10 @@ def functional_call(
             if name not in own:
                 continue
             owner, attr = _owner(module, name)
-            store = owner._parameters if attr in owner._parameters else owner._buffers
+            # Any tensor goes in, as a parameter's stand-in, for the call.
+            store: dict[str, Any] = (
+                owner._parameters if attr in owner._parameters else owner._buffers
+            )
             swapped.append((store, attr, store[attr]))
             store[attr] = value
         return module(*args, **kwargs)

@@ -138,7 +138,7 @@ def _convolution(cls: type[Op], level: int, inputs: tuple, kwargs: dict) -> Any:
     xs = vx.transpose(0, 1).reshape((n, size * c) + spatial)
     ws = vw.reshape((size * vw.shape[1],) + tuple(vw.shape[2:]))
     args = [xs, ws]
-    if b is not None:
+    if vb is not None:  # (there is a bias)
         if not b_batched:
             vb = vb.unsqueeze(0).expand((size,) + tuple(vb.shape))
         args.append(vb.reshape((-1,)))

@@ -189,6 +189,7 @@ def _join_chunks(chunks: list, out_dims: Any) -> Any:
     flats = [tree_flatten(c) for c in chunks]
     spec = flats[0][1]
     dims = broadcast_prefix(out_dims, spec)
+    assert dims is not None  # each chunk's outputs passed the check of _outputs
     joined = []
     for i, d in enumerate(dims):
         parts = [f[0][i] for f in flats]

@@ -37,6 +37,13 @@ def _project(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     return out if bias is None else out + bias
 
 
+def _given(weight: Tensor | None, name: str, separate: bool) -> Tensor:
+    """`weight`, which the projection mode `separate` needs: PyTorch's error when it is None."""
+    if weight is None:
+        raise AssertionError(f"use_separate_proj_weight is {separate} but {name} is None")
+    return weight
+
+
 def multi_head_attention_forward(
     query: Tensor,
     key: Tensor,
@@ -94,13 +101,13 @@ def multi_head_attention_forward(
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
     if use_separate_proj_weight:
         biases = (None,) * 3 if in_proj_bias is None else in_proj_bias.chunk(3)
-        q = _project(query, q_proj_weight, biases[0])
-        k = _project(key, k_proj_weight, biases[1])
-        v = _project(value, v_proj_weight, biases[2])
+        q = _project(query, _given(q_proj_weight, "q_proj_weight", True), biases[0])
+        k = _project(key, _given(k_proj_weight, "k_proj_weight", True), biases[1])
+        v = _project(value, _given(v_proj_weight, "v_proj_weight", True), biases[2])
     else:
-        weights = in_proj_weight.chunk(3)
+        packed = _given(in_proj_weight, "in_proj_weight", False).chunk(3)
         biases = (None,) * 3 if in_proj_bias is None else in_proj_bias.chunk(3)
-        q, k, v = (_project(x, w, b) for x, w, b in zip((query, key, value), weights, biases))
+        q, k, v = (_project(x, w, b) for x, w, b in zip((query, key, value), packed, biases))
     if attn_mask is not None and attn_mask.dim() == 2:
         if tuple(attn_mask.shape) != (tgt_len, key.shape[0]):
             raise RuntimeError(

@@ -39,12 +39,13 @@ _SHAPE_UNKNOWN = (
 )
 
 
-class _Uninitialized:
+class _Uninitialized(Tensor):
     """What uninitialised parameters and buffers share: no shape until `materialize` gives one.
 
     The tensor holds an empty array of its future dtype on its future device, so moving the
     module (`.to`, `.double()`) moves it too; `materialize` replaces the array and turns the
     object into its `cls_to_become`, so whoever holds it (an optimizer) holds the real one.
+    A Tensor itself (with no slots of its own), so that it can read and replace the array.
     """
 
     __slots__ = ()
@@ -61,17 +62,17 @@ class _Uninitialized:
 
     def detach(self) -> Tensor:
         """Itself: state_dict keeps the uninitialised object, as PyTorch's does."""
-        return self  # type: ignore[return-value]
+        return self
 
     def materialize(self, shape: Any, device: Any = None, dtype: Any = None) -> None:
         """Give the tensor `shape` (uninitialised values) and make it a `cls_to_become`."""
         made = empty(
             tuple(shape) if not isinstance(shape, int) else (shape,),
-            device=self.device if device is None else device,  # type: ignore[attr-defined]
-            dtype=self._data.dtype if dtype is None else dtype,  # type: ignore[attr-defined]
+            device=self.device if device is None else device,
+            dtype=self._data.dtype if dtype is None else dtype,
         )
-        self._data = made._data  # type: ignore[attr-defined]
-        self.device = made.device  # type: ignore[attr-defined]
+        self._data = made._data
+        self.device = made.device
         self.__class__ = self.cls_to_become
 
     def __repr__(self) -> str:

@@ -131,7 +131,7 @@ class LBFGS(Optimizer):
         t = state.get("t")
         old_dirs = [_array(v) for v in state.get("old_dirs") or []]
         old_stps = [_array(v) for v in state.get("old_stps") or []]
-        ro = state.get("ro")
+        ro: list[Any] = state.get("ro", [])
         h_diag = state.get("H_diag")
         prev_flat_grad = _array(state.get("prev_flat_grad"))
         prev_loss = state.get("prev_loss")

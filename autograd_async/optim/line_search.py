@@ -63,7 +63,8 @@ def strong_wolfe(
     f_new, g_new = evaluate(t)
     evaluations = 1
     gtd_new = g_new.dot(d)
-    t_prev, f_prev, g_prev, gtd_prev = 0, f, g, gtd
+    t_prev: float = 0
+    f_prev, g_prev, gtd_prev = f, g, gtd
     done = False
     ls_iter = 0
     bracket: list[Any] = []

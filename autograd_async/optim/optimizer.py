@@ -108,6 +108,9 @@ class Optimizer:
 
     # PyTorch's name for the wrapper that runs the step hooks around a step function.
     profile_hook_step = staticmethod(_with_step_hooks)
+    # Set by the first step (see _with_step_hooks); unset until then.
+    _running_step_hooks: bool
+    _opt_called: bool
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = defaults

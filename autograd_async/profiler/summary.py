@@ -206,18 +206,18 @@ def busy_and_gaps(slices: list[TraceSlice]) -> tuple[float, list[IdleGap]]:
     """Union length of the slices of one track and the gaps between its merged intervals."""
     busy = 0.0
     gaps: list[IdleGap] = []
-    cur_start = cur_end = None
+    merged: tuple[float, float] | None = None  # (start, end) of the interval being merged
     for s in sorted(slices, key=lambda s: s.ts):
-        if cur_end is None:
-            cur_start, cur_end = s.ts, s.end
-        elif s.ts > cur_end + _EPS_US:
-            busy += cur_end - cur_start
-            gaps.append(IdleGap(s.track, cur_end, s.ts))
-            cur_start, cur_end = s.ts, s.end
+        if merged is None:
+            merged = (s.ts, s.end)
+        elif s.ts > merged[1] + _EPS_US:
+            busy += merged[1] - merged[0]
+            gaps.append(IdleGap(s.track, merged[1], s.ts))
+            merged = (s.ts, s.end)
         else:
-            cur_end = max(cur_end, s.end)
-    if cur_end is not None:
-        busy += cur_end - cur_start
+            merged = (merged[0], max(merged[1], s.end))
+    if merged is not None:
+        busy += merged[1] - merged[0]
     return busy, gaps
 
 

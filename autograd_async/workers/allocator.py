@@ -32,7 +32,8 @@ import itertools
 import logging
 import sys
 import threading
-from typing import Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -64,7 +65,7 @@ _capsule_new.restype = ctypes.py_object
 _capsule_new.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
 
 
-def _api_function(index: int, restype: type, *argtypes: type) -> ctypes._CFuncPtr:
+def _api_function(index: int, restype: type, *argtypes: type) -> Callable[..., Any]:
     # numpy._core since NumPy 2.0, numpy.core before.
     core = getattr(np, "_core", None) or np.core
     table = ctypes.cast(
@@ -172,16 +173,26 @@ def _new_slot(meter: Meter) -> _Slot:
 def _charge(ctx: int | None, nbytes: int) -> _Slot | None:
     """The slot of `ctx`, with `nbytes` admitted by its meter; None when refused."""
     slot = _slots.get(ctx or 0)
-    if slot is None:  # a capsule already swept: cannot happen while its array lives
+    meter = None if slot is None else slot.meter
+    if slot is None or meter is None:  # a capsule already swept: not while its array lives
         return None
-    if not slot.meter.admit(nbytes):
+    if not meter.admit(nbytes):
         return None
     slot.nbytes += nbytes
-    if _slot_var.get() is slot:  # the next array of this context takes a fresh capsule
-        fresh = _new_slot(slot.meter)
+    # The next array of this context takes a fresh capsule (a slot is only ever set there when
+    # NumPy's handler variable was found).
+    if _slot_var.get() is slot and _handler_var is not None:
+        fresh = _new_slot(meter)
         _handler_var.set(fresh.capsule)
         _slot_var.set(fresh)
     return slot
+
+
+def _refund(slot: _Slot, nbytes: int) -> None:
+    """Give back `nbytes` charged to `slot` for a block that could not be made."""
+    slot.nbytes -= nbytes
+    if slot.meter is not None:
+        slot.meter.release(nbytes)
 
 
 def _malloc(ctx: int | None, size: int) -> int | None:
@@ -191,8 +202,7 @@ def _malloc(ctx: int | None, size: int) -> int | None:
             return None  # NumPy raises MemoryError; the meter knows the call and the figures
         ptr = _base_malloc(None, size)
         if not ptr:
-            slot.nbytes -= size
-            slot.meter.release(size)
+            _refund(slot, size)
         return ptr
     except BaseException:  # noqa: BLE001 - nothing may escape into C: fail this block alone
         logger.exception("counting allocator: malloc of %d bytes failed", size)
@@ -207,8 +217,7 @@ def _calloc(ctx: int | None, count: int, itemsize: int) -> int | None:
             return None
         ptr = _base_calloc(None, count, itemsize)
         if not ptr:
-            slot.nbytes -= size
-            slot.meter.release(size)
+            _refund(slot, size)
         return ptr
     except BaseException:  # noqa: BLE001 - as in _malloc
         logger.exception("counting allocator: calloc of %d x %d bytes failed", count, itemsize)
@@ -224,8 +233,7 @@ def _realloc(ctx: int | None, ptr: int | None, size: int) -> int | None:
             return None  # the old block stays valid, as after a failed realloc
         new = _base_realloc(None, ptr, size)
         if not new:
-            slot.nbytes -= size
-            slot.meter.release(size)
+            _refund(slot, size)
         return new
     except BaseException:  # noqa: BLE001 - as in _malloc
         logger.exception("counting allocator: realloc to %d bytes failed", size)
@@ -256,7 +264,7 @@ def sweep(meter: Meter | None = None) -> int:
                 mine.discard(serial)
                 if not mine:
                     del _by_meter[id(owner)]
-            if slot.nbytes:
+            if slot.nbytes and owner is not None:  # (a slot in _slots always has its meter)
                 owner.release(slot.nbytes)
                 freed += slot.nbytes
             slot.nbytes, slot.meter = 0, None
@@ -277,12 +285,12 @@ class counting:  # noqa: N801 - used as a function: `with counting(meter):`
         self._tokens: tuple[contextvars.Token, contextvars.Token] | None = None
 
     def __enter__(self) -> None:
-        if available:
+        if available and _handler_var is not None:  # (available implies the variable)
             slot = _new_slot(self._meter)
             self._tokens = (_slot_var.set(slot), _handler_var.set(slot.capsule))
 
     def __exit__(self, *exc_info: object) -> None:
-        if self._tokens is not None:
+        if self._tokens is not None and _handler_var is not None:
             slot_token, handler_token = self._tokens
             _handler_var.reset(handler_token)
             _slot_var.reset(slot_token)

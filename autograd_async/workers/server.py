@@ -56,6 +56,7 @@ from autograd_async.distributed.quota import (
     format_bytes,
 )
 from autograd_async.distributed.server import Server, serve
+from autograd_async.distributed.wire import DEFAULT_MAX_FRAME_BYTES
 from autograd_async.grad_mode import enable_grad, no_grad
 from autograd_async.graph_task import nodes_run_in_caller_context
 
@@ -201,7 +202,9 @@ class WorkerServer:
         """Listen on host:port (with `listen=False`: serve only connections handed to `accept`,
         e.g. by a `MemoryTransport`) and start expiring idle contexts."""
         await self.peers.start()
-        extra = {} if self._max_frame_bytes is None else {"max_frame_bytes": self._max_frame_bytes}
+        max_frame = (
+            DEFAULT_MAX_FRAME_BYTES if self._max_frame_bytes is None else self._max_frame_bytes
+        )
         self._server = await serve(
             self.handle,
             host,
@@ -214,7 +217,7 @@ class WorkerServer:
             budget=self.budget,
             frame_idle_timeout=self._frame_idle_timeout,
             listen=listen,
-            **extra,
+            max_frame_bytes=max_frame,
         )
         self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
 

@@ -165,3 +165,14 @@ def test_load_state_dict_pre_hooks_see_each_module_with_its_prefix() -> None:
     handle.remove()
     model.load_state_dict(model.state_dict(), strict=False)
     assert len(seen) == 1
+
+
+def test_first_forward_refuses_a_weight_loaded_alone_as_torch_does(torch) -> None:
+    # A partial state dict materialises the weight alone; the first forward then finds it
+    # initialised and, as PyTorch's does, stops with an AttributeError rather than
+    # re-initialising the loaded weight.
+    for lib in (aa, torch):
+        layer = lib.nn.LazyLinear(3)
+        layer.load_state_dict({"weight": lib.zeros(3, 2)}, strict=False)
+        with pytest.raises(AttributeError):
+            layer(lib.ones(4, 2))

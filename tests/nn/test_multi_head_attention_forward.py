@@ -134,3 +134,16 @@ def test_unbatched_and_static_keys_match_torch(torch) -> None:
         else:
             np.testing.assert_allclose(mine[0], out.numpy(), rtol=1e-10)
             np.testing.assert_allclose(mine[1], weights.numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("missing", ["in_proj_weight", "q_proj_weight", "v_proj_weight"])
+def test_missing_projection_weight_is_refused_as_torch_does(torch, missing) -> None:
+    # A projection weight the mode needs, given as None: PyTorch's AssertionError and message,
+    # not an AttributeError from inside the projection.
+    separate = missing != "in_proj_weight"  # _call picks the mode from q_proj_weight's key
+    arrays = _arrays(separate, False)
+    for lib in (aa, torch):
+        tensors = {k: lib.tensor(v) for k, v in arrays.items()}
+        tensors[missing] = None
+        with pytest.raises(AssertionError, match=f"is {separate} but {missing} is None"):
+            _call(lib, tensors, {})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 from ...backends.registry import backends
 from ...core.tensor import Tensor
@@ -143,6 +143,23 @@ def all_reduce(
     return _finish(work.then(_write_back(tensor, buffer)), async_op, buffer.nbytes)
 
 
+@overload
+def broadcast(
+    tensor: Tensor,
+    src: int | None = ...,
+    group: Any = ...,
+    *,
+    async_op: Literal[True],
+    group_src: int | None = ...,
+) -> Work: ...
+@overload
+def broadcast(
+    tensor: Tensor,
+    src: int | None = ...,
+    group: Any = ...,
+    async_op: bool = ...,
+    group_src: int | None = ...,
+) -> Work | None: ...
 def broadcast(
     tensor: Tensor,
     src: int | None = None,
@@ -281,21 +298,23 @@ def gather(
     pg = resolve_group(group)
     root = group_dst if group_dst is not None else _group_rank(pg, dst or 0, "dst")
     received = None
+    targets: list[Tensor] = []  # the root's gather_list
     if pg.rank() == root:
         if gather_list is None:
             raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
         pg.check_size(len(gather_list), "gather_list")
         received = _empty(tensor, (pg.size(), *tensor.shape))
+        targets = gather_list
     elif gather_list:
         raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
     work = pg.gather(_array(tensor), received, root, "gather")
     if received is not None:
 
         def finish() -> None:
-            for i, out in enumerate(gather_list):
+            for i, out in enumerate(targets):
                 out._data[...] = received[i].reshape(out._data.shape)
 
-        for out in gather_list:
+        for out in targets:
             out._bump_version()
         work.then(finish)
     return _finish(work, async_op)

@@ -119,7 +119,8 @@ class Job:
         self.work = work
         self.group = group
         self.seq = seq
-        self.signature = signature
+        # (element count, dtype) as given, then the (mine, everyone) arrays of its check.
+        self.signature: Any = signature
         self.data = data
         self.after = after
         self.deadline = time.monotonic() + group.timeout.total_seconds()
@@ -350,7 +351,9 @@ class MpiProcessGroup(ProcessGroup):
             elif failure is not None:
                 work.set_exception(DistBackendError(f"{work.name}: {failure}"))
             # Even a failed collective takes its turn, so the numbering stays the ranks' own.
-            self.progress.submit(Job(work, self, seq, signature, data, after))
+            progress = self.progress
+            assert progress is not None  # started by __init__
+            progress.submit(Job(work, self, seq, signature, data, after))
         return work
 
     def start_check(self, job: Job) -> Any:

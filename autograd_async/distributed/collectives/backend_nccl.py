@@ -90,8 +90,9 @@ class NcclWork(Work):
 
     def wait(self, timeout: float | timedelta | None = None) -> bool:
         """Make the caller's current stream wait for the collective (no host sync)."""
-        if self.future.done() and self.future.exception() is not None:
-            raise self.future.exception()
+        error = self.future.exception() if self.future.done() else None
+        if error is not None:
+            raise error
         self.cupy.cuda.get_current_stream().wait_event(self.event)
         return True
 
@@ -153,6 +154,7 @@ class NcclProcessGroup(ProcessGroup):
             self.stream = self.cupy.cuda.Stream(non_blocking=True)
         if NcclProcessGroup.watcher is None:
             NcclProcessGroup.watcher = EventWatcher()
+        self._watcher = NcclProcessGroup.watcher  # the one shared by every group
 
     @classmethod
     def across_processes(
@@ -208,7 +210,7 @@ class NcclProcessGroup(ProcessGroup):
             done.record(self.stream)
         work = NcclWork(f"{label} on {self.describe()}", done, cupy)
         text = f"{work.name} timed out after {self.timeout.total_seconds():g} s"
-        self.watcher.watch(work, time.monotonic() + self.timeout.total_seconds(), text)
+        self._watcher.watch(work, time.monotonic() + self.timeout.total_seconds(), text)
         return work
 
     def _args(self, array: Any) -> tuple[int, int, int]:

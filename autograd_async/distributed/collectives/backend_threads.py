@@ -24,7 +24,8 @@ from .work import DistBackendError, ShapeMismatchError, Work
 
 __all__ = ["HashStore", "ThreadProcessGroup"]
 
-REDUCERS: dict[ReduceOp, Callable[[list[np.ndarray]], np.ndarray]] = {
+# Each reduces the ranks' arrays stacked along a new first axis.
+REDUCERS: dict[ReduceOp, Callable[[np.ndarray], np.ndarray]] = {
     ReduceOp.SUM: lambda xs: np.sum(xs, axis=0, dtype=xs[0].dtype),
     ReduceOp.AVG: lambda xs: np.sum(xs, axis=0, dtype=xs[0].dtype),
     ReduceOp.PRODUCT: lambda xs: np.prod(xs, axis=0, dtype=xs[0].dtype),
@@ -179,7 +180,7 @@ class HashStore:
     """PyTorch's in-process key-value store; here also where thread ranks meet."""
 
     def __init__(self) -> None:
-        self.data: dict[str, Any] = {}
+        self.data: dict[str | tuple[str, str], Any] = {}  # tuple keys: the groups' worlds
         self.lock = threading.Lock()
 
     def set(self, key: str, value: Any) -> None:

@@ -64,9 +64,10 @@ def broadcast_object_list(
     sizes = as_tensor(np.array([len(e) for e in encoded], dtype=np.int64))
     broadcast(sizes, group=pg, group_src=root)
     lengths = [int(n) for n in sizes.numpy()]
-    payload = np.zeros(max(sum(lengths), 1), dtype=np.uint8)
-    if is_root and sum(lengths):
-        payload[: sum(lengths)] = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    total = sum(lengths)
+    payload = np.zeros(max(total, 1), dtype=np.uint8)
+    if is_root and total:
+        payload[:total] = np.frombuffer(b"".join(encoded), dtype=np.uint8)
     data = as_tensor(payload)
     broadcast(data, group=pg, group_src=root)
     if not is_root:

@@ -63,7 +63,7 @@ def spawn_threads(
         except BaseException as exc:  # noqa: BLE001 - handed to the caller
             errors[rank] = exc
             text = f"rank {rank} failed ({type(exc).__name__}: {exc})"
-            if hasattr(group, "fail_pending"):
+            if group is not None and hasattr(group, "fail_pending"):
                 group.fail_pending(text)
         finally:
             destroy_process_group()

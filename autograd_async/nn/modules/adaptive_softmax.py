@@ -77,7 +77,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         """Every Linear's own initialisation again."""
         self.head.reset_parameters()
         for projection in self.tail:
-            for layer in projection:
+            for layer in projection.children():
                 layer.reset_parameters()
 
     def forward(self, input_: Tensor, target_: Tensor) -> _ASMoutput:

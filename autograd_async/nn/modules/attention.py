@@ -38,6 +38,9 @@ def generate_square_subsequent_mask(size: int, device: Any = None, dtype: Any = 
 class MultiheadAttention(Module):
     """Attention over `num_heads` heads of size embed_dim / num_heads, then an output projection."""
 
+    bias_k: Parameter | None
+    bias_v: Parameter | None
+
     def __init__(
         self,
         embed_dim: int,
@@ -102,7 +105,7 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
-        if self.bias_k is not None:
+        if self.bias_k is not None and self.bias_v is not None:  # made together
             init.xavier_normal_(self.bias_k)
             init.xavier_normal_(self.bias_v)
 
@@ -168,7 +171,7 @@ class MultiheadAttention(Module):
         attn_mask = as_additive_mask(attn_mask, "attn_mask", dtype)
         key_padding_mask = as_additive_mask(key_padding_mask, "key_padding_mask", dtype)
         q, k, v = self._project(query, key, value)
-        if self.bias_k is not None:
+        if self.bias_k is not None and self.bias_v is not None:  # made together
             k = cat([k, self.bias_k.expand(1, batch, embed)])
             v = cat([v, self.bias_v.expand(1, batch, embed)])
             attn_mask = None if attn_mask is None else F.pad(attn_mask, (0, 1))

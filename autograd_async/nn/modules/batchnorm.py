@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ... import creation
-from ...core.tensor import Tensor, int64
+from ...core.tensor import Tensor
+from ...dtypes import int64
 from ...grad_mode import no_grad
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .. import init

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 import warnings
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from .. import functional as F  # noqa: N812 - PyTorch's alias
 from .activation import ReLU
@@ -18,6 +18,12 @@ def _index(idx: int, size: int, kind: str) -> int:
     if not -size <= idx < size:
         raise IndexError(f"index {idx} is out of range for {kind} of length {size}")
     return idx % size
+
+
+def _children(module: Module) -> Iterator[Module]:
+    """A container's children in order, typed as modules as PyTorch's containers type them:
+    a slot set to None (`register_module(name, None)`) comes through as None, as it does there."""
+    return cast(Iterator[Module], iter(module._modules.values()))
 
 
 def _runs_own_forward(module: Any, cls: type) -> bool:
@@ -73,7 +79,7 @@ class Sequential(Module):
         return len(self._modules)
 
     def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
+        return _children(self)
 
     def append(self, module: Module) -> Sequential:
         """Add a module at the end; returns self."""
@@ -88,7 +94,7 @@ class Sequential(Module):
         so nothing can see the difference, and an MLP's forward saves a pass over fresh memory.
         """
         temporary = False  # whether `input` is a new result that only this loop refers to
-        for module in self._modules.values():
+        for module in _children(self):
             if temporary and _runs_own_forward(module, ReLU) and not module.inplace:
                 input = F.relu_over_temporary(input)
             else:
@@ -106,7 +112,7 @@ class ModuleList(Module):
             self.extend(modules)
 
     def __getitem__(self, idx: int | slice) -> Any:
-        values = list(self._modules.values())
+        values = list(_children(self))
         if isinstance(idx, slice):
             return ModuleList(values[idx])
         return values[_index(idx, len(values), "ModuleList")]
@@ -128,7 +134,7 @@ class ModuleList(Module):
         return len(self._modules)
 
     def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
+        return _children(self)
 
     def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)

@@ -23,13 +23,14 @@ def _items(values: Mapping | Iterable, kind: str) -> Iterable[tuple[str, Any]]:
             f"{kind}.update should be called with an iterable of key/value pairs, but got "
             f"{type(values).__name__}"
         )
-    pairs = []
+    pairs: list[tuple[str, Any]] = []
     for i, pair in enumerate(values):
         if not isinstance(pair, list | tuple) or len(pair) != 2:
             raise ValueError(
                 f"{kind} update sequence element #{i} should be a key/value pair of length 2"
             )
-        pairs.append(pair)
+        key, value = pair
+        pairs.append((key, value))
     return pairs
 
 

@@ -150,10 +150,10 @@ class BackwardHook:
         wrapped = BackwardHookFunction.apply(*tensors)
         node = next(t.grad_fn for t in wrapped if t.grad_fn is not None)
         node.on_backward = on_backward_for
-        values = list(values)
+        replaced = list(values)
         for i, t in zip(index, wrapped, strict=True):
-            values[i] = t
-        return tuple(values), index
+            replaced[i] = t
+        return tuple(replaced), index
 
     def setup_input_hook(self, args: tuple) -> tuple:
         """Wrap the module's tensor arguments so their gradients reach the hooks."""

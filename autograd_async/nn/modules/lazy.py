@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from ... import creation
-from ...core.tensor import Tensor, int64
+from ...core.tensor import Tensor
+from ...dtypes import int64
 from ...grad_mode import no_grad
 from ..parameter import UninitializedBuffer, UninitializedParameter, is_lazy
 from .batchnorm import (
@@ -54,6 +55,17 @@ class LazyModuleMixin:
         raise NotImplementedError(
             f"initialize_parameters is not implemented for {type(self).__name__}"
         )
+
+
+def _uninitialized(module: Any, name: str) -> UninitializedParameter:
+    """The parameter `name` of a lazy `module`, which its first forward materialises."""
+    param = getattr(module, name)
+    if not isinstance(param, UninitializedParameter):
+        raise AttributeError(
+            f"{type(module).__name__}.{name} is already initialized, so the layer's first "
+            "forward cannot materialize it"
+        )
+    return param
 
 
 def _infer_parameters(module: Any, args: tuple, kwargs: dict) -> None:
@@ -108,9 +120,9 @@ class LazyLinear(LazyModuleMixin, Linear):
         if self.has_uninitialized_params():
             with no_grad():
                 self.in_features = input.shape[-1]
-                self.weight.materialize((self.out_features, self.in_features))
+                _uninitialized(self, "weight").materialize((self.out_features, self.in_features))
                 if self.bias is not None:
-                    self.bias.materialize((self.out_features,))
+                    _uninitialized(self, "bias").materialize((self.out_features,))
                 self.reset_parameters()
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from typing import Any
+from typing import Any, overload
 
 from ... import creation
 from ...core.tensor import Tensor
@@ -28,6 +28,10 @@ def _check_type(name: str, value: Any, kind: type) -> None:
         raise TypeError(f"{name} should be of type {kind.__name__}, got: {type(value).__name__}")
 
 
+@overload
+def _permute(hx: Tensor, permutation: Tensor | None) -> Tensor: ...
+@overload
+def _permute(hx: None, permutation: Tensor | None) -> None: ...
 def _permute(hx: Tensor | None, permutation: Tensor | None) -> Tensor | None:
     if hx is None or permutation is None:
         return hx
@@ -144,7 +148,7 @@ class RNNBase(Module):
     # ------------------------------------------------------------------ checks
     def check_input(self, input: Tensor, batch_sizes: Any) -> None:
         """PyTorch's errors for an input of the wrong dtype, rank or feature size."""
-        weight = self._flat_weights[0]
+        weight = self.all_weights[0][0]
         if input.dtype != weight.dtype:
             raise ValueError(
                 f"RNN input dtype ({input.dtype!r}) does not match weight dtype "
@@ -186,7 +190,7 @@ class RNNBase(Module):
         return text
 
     # ----------------------------------------------------------------- forward
-    def _run(self, input: Any, hx: Tensor | None, cx: Tensor | None) -> tuple:
+    def _run(self, input: Any, hx: Tensor, cx: Tensor | None) -> tuple:
         """The layers over packed rows or a padded batch; returns (output, h_n, c_n)."""
         packed = isinstance(input, PackedSequence)
         if packed:

@@ -62,8 +62,8 @@ def scatter(value: Any, count: int, dim: int, devices: Sequence[Device]) -> list
         columns = [scatter(v, count, dim, devices) for v in value]
         return [type(value)(column[i] for column in columns) for i in range(count)]
     if isinstance(value, dict):
-        columns = {k: scatter(v, count, dim, devices) for k, v in value.items()}
-        return [{k: column[i] for k, column in columns.items()} for i in range(count)]
+        fields = {k: scatter(v, count, dim, devices) for k, v in value.items()}
+        return [{k: field[i] for k, field in fields.items()} for i in range(count)]
     return [value] * count
 
 

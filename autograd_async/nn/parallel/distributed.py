@@ -60,11 +60,11 @@ class DistributedDataParallel(Module):
         self.require_forward_param_sync = True
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
         seen: set[int] = set()
-        self._params = [
-            p
-            for p in module.parameters()
-            if p.requires_grad and not (id(p) in seen or seen.add(id(p)))
-        ]
+        self._params = []
+        for p in module.parameters():  # each shared parameter once, in first-seen order
+            if p.requires_grad and id(p) not in seen:
+                seen.add(id(p))
+                self._params.append(p)
         self._buffers_to_sync = [b for _, b in module.named_buffers()]
         self._verify_same_model()
         if init_sync:

@@ -81,7 +81,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self.T_i = T_0
         self.T_mult = T_mult
         self.eta_min = eta_min
-        self.T_cur = last_epoch
+        self.T_cur: float = last_epoch  # a float epoch gives a fractional position
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:

@@ -65,7 +65,7 @@ def _new_loop() -> asyncio.AbstractEventLoop:
 async def serve_worker(spec: WorkerSpec) -> Any:
     """Build and start the WorkerServer that `spec` describes, on the running loop."""
     devices = [Device(d) for d in spec.devices]
-    sims = [d.index for d in devices if d.type == "sim"]
+    sims = [d.index for d in devices if d.type == "sim" and d.index is not None]
     if sims and max(sims) >= sim_device_count():
         set_sim_device_count(max(sims) + 1)
     server_ssl = peer_ssl = None

@@ -92,7 +92,7 @@ def _check_devices(devices: str | Sequence[str], num_gpus: float) -> tuple[str, 
         raise ValueError("a worker needs at least one device")
     visible = math.ceil(num_gpus)  # a fraction of a GPU is still one device
     for dev in parsed:
-        if dev.type == "cuda" and dev.index >= visible:
+        if dev.type == "cuda" and dev.index is not None and dev.index >= visible:
             raise ValueError(
                 f"workers serve {dev} but each gets num_gpus={num_gpus} from Ray, so it sees "
                 f"{visible} GPU(s), the first as cuda:0: ask for num_gpus > {dev.index}"
@@ -287,10 +287,12 @@ class RayWorkers:
             *(self._start_actor(name, actor) for name, actor in self._actors.items()),
             return_exceptions=True,
         )
+        addresses: list[str] = []
         for result in started:
             if isinstance(result, BaseException):
                 raise result
-        self._addresses = dict(zip(self._actors, started, strict=True))
+            addresses.append(result)
+        self._addresses = dict(zip(self._actors, addresses, strict=True))
         self._admin = Client(
             self._addresses,
             token=self._token,
@@ -478,9 +480,11 @@ class RayWorkers:
             self._lost.pop(name, None)
             self._point_clients(name, address)
             others = [w for w in self._addresses if w != name and w not in self._lost]
+            admin = self._admin
+            assert admin is not None  # made by start, which made the worker restarted here
             await asyncio.gather(
                 self._tell_peers(name),
-                *(self._admin.update_peers(w, {name: address}) for w in others),
+                *(admin.update_peers(w, {name: address}) for w in others),
             )
             self._watch(name)
             logger.info("Ray worker %r restarted at %s", name, address)

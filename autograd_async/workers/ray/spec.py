@@ -40,10 +40,10 @@ def as_tls_files(tls: Any) -> TlsFiles | None:
             raise ValueError(f"tls= takes the keys cert, key and optionally ca; got {sorted(tls)}")
         tls = (tls["cert"], tls["key"], tls.get("ca"))
     if isinstance(tls, tuple | list) and len(tls) in (2, 3):
-        paths = [None if p is None else os.fspath(p) for p in tls]
-        if paths[0] is None or paths[1] is None:
+        cert, key, *ca = (None if p is None else os.fspath(p) for p in tls)
+        if cert is None or key is None:
             raise ValueError("tls= needs both a certificate and its key")
-        return TlsFiles(*paths)
+        return TlsFiles(cert, key, *ca)
     raise TypeError(
         f"tls= takes certificate paths (TlsFiles(cert, key, ca), a (cert, key[, ca]) tuple or "
         f"a mapping), got {type(tls).__name__}; an ssl.SSLContext cannot be sent to Ray actors "
