@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..batching import vmap_levels
+from ..core.size import Size
 from ..core.tensor import Tensor
 
 ITEM_MESSAGE = (
@@ -34,9 +35,9 @@ class BatchedTensor(Tensor):
     value: Tensor
 
     @property
-    def shape(self) -> tuple[int, ...]:
+    def shape(self) -> Size:
         """The shape of one example."""
-        return tuple(self.value.shape[1:])
+        return Size(self.value.shape[1:])
 
     def size(self, dim: int | None = None) -> Any:
         """The shape of one example, or its length along `dim`."""

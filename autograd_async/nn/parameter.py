@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.size import Size
 from ..core.tensor import Tensor
 from ..creation import empty
 
@@ -52,11 +53,11 @@ class _Uninitialized(Tensor):
     cls_to_become: type
 
     @property
-    def shape(self) -> tuple[int, ...]:
+    def shape(self) -> Size:
         """Refused: an uninitialised tensor has no shape yet."""
         raise RuntimeError(_SHAPE_UNKNOWN)
 
-    def size(self, dim: int | None = None) -> tuple[int, ...] | int:
+    def size(self, dim: int | None = None) -> Size | int:
         """Refused: an uninitialised tensor has no shape yet."""
         raise RuntimeError(_SHAPE_UNKNOWN)
 
