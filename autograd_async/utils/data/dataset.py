@@ -107,6 +107,33 @@ class ChainDataset(IterableDataset):
             yield from d
 
 
+class StackDataset(Dataset):
+    """Samples of several equally long datasets side by side: a tuple (positional datasets) or a
+    dict (keyword datasets) holding each one's sample at the same index."""
+
+    def __init__(self, *args: Dataset, **kwargs: Dataset) -> None:
+        if args and kwargs:
+            raise ValueError(
+                "Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
+                "input/output, but both types are given."
+            )
+        datasets: Sequence[Any] = args or list(kwargs.values())
+        if not datasets:
+            raise ValueError("At least one dataset should be passed")
+        self._length = len(datasets[0])
+        if any(len(d) != self._length for d in datasets):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets: tuple[Dataset, ...] | dict[str, Dataset] = args or dict(kwargs)
+
+    def __getitem__(self, index: int) -> Any:
+        if isinstance(self.datasets, dict):
+            return {key: d[index] for key, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __len__(self) -> int:
+        return self._length
+
+
 class Subset(Dataset):
     """The samples of `dataset` at `indices`, in that order."""
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sized
 from typing import Any
 
+import numpy as np
+
 from ...creation import Generator, default_generator
 
 
@@ -93,6 +95,54 @@ class SubsetRandomSampler(Sampler):
 
     def __len__(self) -> int:
         return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """`num_samples` indices drawn with probabilities proportional to `weights`."""
+
+    def __init__(
+        self,
+        weights: Any,
+        num_samples: int,
+        replacement: bool = True,
+        generator: Generator | None = None,
+    ) -> None:
+        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples <= 0:
+            raise ValueError(
+                f"num_samples should be a positive integer value, but got num_samples={num_samples}"
+            )
+        if not isinstance(replacement, bool):
+            raise ValueError(
+                f"replacement should be a boolean value, but got replacement={replacement}"
+            )
+        values = np.asarray(weights.numpy() if hasattr(weights, "numpy") else weights, np.float64)
+        if values.ndim != 1:
+            raise ValueError(
+                f"weights should be a 1d sequence but given weights have shape {values.shape}"
+            )
+        if (values < 0).any() or not np.isfinite(values).all() or values.sum() <= 0:
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        if not replacement and num_samples > int(np.count_nonzero(values)):
+            raise RuntimeError(
+                "cannot sample n_sample > prob_dist.size(-1) samples without replacement"
+            )
+        self.weights = values
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self) -> Iterator[int]:
+        rng = _new_rng(self.generator)
+        chosen = rng.choice(
+            len(self.weights),
+            size=self.num_samples,
+            replace=self.replacement,
+            p=self.weights / self.weights.sum(),
+        )
+        yield from chosen.tolist()
+
+    def __len__(self) -> int:
+        return self.num_samples
 
 
 class BatchSampler(Sampler):
