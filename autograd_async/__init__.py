@@ -95,6 +95,7 @@ from .layouts import (
 )
 from .ops import *  # noqa: F403 - the op functions: add, mul, matmul, sum, ...
 from .ops.intra_op import get_num_threads, set_num_threads
+from .ops.foreach import foreach_functions as _foreach_functions
 from .ops.random_draws import bernoulli, multinomial, normal, poisson
 from .runtime_settings import (
     are_deterministic_algorithms_enabled,
@@ -171,6 +172,9 @@ from .ops.public import torch_functions
 
 # PyTorch's out= and argument errors naming the function called, on every public function.
 globals().update(torch_functions(_ops.__all__, globals()))
+globals().update(
+    _foreach_functions()
+)  # torch._foreach_add and friends: private names, as PyTorch's
 globals().update(
     torch_functions(
         (
