@@ -115,6 +115,7 @@ from .runtime_settings import (
     use_deterministic_algorithms,
 )
 from .serialization import load, save
+from .type_info import finfo, iinfo
 from .streams import (
     Event,
     Stream,
@@ -204,6 +205,8 @@ __all__ = [
     "DeviceError",
     "Generator",
     "Size",
+    "finfo",
+    "iinfo",
     "Tensor",
     "arange",
     "as_tensor",

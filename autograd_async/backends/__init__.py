@@ -4,6 +4,7 @@ Importing this package registers the built-in types; a new type registers itself
 (see docs/backends.md). The cuda backend does not import CuPy until a cuda device is used.
 """
 
+from . import cudnn, mps  # torch.backends' cudnn and mps names
 from .base import Backend
 from .cpu import CpuBackend
 from .cuda import CudaBackend
@@ -22,6 +23,8 @@ __all__ = [
     "CudaBackend",
     "SimBackend",
     "backends",
+    "cudnn",
+    "mps",
     "set_sim_mode",
     "sim_mode",
 ]

@@ -6,6 +6,7 @@ recognising that an array is not CuPy's, does not load it.
 
 from __future__ import annotations
 
+import importlib.util
 from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ import numpy as np
 from .base import Backend
 from .cpu import host_values, out_of_range
 from .cuda_streams import CudaStreams
+from .matmul_switches import MatmulSwitches
 from .registry import backends
 from .sim import wrong_device_message
 
@@ -25,6 +27,15 @@ if TYPE_CHECKING:
 INSTALL_HINT = (
     "pip install 'autograd-async[cuda12]' (CUDA 12) or 'autograd-async[cuda13]' (CUDA 13)"
 )
+
+
+# `torch.backends.cuda.matmul.allow_tf32 = True` and friends (see matmul_switches.py).
+matmul = MatmulSwitches()
+
+
+def is_built() -> bool:
+    """Whether CuPy, which runs `cuda` devices, is installed (PyTorch: built with CUDA)."""
+    return importlib.util.find_spec("cupy") is not None
 
 
 def load_cupy() -> ModuleType:
