@@ -403,10 +403,21 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
     return MinimumBackward0.apply(input, other)
 
 
-def where(condition: Tensor, input: Any, other: Any) -> Tensor:
-    """`input` where `condition` holds, else `other` (scalars allowed for either)."""
+_MISSING: Any = object()
+
+
+def where(condition: Tensor, input: Any = _MISSING, other: Any = _MISSING) -> Any:
+    """`input` where `condition` holds, else `other` (scalars allowed for either); with the
+    condition alone, the indices where it holds, one tensor per dimension (`nonzero(as_tuple=True)`)."""
     if not isinstance(condition, Tensor):
         raise TypeError(f"where(): condition must be a Tensor, got {type(condition).__name__}")
+    if input is _MISSING and other is _MISSING:
+        return condition.nonzero(as_tuple=True)  # installed by ops.gather
+    if input is _MISSING or other is _MISSING:
+        raise TypeError(
+            "where() takes the condition alone, or the condition, input and other; got "
+            f"{'input' if other is _MISSING else 'other'} without the other"
+        )
     if condition.dtype.kind != "b":
         raise RuntimeError(
             f"where expected condition to be a boolean tensor, but got a tensor with dtype "
