@@ -114,6 +114,7 @@ from .runtime_settings import (
     typename,
     use_deterministic_algorithms,
 )
+from .compile import compile
 from .serialization import load, save
 from .type_info import finfo, iinfo
 from .streams import (
@@ -205,6 +206,7 @@ __all__ = [
     "DeviceError",
     "Generator",
     "Size",
+    "compile",
     "finfo",
     "iinfo",
     "Tensor",
