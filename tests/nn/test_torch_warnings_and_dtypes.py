@@ -30,14 +30,9 @@ def no_warning(call):
         return call()
 
 
-def as_tuple_shapes(message: str) -> str:
-    """PyTorch's message with its `torch.Size([4, 1])` written as our shapes are, `(4, 1)`."""
-
-    def shape(match: re.Match) -> str:
-        dims = [int(d) for d in match.group(1).split(",") if d.strip()]
-        return repr(tuple(dims))
-
-    return re.sub(r"torch\.Size\(\[([^\]]*)\]\)", shape, message)
+def as_our_shapes(message: str) -> str:
+    """PyTorch's message with its `torch.Size([4, 1])` written as ours prints, `Size([4, 1])`."""
+    return message.replace("torch.Size(", "Size(")
 
 
 # ------------------------------------------------------------------------ mse_loss broadcasting
@@ -51,14 +46,15 @@ def test_mse_loss_warns_as_pytorch_does_when_the_target_broadcasts(
     ours = only_warning(lambda: F.mse_loss(aa.tensor(x), aa.tensor(t)))
     theirs = only_warning(lambda: torch.nn.functional.mse_loss(torch.tensor(x), torch.tensor(t)))
     assert ours.category is theirs.category is UserWarning
-    assert str(ours.message) == as_tuple_shapes(str(theirs.message))
+    assert str(ours.message) == as_our_shapes(str(theirs.message))
     assert ours.filename == __file__  # points at the caller, not at nn/functional.py
 
 
 def test_mse_loss_warning_text():
     warning = only_warning(lambda: F.mse_loss(aa.ones(4, 1), aa.ones(4)))
     assert str(warning.message) == (
-        "Using a target size ((4,)) that is different to the input size ((4, 1)). This will "
+        "Using a target size (Size([4])) that is different to the input size (Size([4, 1])). "
+        "This will "
         "likely lead to incorrect results due to broadcasting. Please ensure they have the same "
         "size."
     )
@@ -67,7 +63,7 @@ def test_mse_loss_warning_text():
 def test_mse_loss_of_equal_shapes_and_the_module_form():
     assert float(no_warning(lambda: F.mse_loss(aa.ones(4, 1), aa.zeros(4, 1)))) == 1.0
     warning = only_warning(lambda: nn.MSELoss()(aa.ones(4, 1), aa.ones(4)))
-    assert "different to the input size ((4, 1))" in str(warning.message)
+    assert "different to the input size (Size([4, 1]))" in str(warning.message)
 
 
 # --------------------------------------------------------------------------- linear dtypes

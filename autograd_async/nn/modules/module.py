@@ -7,6 +7,7 @@ registration order.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
@@ -457,8 +458,9 @@ class Module:
     def state_dict(
         self, destination: dict | None = None, prefix: str = "", keep_vars: bool = False
     ) -> dict[str, Tensor]:
-        """Parameters and persistent buffers by dotted name (detached unless keep_vars)."""
-        out: dict[str, Tensor] = {} if destination is None else destination
+        """Parameters and persistent buffers by dotted name (detached unless keep_vars), in an
+        OrderedDict as PyTorch's."""
+        out: dict[str, Tensor] = OrderedDict() if destination is None else destination
         modules = self.named_modules(prefix=prefix.rstrip("."), remove_duplicate=False)
         for module_prefix, module in modules:
             dot = module_prefix + ("." if module_prefix else "")
