@@ -12,10 +12,9 @@ from ...core.graph import RemovableHandle
 from ...core.tensor import Tensor
 from ...grad_mode import no_grad
 from ..functional import normalize
-from ..modules.conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from ..modules.module import Module
 from ..parameter import Parameter, UninitializedParameter
-from .parametrizations import norm_except_dim, weight_norm_values
+from .parametrizations import norm_except_dim, spectral_dim, weight_norm_values
 
 __all__ = ["remove_spectral_norm", "remove_weight_norm", "spectral_norm", "weight_norm"]
 
@@ -29,6 +28,16 @@ def _hooks(module: Module) -> dict[tuple[str, str], tuple[Any, RemovableHandle]]
         hooks = {}
         object.__setattr__(module, _HOOKS, hooks)
     return hooks
+
+
+def _remove_hook(module: Module, kind: str, name: str) -> Any:
+    """Take the `kind` hook of `name` off the module and return it."""
+    entry = _hooks(module).pop((kind, name), None)
+    if entry is None:
+        raise ValueError(f"{kind} of '{name}' not found in {module}")
+    hook, handle = entry
+    handle.remove()
+    return hook
 
 
 def _take_parameter(module: Module, name: str) -> Parameter:
@@ -80,11 +89,7 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
 
 def remove_weight_norm(module: Module, name: str = "weight") -> Module:
     """Undo `weight_norm`: `<name>` becomes a parameter again holding the normalised weight."""
-    entry = _hooks(module).pop(("weight_norm", name), None)
-    if entry is None:
-        raise ValueError(f"weight_norm of '{name}' not found in {module}")
-    hook, handle = entry
-    handle.remove()
+    hook = _remove_hook(module, "weight_norm", name)
     with no_grad():
         weight = hook.compute_weight(module)
     delattr(module, name)
@@ -139,10 +144,7 @@ def spectral_norm(
     hooks = _hooks(module)
     if ("spectral_norm", name) in hooks:
         raise RuntimeError(f"Cannot register two spectral_norm hooks on the same parameter {name}")
-    if dim is None:
-        transposed = (ConvTranspose1d, ConvTranspose2d, ConvTranspose3d)
-        dim = 1 if isinstance(module, transposed) else 0
-    hook = _SpectralNormHook(name, n_power_iterations, dim, eps)
+    hook = _SpectralNormHook(name, n_power_iterations, spectral_dim(module, dim), eps)
     weight = _take_parameter(module, name)
     with no_grad():
         weight_mat = hook.reshape_weight_to_matrix(weight)
@@ -159,11 +161,7 @@ def spectral_norm(
 
 def remove_spectral_norm(module: Module, name: str = "weight") -> Module:
     """Undo `spectral_norm`: `<name>` becomes a parameter holding the normalised weight."""
-    entry = _hooks(module).pop(("spectral_norm", name), None)
-    if entry is None:
-        raise ValueError(f"spectral_norm of '{name}' not found in {module}")
-    hook, handle = entry
-    handle.remove()
+    hook = _remove_hook(module, "spectral_norm", name)
     with no_grad():
         weight = hook.compute_weight(module, do_power_iteration=False)
     delattr(module, name)

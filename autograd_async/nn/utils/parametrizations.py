@@ -103,6 +103,13 @@ class _SpectralNorm(Module):
         return value
 
 
+def spectral_dim(module: Module, dim: int | None) -> int:
+    """The dimension holding the outputs: 1 for transposed convolutions, else 0."""
+    if dim is not None:
+        return dim
+    return 1 if isinstance(module, (ConvTranspose1d, ConvTranspose2d, ConvTranspose3d)) else 0
+
+
 def spectral_norm(
     module: Module,
     name: str = "weight",
@@ -115,8 +122,6 @@ def spectral_norm(
     weight = getattr(module, name, None)
     if not isinstance(weight, Tensor):
         raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
-    if dim is None:
-        transposed = (ConvTranspose1d, ConvTranspose2d, ConvTranspose3d)
-        dim = 1 if isinstance(module, transposed) else 0
+    dim = spectral_dim(module, dim)
     register_parametrization(module, name, _SpectralNorm(weight, n_power_iterations, dim, eps))
     return module
