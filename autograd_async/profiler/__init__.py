@@ -14,8 +14,10 @@ Then `python -m autograd_async.profiler summary backward.trace.json` or
 """
 
 import os
+import sys
 from typing import Any
 
+from autograd_async import autograd as _autograd_package
 from autograd_async.profiler.chrome_trace import (
     export_chrome_trace,
     load_trace,
@@ -56,3 +58,9 @@ __all__ = [
     "to_chrome_trace",
     "write_trace",
 ]
+
+# PyTorch also offers `profile` and `record_function` as `torch.autograd.profiler`: this module
+# answers to that name too (`import autograd_async.autograd.profiler` included), installed from
+# here, above the autograd package, as higher layers install themselves into lower ones.
+sys.modules.setdefault("autograd_async.autograd.profiler", sys.modules[__name__])
+setattr(_autograd_package, "profiler", sys.modules[__name__])  # noqa: B010 - installed from above
