@@ -137,6 +137,8 @@ class Node:
     next_functions: tuple[tuple[Node | None, int], ...]
     device: Device
     _out_meta: tuple[tuple[tuple[int, ...], Any], ...]
+    # The stream the forward ran on where it was not the device's default (None: the default).
+    _stream: Any
 
     def name(self) -> str:
         """The node's name, e.g. `MulBackward0`."""
