@@ -66,7 +66,7 @@ def qualifies(engine: Engine, task: GraphTask) -> bool:
     for node in nodes:
         if node.device is not CPU or node.is_async or node._stream is not None:
             return False
-        if getattr(node, "needs_event_loop", None) is not None:
+        if node.needs_event_loop is not None:
             return False
         for shape, _ in node._out_meta:
             budget -= prod(shape)
