@@ -26,7 +26,8 @@ A task qualifies when all of these hold, otherwise it takes the worker path unch
   sanitizer checks which thread uses which stream);
 - no trace sink is installed (`profiler.profile`): a profile shows each device's nodes on that
   device's worker track, apart from the caller's forward ops and awaits;
-- the ownership is free within `CLAIM_TIMEOUT_S`, with nothing queued on the worker.
+- the ownership is free within `CLAIM_TIMEOUT_S`, with nothing queued on the worker and no async
+  node of another task running on its loop (its routing would wait for this run).
 """
 
 from __future__ import annotations
