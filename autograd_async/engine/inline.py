@@ -20,7 +20,9 @@ A task qualifies when all of these hold, otherwise it takes the worker path unch
   `Engine.inline_max_elements` elements (2**16 by default: a few hundred microseconds of NumPy
   work at most), which bounds how long an awaited pass can hold its caller's event loop;
 - every node lives on `cpu`, and none is async (it runs as a task on the worker's loop), recorded
-  on a side stream, or needing an event loop of its own (`needs_event_loop`);
+  on a side stream, needing an event loop of its own (`needs_event_loop`), or a leaf's accumulator
+  with a post-accumulate hook marked `waits_on_other_threads` (DistributedDataParallel's, whose
+  last one waits for the all-reduces: a wait no element count bounds);
 - the caller drives no worker (a backward inside a node keeps the reentrant path), has no stream
   made current, and sim devices do not follow the CUDA rules (`AUTOGRAD_ASYNC_SIM=cuda`, whose
   sanitizer checks which thread uses which stream);
@@ -38,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from ..backends.sim_mode import sim_mode_state
 from ..backends.stream_context import stream_overrides
+from ..core.graph import AccumulateGrad
 from ..devices import CPU
 from ..graph_task import GraphTask, TaskStart
 from .device_worker import DeviceWorker, thread_state
@@ -69,11 +72,20 @@ def qualifies(engine: Engine, task: GraphTask) -> bool:
             return False
         if node.needs_event_loop is not None:
             return False
+        if type(node) is AccumulateGrad and _waits_on_other_threads(node):
+            return False
         for shape, _ in node._out_meta:
             budget -= prod(shape)
         if budget < 0:
             return False
     return True
+
+
+def _waits_on_other_threads(node: AccumulateGrad) -> bool:
+    """Whether a post-accumulate hook of the leaf waits for other threads' work (DDP's, which
+    waits for its all-reduces): unbounded, so never on an awaiting caller's thread."""
+    hooks = node.variable._post_acc_hooks
+    return bool(hooks) and any(getattr(h, "waits_on_other_threads", False) for h in hooks)
 
 
 def claim(engine: Engine, task: GraphTask) -> DeviceWorker | None:

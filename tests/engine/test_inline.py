@@ -392,3 +392,18 @@ def test_context_state_is_the_worker_paths_and_stays_put(create_graph):
     finally:
         marker.reset(token)
     assert seen == [(create_graph, "caller")] * 2
+
+
+def test_a_hook_that_waits_on_other_threads_keeps_the_pass_off_the_caller():
+    engine = get_engine()
+    x = aa.tensor([1.0], requires_grad=True)
+    task_of = lambda loss: aa.autograd.api.prepare(loss, None, None, False, None, "backward").task
+    x.register_post_accumulate_grad_hook(lambda t: None)
+    assert qualifies(engine, task_of((x * 2.0).sum()))
+
+    def waits(_t: aa.Tensor) -> None:  # as DistributedDataParallel's reducer marks its hooks
+        return None
+
+    waits.waits_on_other_threads = True  # type: ignore[attr-defined]
+    x.register_post_accumulate_grad_hook(waits)
+    assert not qualifies(engine, task_of((x * 2.0).sum()))
