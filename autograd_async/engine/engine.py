@@ -22,7 +22,7 @@ from ..graph_task import GraphTask, RunnableTask, TaskStart
 from ..node_evaluation import describe_node
 from .device_worker import ABANDON, START, DeviceWorker, task_of, thread_state
 from .handoff import BlockingWaiter, LoopWaiter
-from .inline import DEFAULT_MAX_ELEMENTS, DEFAULT_MAX_NODES, claim, run_inline
+from .inline import DEFAULT_MAX_ELEMENTS, DEFAULT_MAX_NODES, claim, inline_runs_on, run_inline
 from .loops import default_loop_kind, loop_factory
 from .stream_sync import check_default_streams, sync_finish, sync_start
 from .trace_events import CallerAwait
@@ -120,7 +120,7 @@ class Engine:
         calling thread, and waking the worker for nothing would cost both threads time.
         """
         if self._state == "open" and thread_state.worker is None:
-            if device is CPU and self.inline_max_nodes > 0:
+            if device is CPU and inline_runs_on(self):
                 return
             self.worker(device).prewake()
 

@@ -56,13 +56,20 @@ DEFAULT_MAX_ELEMENTS = 2**16
 DEFAULT_MAX_NODES = 64
 
 
+def inline_runs_on(engine: Engine) -> bool:
+    """Whether `engine` runs qualifying tasks inline at all now (the settings, not the task)."""
+    return (
+        engine.inline_max_nodes > 0
+        and sim_mode_state.mode != "cuda"
+        and engine.trace_sink is None
+        and thread_state.worker is None
+    )
+
+
 def qualifies(engine: Engine, task: GraphTask) -> bool:
     """Whether `task` may run on the calling thread (before the ownership is claimed)."""
-    limit = engine.inline_max_nodes
     nodes = task.dependencies  # every node of the task, the root included, before any deposit
-    if limit <= 0 or len(nodes) > limit or thread_state.worker is not None:
-        return False
-    if sim_mode_state.mode == "cuda" or engine.trace_sink is not None:
+    if len(nodes) > engine.inline_max_nodes or not inline_runs_on(engine):
         return False
     if stream_overrides.get() is not None:
         return False
