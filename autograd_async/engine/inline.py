@@ -20,9 +20,10 @@ A task qualifies when all of these hold, otherwise it takes the worker path unch
   `Engine.inline_max_elements` elements (2**16 by default: a few hundred microseconds of NumPy
   work at most), which bounds how long an awaited pass can hold its caller's event loop;
 - every node lives on `cpu`, and none is async (it runs as a task on the worker's loop), recorded
-  on a side stream, needing an event loop of its own (`needs_event_loop`), or a leaf's accumulator
-  with a post-accumulate hook marked `waits_on_other_threads` (DistributedDataParallel's, whose
-  last one waits for the all-reduces: a wait no element count bounds);
+  on a side stream, needing an event loop of its own (`needs_event_loop`), marked
+  `waits_on_other_threads` (SyncBatchNorm's all-reduce), or a leaf's accumulator with a
+  post-accumulate hook so marked (DistributedDataParallel's, whose last one waits for the
+  all-reduces): waits no element count bounds;
 - the caller drives no worker (a backward inside a node keeps the reentrant path), has no stream
   made current, and sim devices do not follow the CUDA rules (`AUTOGRAD_ASYNC_SIM=cuda`, whose
   sanitizer checks which thread uses which stream);
@@ -77,7 +78,7 @@ def qualifies(engine: Engine, task: GraphTask) -> bool:
     for node in nodes:
         if node.device is not CPU or node.is_async or node._stream is not None:
             return False
-        if node.needs_event_loop is not None:
+        if node.needs_event_loop is not None or node.waits_on_other_threads:
             return False
         if type(node) is AccumulateGrad and _waits_on_other_threads(node):
             return False

@@ -12,7 +12,7 @@ import pytest
 
 import autograd_async as aa
 from autograd_async.backends.sim_mode import sim_mode_state
-from autograd_async.engine import Engine, get_engine
+from autograd_async.engine import Engine, get_engine, inline
 from autograd_async.engine.inline import qualifies
 from autograd_async.profiler import profile
 
@@ -129,7 +129,8 @@ def test_a_node_on_another_device_sends_the_task_to_the_workers():
     np.testing.assert_allclose(x.grad.numpy(), [6.0, 6.0])
 
 
-def test_a_busy_worker_sends_the_task_to_the_worker_path():
+def test_a_busy_worker_sends_the_task_to_the_worker_path(monkeypatch):
+    monkeypatch.setattr(inline, "CLAIM_TIMEOUT_S", 0.002)  # the engine's own (conftest waits)
     worker = get_engine().worker(aa.device("cpu"))
     claimed, release = threading.Event(), threading.Event()
 
@@ -421,3 +422,24 @@ def test_a_hook_that_waits_on_other_threads_keeps_the_pass_off_the_caller():
     waits.waits_on_other_threads = True  # type: ignore[attr-defined]
     x.register_post_accumulate_grad_hook(waits)
     assert not qualifies(engine, task_of((x * 2.0).sum()))
+
+
+class WaitsForRanks(aa.autograd.Function):
+    """Identity marked as SyncBatchNorm's all-reduce marks itself."""
+
+    @staticmethod
+    def forward(ctx: Any, x: aa.Tensor):
+        ctx.waits_on_other_threads = True
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx: Any, g: aa.Tensor):
+        return g
+
+
+def test_a_node_that_waits_on_other_threads_runs_on_the_worker():
+    recorder = Recorder()
+    x = aa.tensor([1.0], requires_grad=True)
+    Probe.apply(WaitsForRanks.apply(x * 2.0), recorder, "n").sum().backward()
+    assert _threads(recorder) == {WORKER}
+    assert x.grad.item() == 2.0
