@@ -271,7 +271,7 @@ class DeviceWorker:
         if (self.inbox or self.ready) and not self._wake_pending and not self.dead:
             self._wake_pending = True
             try:
-                self.loop.call_soon_threadsafe(self._on_wake)
+                self._started_loop().call_soon_threadsafe(self._on_wake)
             except RuntimeError:  # loop closed: `_retire` fails what it held
                 self._wake_pending = False
 
@@ -603,7 +603,7 @@ class DeviceWorker:
         if self.thread is not threading.current_thread():
             # Another thread drives this worker (an inline caller's reentrant backward, a helper
             # thread): the loop's tasks are made on the loop's own thread.
-            self.loop.call_soon_threadsafe(self._create_async_node, node, task, inputs)
+            self._started_loop().call_soon_threadsafe(self._create_async_node, node, task, inputs)
         else:
             self._create_async_node(node, task, inputs)
 
