@@ -24,6 +24,16 @@ def _sim_allocator_empty_between_tests():
 
 
 @pytest.fixture(autouse=True)
+def _inline_claims_wait_out_a_busy_worker(monkeypatch: pytest.MonkeyPatch):
+    """A small all-cpu pass runs inline unless the cpu worker is busy beyond a 2 ms claim; on a
+    loaded machine a worker descheduled mid-wake-up would send a pass the tests expect inline to
+    the worker. Tests wait up to a second instead (tests of that fallback set their own)."""
+    from autograd_async.engine import inline
+
+    monkeypatch.setattr(inline, "CLAIM_TIMEOUT_S", 1.0)
+
+
+@pytest.fixture(autouse=True)
 def _seeded_per_test(request: pytest.FixtureRequest):
     """Every test draws from generators seeded by its own id: a test whose tolerance suits the
     numbers it drew passes on every run, whatever order or worker runs it, rather than failing

@@ -137,6 +137,11 @@ class Node:
     is_async = False
     # Nodes that run even when no gradient reached them (the root of several outputs).
     runs_without_grad = False
+    # The event loop whose thread a node's backward needs (a distributed receive sets its
+    # client's): a blocking backward on that thread would wait on itself.
+    needs_event_loop: Any = None
+    # A backward that waits for work on other threads (a collective): kept off callers' threads.
+    waits_on_other_threads = False
 
     next_functions: tuple[tuple[Node | None, int], ...]
     device: Device

@@ -1,8 +1,10 @@
 """A device worker: one thread, one event loop, one priority ready queue for one device.
 
-Every node of every graph task that lives on the device runs here, and only here. Other threads hand
-work in through `submit` (a thread-safe inbox plus one wake-up of the loop), so a worker never
-blocks on another; a gradient from another device arrives there as a settled `GradientFuture`.
+Every node of every graph task that lives on the device runs under the worker's *ownership*: on its
+thread, or (a small all-cpu task, see `inline.py`) on a caller's thread that holds the ownership
+meanwhile, so that never two threads run one device's nodes at once. Other threads hand work in
+through `submit` (a thread-safe inbox plus one wake-up of the loop), so a worker never blocks on
+another; a gradient from another device arrives there as a settled `GradientFuture`.
 The ready queue orders nodes as PyTorch's engine does: deeper reentrant tasks first, then higher
 sequence number (AccumulateGrad has the highest).
 """
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
 START, ABANDON = "start", "abandon"
 # Nodes run per pass before the worker yields to its event loop, so timers and I/O keep running.
 PASS_BUDGET = 512
+# How often an async node that finished while another thread owns the worker retries routing.
+OWNERSHIP_RETRY_S = 0.0002
 
 
 class ThreadState(threading.local):
@@ -86,6 +90,9 @@ class DeviceWorker:
         self._waiter: threading.Event | None = None
         self._nested_tasks: set[GraphTask] = set()
         self._async_nodes: dict[asyncio.Task, GraphTask] = {}
+        # Held by whichever thread runs this device's nodes: the worker's own while it drains its
+        # queue, a caller's while it runs a small task inline. Never waited for on the loop.
+        self.ownership = threading.Lock()
         self._started = threading.Event()
         self._start_error: BaseException | None = None
         self.running_task: GraphTask | None = None
@@ -237,8 +244,36 @@ class DeviceWorker:
         self._wake_pending = False
         if self.dead:  # a wake-up run while the dead loop winds down: `_retire` fails the work
             return
-        self._take_inbox()
-        self._run_ready()
+        if not self.ownership.acquire(blocking=False):
+            return  # a caller runs nodes inline: `release_ownership` wakes this loop again
+        try:
+            self._take_inbox()
+            self._drain_ready()
+        finally:
+            self.ownership.release()
+
+    def claim_ownership(self, timeout: float) -> bool:
+        """Take the right to run this device's nodes from another thread (see `inline.py`).
+
+        True when claimed within `timeout` s with nothing queued or in flight here, so that the
+        claimer's task is the only work on the queue. Release with `release_ownership`.
+        """
+        if not self.ownership.acquire(timeout=timeout):
+            return False
+        if self.ready or self._async_nodes or self.dead:
+            self.release_ownership()
+            return False
+        return True
+
+    def release_ownership(self) -> None:
+        """Give the ownership back; wake the loop if work arrived for it meanwhile."""
+        self.ownership.release()
+        if (self.inbox or self.ready) and not self._wake_pending and not self.dead:
+            self._wake_pending = True
+            try:
+                self._started_loop().call_soon_threadsafe(self._on_wake)
+            except RuntimeError:  # loop closed: `_retire` fails what it held
+                self._wake_pending = False
 
     def _take_inbox(self) -> None:
         inbox = self.inbox
@@ -311,6 +346,15 @@ class DeviceWorker:
 
     def _run_ready(self) -> None:
         self._resume_pending = False
+        if not self.ready or not self.ownership.acquire(blocking=False):
+            return  # nothing to do, or a caller runs nodes inline and wakes this loop after
+        try:
+            self._drain_ready()
+        finally:
+            self.ownership.release()
+
+    def _drain_ready(self) -> None:
+        """Run queued nodes, up to `PASS_BUDGET`, then yield to the loop (ownership held)."""
         ready = self.ready
         if not ready:
             return
@@ -556,6 +600,16 @@ class DeviceWorker:
                 self,
             )
             return
+        if self.thread is not threading.current_thread():
+            # Another thread drives this worker (an inline caller's reentrant backward, a helper
+            # thread): the loop's tasks are made on the loop's own thread.
+            self._started_loop().call_soon_threadsafe(self._create_async_node, node, task, inputs)
+        else:
+            self._create_async_node(node, task, inputs)
+
+    def _create_async_node(self, node: Node, task: GraphTask, inputs: list) -> None:
+        if task.finished:
+            return
         context = task.context
         context = None if context is None else context.copy()
         pending = self._started_loop().create_task(
@@ -589,14 +643,42 @@ class DeviceWorker:
         if sink is not None:
             self._record_run(sink, node, task, begun)
         self.nodes_run += 1
+        while not self.ownership.acquire(blocking=False):  # never block the loop waiting for it
+            await asyncio.sleep(OWNERSHIP_RETRY_S)
         try:
-            nxt, nxt_inputs = self._route(task, node, outputs)
-        except BaseException as exc:  # noqa: BLE001
-            self.engine.fail_task(task, exc, node, self)
-            return
-        if nxt is not None:
-            self.push(task, nxt, nxt_inputs)
-        self._run_ready()
+            try:
+                nxt, nxt_inputs = self._route(task, node, outputs)
+            except BaseException as exc:  # noqa: BLE001
+                self.engine.fail_task(task, exc, node, self)
+                return
+            if nxt is not None:
+                self.push(task, nxt, nxt_inputs)
+            self._drain_ready()
+        finally:
+            self.ownership.release()
+
+    # ---------------------------------------------------- driven by a caller
+    def run_here(self, task: GraphTask, starts: list) -> None:
+        """Start `task` and run this worker's queue empty on the calling thread (see inline.py).
+
+        The caller holds the ownership, found the queue empty and drives this worker meanwhile
+        (`thread_state.worker`), so the nodes run in the queue's order exactly as on the worker's
+        thread, a reentrant backward inside one included.
+        """
+        task.add_outstanding(1)
+        try:
+            self._begin(task, starts)
+        except BaseException as exc:  # noqa: BLE001 - fails the task, as `_take_inbox` does
+            self.engine.fail_task(task, exc, None, self)
+        started = time.perf_counter_ns()
+        ready = self.ready
+        try:
+            while ready:
+                _, _, node, owner, inputs = heappop(ready)
+                while node is not None:
+                    node, inputs = self._execute(node, owner, inputs)
+        finally:
+            self.busy_ns += time.perf_counter_ns() - started
 
     # ------------------------------------------------------ reentrant backward
     def run_nested(self, task: GraphTask, check_open: Callable[[], None]) -> None:

@@ -2,7 +2,8 @@
 
 One engine serves blocking (`run`) and awaiting (`run_async`) callers. A graph task starts on the
 worker of its root's device; nodes hand gradients to other devices' workers as they go; the task
-finishes when no node is queued and no handoff is in flight anywhere.
+finishes when no node is queued and no handoff is in flight anywhere. A small all-cpu task runs on
+the calling thread instead, standing in for the cpu worker (`inline.py`).
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from typing import Any, NamedTuple
 
 from ..backends.stream_context import stream_overrides
 from ..core.graph import Node
-from ..devices import Device, DeviceError, backend_for, check_available
+from ..devices import CPU, Device, DeviceError, backend_for, check_available
 from ..graph_task import GraphTask, RunnableTask, TaskStart
 from ..node_evaluation import describe_node
 from .device_worker import ABANDON, START, DeviceWorker, task_of, thread_state
 from .handoff import BlockingWaiter, LoopWaiter
+from .inline import DEFAULT_MAX_ELEMENTS, DEFAULT_MAX_NODES, claim, inline_runs_on, run_inline
 from .loops import default_loop_kind, loop_factory
 from .stream_sync import check_default_streams, sync_finish, sync_start
 from .trace_events import CallerAwait
@@ -65,6 +67,11 @@ class DeviceStats(NamedTuple):
 class Engine:
     """Device workers plus the logic that starts, finishes and fails graph tasks on them."""
 
+    #: Tasks of at most this many nodes, all on cpu, run on the calling thread (0: never).
+    inline_max_nodes: int = DEFAULT_MAX_NODES
+    #: ... when the gradients their nodes receive total at most this many elements (inline.py).
+    inline_max_elements: int = DEFAULT_MAX_ELEMENTS
+
     def __init__(self, loop: str | None = None) -> None:
         self.loop_kind = loop or default_loop_kind()
         self._factory = loop_factory(self.loop_kind)
@@ -107,8 +114,14 @@ class Engine:
         return found
 
     def prewake(self, device: Device) -> None:
-        """Begin waking `device`'s worker for a task the calling thread is about to prepare."""
+        """Begin waking `device`'s worker for a task the calling thread is about to prepare.
+
+        Not the cpu worker while inline runs are on: a task rooted there most often runs on the
+        calling thread, and waking the worker for nothing would cost both threads time.
+        """
         if self._state == "open" and thread_state.worker is None:
+            if device is CPU and inline_runs_on(self):
+                return
             self.worker(device).prewake()
 
     def workers(self) -> dict[str, DeviceWorker]:
@@ -152,6 +165,8 @@ class Engine:
         caller_loop = asyncio._get_running_loop()  # None off a loop thread, no exception raised
         if caller_loop is not None:
             refuse_to_block_a_needed_loop(task, caller_loop, kind)
+        if self._run_inline(prepared, kind):
+            return
         waiter = BlockingWaiter()
         task.on_finish = waiter.settle
         begun = time.perf_counter_ns()
@@ -172,6 +187,11 @@ class Engine:
         self.check_open()
         task = prepared.task
         task.reentrant_depth = reentrant_depth.get() + 1
+        if self._run_inline(prepared, kind, raise_error=False):
+            await asyncio.sleep(0)  # still an await that lets the loop's other tasks run
+            if task.error is not None:
+                raise task.error
+            return
         waiter = LoopWaiter(asyncio.get_running_loop())
         task.on_finish = waiter.settle
         begun = time.perf_counter_ns()
@@ -183,6 +203,24 @@ class Engine:
             raise
         finally:
             self._record_await(task, kind, begun)
+
+    def _run_inline(self, prepared: RunnableTask, kind: str, raise_error: bool = True) -> bool:
+        """Run the task on this thread if it qualifies (see inline.py); False if it does not."""
+        task = prepared.task
+        worker = claim(self, task)
+        if worker is None:
+            return False
+        begun = time.perf_counter_ns()
+        try:
+            run_inline(worker, task, prepared.starts)
+        except BaseException:  # interrupted between nodes: the task is given up as a cancel is
+            self.abandon(task)
+            raise
+        finally:
+            self._record_await(task, kind, begun)
+        if raise_error and task.error is not None:
+            raise task.error
+        return True
 
     def _run_reentrant(
         self, task: GraphTask, starts: list[TaskStart], worker: DeviceWorker
@@ -352,11 +390,12 @@ def refuse_to_block_a_needed_loop(
 
 
 def _annotate(error: BaseException, node: Node, worker: DeviceWorker, task: GraphTask) -> None:
-    where = (
-        f"raised in backward node {describe_node(node)}, "
-        f"worker thread {threading.current_thread().name}, "
-        f"graph task {task.id}"
-    )
+    thread = threading.current_thread()
+    if worker.thread is None or thread.name.startswith(worker.thread.name):
+        runner = f"worker thread {thread.name}"  # the worker's own, or its reentrant helper's
+    else:
+        runner = f"calling thread {thread.name} (run inline for the {worker.device} worker)"
+    where = f"raised in backward node {describe_node(node)}, {runner}, graph task {task.id}"
     try:
         error.add_note(where)
         error._autograd_async_annotated = True  # type: ignore[attr-defined]

@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import autograd_async as aa
+from autograd_async.engine import get_engine
 
 
 @dataclass
@@ -80,3 +83,21 @@ class Boom(aa.autograd.Function):
     @staticmethod
     def backward(ctx: Any, g: aa.Tensor):
         raise ctx.error
+
+
+def cpu_node_threads() -> set[str]:
+    """Names of the threads a cpu node may run on from this thread: the cpu worker's, or this
+    (calling) thread's, where a small all-cpu task runs inline (engine/inline.py)."""
+    return {"autograd-async:cpu", threading.current_thread().name}
+
+
+@contextmanager
+def worker_path(engine: Any = None) -> Iterator[None]:
+    """Every task takes the worker path in this block (inline runs off), as before they existed."""
+    engine = engine or get_engine()
+    before = engine.inline_max_nodes
+    engine.inline_max_nodes = 0
+    try:
+        yield
+    finally:
+        engine.inline_max_nodes = before

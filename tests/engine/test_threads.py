@@ -11,7 +11,7 @@ import pytest
 import autograd_async as aa
 from autograd_async.engine import get_engine, uvloop_available
 
-from .helpers import AsyncProbe, Probe, Recorder
+from .helpers import AsyncProbe, Probe, Recorder, worker_path
 
 
 def _three_device_graph(recorder: Recorder, probe=Probe):
@@ -89,7 +89,7 @@ def test_loop_kind_is_selectable(kind):
     if kind == "uvloop" and not uvloop_available():
         pytest.skip("uvloop not installed")
     recorder = Recorder()
-    with aa.engine.Engine(loop=kind) as engine:
+    with aa.engine.Engine(loop=kind) as engine, worker_path(engine):
         x = aa.tensor([1.0], requires_grad=True)
         Probe.apply(x, recorder, "n").sum().backward()
         assert engine.loop_kind == kind

@@ -30,6 +30,7 @@ class AllReduceSum(Function):
     @staticmethod
     def forward(ctx: Any, tensor: Tensor, group: Any) -> Tensor:
         ctx.group = group
+        ctx.waits_on_other_threads = True  # its backward waits for the other ranks: on a worker
         out = tensor.clone()
         all_reduce(out, ReduceOp.SUM, group=group)
         return out

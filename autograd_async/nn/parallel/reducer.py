@@ -212,6 +212,8 @@ class Reducer:
             if self.expect_hooks:
                 self.mark_ready(index)
 
+        # The last one waits for the all-reduces: on a worker thread, never a caller's loop.
+        hook.waits_on_other_threads = True  # type: ignore[attr-defined]
         return hook
 
     def mark_ready(self, index: int) -> None:
