@@ -82,6 +82,8 @@ class Work:
     def set_exception(self, error: BaseException) -> None:
         """Fail the collective (called by the backend, on its thread)."""
         with self._lock:
+            if self._outcome == "ok":  # settled already: the first outcome stands, as a future's
+                return
             self._outcome = "failed"
             self._then.clear()
         if not self.future.done():

@@ -52,6 +52,14 @@ def test_a_failed_collective_runs_no_finisher_however_late_it_is_attached():
         work.wait(timeout=1)
 
 
+def test_a_late_failure_does_not_undo_a_success():
+    work = completed_work("all_reduce #4")
+    work.set_exception(DistBackendError("all_reduce #4: the group was destroyed"))
+    seen = []
+    work.then(lambda: seen.append("copied back"))
+    assert seen == ["copied back"] and work.is_success()
+
+
 def test_a_finisher_that_fails_on_the_backend_thread_fails_the_handle():
     work = Work("all_reduce #2")
     work.then(lambda: 1 / 0)
