@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -12,8 +13,9 @@ import pytest
 
 import autograd_async as aa
 import autograd_async.distributed as dist
+from autograd_async.distributed.collectives.backend_threads import ThreadWorld
 
-from .checks import check_everything, check_mismatch
+from .checks import check_everything, check_mismatch, host, tensor_on
 
 
 def run_ranks(
@@ -43,6 +45,65 @@ def test_every_collective_on_sim_devices(size):
         size, lambda rank: check_everything(rank, size, devices[rank]), devices=devices
     )
     assert min(counts) > 100
+
+
+@pytest.fixture
+def rounds_settle_before_callers_go_on(monkeypatch):
+    """A rank whose collective's round is complete when it arrives waits, inside the collective
+    call, until the combiner thread has settled the round: the interleaving a loaded machine
+    makes when it preempts that rank between handing in its arrays and attaching the copy of the
+    result back into its tensor."""
+    arrive = ThreadWorld.arrive
+
+    def arrive_then_wait_for_the_combiner(self: ThreadWorld, seq: int, *args: Any) -> None:
+        arrive(self, seq, *args)
+        with self.lock:
+            complete = seq not in self.rounds
+        if complete:
+            work = args[3]
+            concurrent.futures.wait([work.future])
+
+    monkeypatch.setattr(ThreadWorld, "arrive", arrive_then_wait_for_the_combiner)
+
+
+@pytest.mark.parametrize("size", [1, 2])
+def test_results_reach_the_tensors_when_the_round_settles_before_the_caller_goes_on(
+    size, rounds_settle_before_callers_go_on
+):
+    def body(rank: int) -> None:
+        device = f"sim:{rank}"
+        mine = np.arange(6.0).reshape(2, 3) + rank
+        everyone = [np.arange(6.0).reshape(2, 3) + r for r in range(size)]
+
+        t = tensor_on(mine, device, transposed=True)  # not contiguous: the result is copied back
+        dist.all_reduce(t)
+        np.testing.assert_array_equal(host(t), np.sum(everyone, axis=0))
+
+        t = tensor_on(mine, device, transposed=True)
+        dist.broadcast(t, src=size - 1)
+        np.testing.assert_array_equal(host(t), everyone[-1])
+
+        t = tensor_on(mine, device, transposed=True)
+        dist.reduce(t, dst=0, op=dist.ReduceOp.MAX)
+        np.testing.assert_array_equal(host(t), everyone[-1] if rank == 0 else mine)
+
+        outs = [aa.zeros((2, 3), dtype=aa.float64, device=device) for _ in range(size)]
+        dist.all_gather(outs, tensor_on(mine, device))
+        for r in range(size):
+            np.testing.assert_array_equal(host(outs[r]), everyone[r])
+
+        outs = [aa.zeros((2, 3), dtype=aa.float64, device=device) for _ in range(size)]
+        dist.all_gather(outs, tensor_on(mine, device), async_op=True).wait()
+        for r in range(size):
+            np.testing.assert_array_equal(host(outs[r]), everyone[r])
+
+        gathered = [aa.zeros((2, 3), dtype=aa.float64, device=device) for _ in range(size)]
+        dist.gather(tensor_on(mine, device), gathered if rank == 0 else None, dst=0)
+        if rank == 0:
+            for r in range(size):
+                np.testing.assert_array_equal(host(gathered[r]), everyone[r])
+
+    run_ranks(size, body)
 
 
 def test_mismatched_shapes_fail_every_rank_clearly_and_the_group_goes_on():
