@@ -28,8 +28,7 @@ class finfo:  # noqa: N801 - PyTorch's name
 
     def __init__(self, dtype: Any = None) -> None:
         np_type = default_float() if dtype is None else _np_dtype(dtype)
-        if np_type.kind == "c":
-            np_type = np.dtype(np.float32 if np_type == np.complex64 else np.float64)
+        np_type = np.dtype(dtype_of(np_type).to_real())
         if np_type.kind not in "fV":
             raise TypeError(
                 "finfo() requires a floating point input type. Use iinfo to handle 'finfo'"

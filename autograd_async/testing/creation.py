@@ -10,6 +10,7 @@ import numpy as np
 
 from ..core.tensor import Tensor, as_dtype
 from ..creation import empty, randint
+from ..dtypes import of as dtype_of
 from ..ops.complex_views import complex as make_complex
 
 __all__ = ["make_tensor"]
@@ -44,8 +45,8 @@ def make_tensor(
         lo, hi = _bounds(low, high, np_dtype, integer=True)
         values = randint(lo, hi, sizes, dtype=dtype, device=device)
     else:
-        part = np.dtype(np.float32 if np_dtype == np.complex64 else np.float64)
-        lo, hi = _bounds(low, high, part if kind == "c" else np_dtype, integer=False)
+        part = _real_part(np_dtype)  # the dtype itself unless complex
+        lo, hi = _bounds(low, high, part, integer=False)
         if kind == "c":
             real = empty(sizes, dtype=part, device=device).uniform_(lo, hi)
             imag = empty(sizes, dtype=part, device=device).uniform_(lo, hi)
@@ -71,11 +72,7 @@ def _shape_of(shape: tuple[Any, ...]) -> tuple[int, ...]:
 
 
 def _real_part(dtype: np.dtype) -> np.dtype:
-    return (
-        np.dtype(np.float32)
-        if dtype == np.complex64
-        else (np.dtype(np.float64) if dtype.kind == "c" else dtype)
-    )
+    return np.dtype(dtype_of(dtype).to_real())
 
 
 def _bounds(
