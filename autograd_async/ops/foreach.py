@@ -1,4 +1,5 @@
-"""PyTorch's `_foreach_*` functions: one op applied over a list of tensors.
+"""PyTorch's `_foreach_*` functions: one op applied over a list of tensors, through the Tensor
+method each op installs.
 
 Optimizers and weight averaging (EMA, SWA) written for PyTorch call them directly
 (`torch._foreach_lerp_(ema, params, 0.1)`). Here each is the plain op per tensor: NumPy has no
@@ -42,21 +43,11 @@ def _per_tensor(name: str, count: int, other: Any) -> Sequence[Any]:
     return [other] * count
 
 
-def _function(op: str) -> Callable[..., Any]:
-    """The op as a function of its tensor, through the Tensor method every op installs."""
-
-    def call(t: Tensor, *args: Any, **kwargs: Any) -> Any:
-        return getattr(t, op)(*args, **kwargs)
-
-    return call
-
-
 def _make_unary(op: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
     name = f"_foreach_{op}"
 
     def out_of_place(self: Sequence[Tensor]) -> tuple[Tensor, ...]:
-        f = _function(op)
-        return tuple(f(t) for t in _require_list(name, self))
+        return tuple(getattr(t, op)() for t in _require_list(name, self))
 
     def in_place(self: Sequence[Tensor]) -> Sequence[Tensor]:
         for t in _require_list(name + "_", self):
@@ -76,7 +67,7 @@ def _make_binary(op: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
             return tuple(e.__rpow__(self) for e in _require_list(name, other))
         tensors = _require_list(name, self)
         return tuple(
-            _function(_scalar_form(op, o))(t, o, **kwargs)
+            getattr(t, _scalar_form(op, o))(o, **kwargs)
             for t, o in zip(tensors, _per_tensor(name, len(tensors), other))
         )
 
@@ -109,10 +100,11 @@ def _make_pointwise(op: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
     def out_of_place(
         self: Sequence[Tensor], tensor1: Sequence[Tensor], tensor2: Sequence[Tensor], value: Any = 1
     ) -> tuple[Tensor, ...]:
-        f = _function(op)
         tensors = _require_list(name, self)
         values = _per_tensor(name, len(tensors), _listed(value))
-        return tuple(f(t, a, b, value=v) for t, a, b, v in zip(tensors, tensor1, tensor2, values))
+        return tuple(
+            getattr(t, op)(a, b, value=v) for t, a, b, v in zip(tensors, tensor1, tensor2, values)
+        )
 
     def in_place(
         self: Sequence[Tensor], tensor1: Sequence[Tensor], tensor2: Sequence[Tensor], value: Any = 1
@@ -139,8 +131,7 @@ def _foreach_lerp(self: Sequence[Tensor], tensors1: Sequence[Tensor], weight: An
     """`lerp(t, end, weight)` for each tensor (weight: a number, or a tensor each)."""
     tensors = _require_list("_foreach_lerp", self)
     weights = _per_tensor("_foreach_lerp", len(tensors), weight)
-    lerp = _function("lerp")
-    return tuple(lerp(t, e, w) for t, e, w in zip(tensors, tensors1, weights))
+    return tuple(t.lerp(e, w) for t, e, w in zip(tensors, tensors1, weights))
 
 
 def _foreach_lerp_(self: Sequence[Tensor], tensors1: Sequence[Tensor], weight: Any) -> Any:
