@@ -11,6 +11,7 @@ import cmath
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import numpy as np
@@ -121,20 +122,14 @@ def assert_allclose(
     )
 
 
+@dataclass(frozen=True, slots=True)
 class _Options:
-    __slots__ = ("allow_subclasses", "rtol", "atol", "equal_nan", "check_device", "check_dtype")
-
-    def __init__(
-        self,
-        allow_subclasses: bool,
-        rtol: float | None,
-        atol: float | None,
-        equal_nan: bool,
-        check_device: bool,
-        check_dtype: bool,
-    ) -> None:
-        self.allow_subclasses, self.rtol, self.atol = allow_subclasses, rtol, atol
-        self.equal_nan, self.check_device, self.check_dtype = equal_nan, check_device, check_dtype
+    allow_subclasses: bool
+    rtol: float | None
+    atol: float | None
+    equal_nan: bool
+    check_device: bool
+    check_dtype: bool
 
 
 def _error(failure: _Failure, msg: str | Callable[[str], str] | None) -> Exception:
