@@ -48,8 +48,8 @@ class BuildCompiledCore(build_ext):
         try:
             super().run()
         except Exception as exc:  # any failure to compile or link: the .py files run instead
-            first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            _notice(f"the C build failed: {first_line}")
+            first_line = (str(exc).strip().splitlines() or [""])[0]
+            _notice(f"the C build failed, {type(exc).__name__}: {first_line[:120]}")
             return
         manifest = {
             "cython": self._cython_version,

@@ -129,9 +129,9 @@ def _decide() -> tuple[str | None, str]:
         return None, "not built"
     if _wants_pure_python():
         return None, f"{PURE_PYTHON_VARIABLE}=1"
-    manifest = _read_manifest()
-    if manifest is None or len(built) < len(COMPILED_MODULES):
-        stale = [module for module in COMPILED_MODULES if module not in built] or ["its manifest"]
+    manifest = _read_manifest() or {}
+    if len(built) < len(COMPILED_MODULES) or not manifest:
+        stale = [module for module in COMPILED_MODULES if module not in built] or [MANIFEST_NAME]
     else:
         stale = _stale_modules(manifest)
     if stale:
