@@ -1,7 +1,10 @@
 """autograd-async: reverse-mode autograd on NumPy and CuPy, with a backward pass that runs on one
 worker thread and asyncio event loop per device and that callers can `await`."""
 
-# First: from here on `autograd_async.tensor` & co. name the core's modules (see _moved_modules).
+# Before any core module loads: whether the compiled core or the .py files run (see compiled_core).
+from . import compiled_core as _compiled_core  # noqa: I001
+
+# Then: from here on `autograd_async.tensor` & co. name the core's modules (see _moved_modules).
 from . import _moved_modules  # noqa: F401, I001
 
 from . import autograd, cpu, cuda, engine, nn, optim, profiler, utils
@@ -365,3 +368,6 @@ __all__ = [
     "empty_permuted",
     "frombuffer",
 ]
+
+#: True when the compiled core runs, False while its .py files do (see `compiled_core`).
+compiled: bool = _compiled_core.active_compiled_core() is not None

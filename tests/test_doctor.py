@@ -60,7 +60,7 @@ def test_doctor_text_names_every_part(capsys):
     assert f"Python: {sys.version.split()[0]} (" in text
     assert "NumPy: " + __import__("numpy").__version__ + " (BLAS: " in text
     assert f"sim devices: {aa.sim_device_count()} (mode {aa.sim_mode()})" in text
-    assert lines[-1] == "compiled core: no (pure Python)"
+    assert lines[-1] == "compiled core: " + compiled_core.describe_compiled_core()
 
 
 def test_doctor_json_holds_the_same_report(capsys):
@@ -70,9 +70,9 @@ def test_doctor_json_holds_the_same_report(capsys):
     assert report["numpy"]["version"] == __import__("numpy").__version__
     assert report["sim"] == {"mode": aa.sim_mode(), "devices": aa.sim_device_count()}
     assert report["compiled_core"] == {
-        "active": False,
-        "name": None,
-        "description": "no (pure Python)",
+        "active": aa.compiled,
+        "name": compiled_core.active_compiled_core(),
+        "description": compiled_core.describe_compiled_core(),
     }
     assert list(report) == list(doctor.collect_report())
 

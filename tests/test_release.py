@@ -42,6 +42,10 @@ NOT_SOURCE = shutil.ignore_patterns(
     ".hypothesis",
     "out",
     "*.trace.json",
+    # The compiled core built in place (setup.py): the build compiles its own.
+    "*.so",
+    "*.c",
+    "_compiled_core.json",
 )
 pytestmark = [pytest.mark.release, pytest.mark.timeout(2 * STEP_TIMEOUT)]
 
@@ -184,6 +188,26 @@ def outside(tmp_path) -> Path:
     return tmp_path
 
 
+def compiled_modules(wheel: Path) -> list[str]:
+    """The extension modules of the compiled core in the wheel (none when it built without one)."""
+    return [n for n in zipfile.ZipFile(wheel).namelist() if n.endswith((".so", ".pyd"))]
+
+
+def test_a_compiled_wheel_ships_every_core_module_its_source_and_the_manifest(dists):
+    names = set(zipfile.ZipFile(dists["wheel"]).namelist())
+    built = compiled_modules(dists["wheel"])
+    if not built:
+        pytest.skip("built without a C compiler or Cython: a pure-Python wheel")
+    from autograd_async.compiled_core import COMPILED_MODULES, MANIFEST_NAME
+
+    assert f"autograd_async/{MANIFEST_NAME}" in names
+    for module in COMPILED_MODULES:
+        stem = module.replace(".", "/")
+        assert f"{stem}.py" in names  # the source of truth, for tracebacks and the stale check
+        assert [n for n in built if n.startswith(stem + ".")], module
+    assert not [n for n in names if n.endswith(".c")]
+
+
 def test_the_wheel_ships_the_typing_files_and_no_tests(dists):
     names = zipfile.ZipFile(dists["wheel"]).namelist()
     assert "autograd_async/py.typed" in names
@@ -206,7 +230,13 @@ def test_the_metadata_carries_the_version_and_the_classifiers(dists):
         .decode()
     )
     assert f"\nVersion: {VERSION}\n" in metadata
-    assert dists["wheel"].name == f"autograd_async-{VERSION}-py3-none-any.whl"
+    # A wheel holding the compiled core is for one Python and platform; a pure one is for all.
+    if compiled_modules(dists["wheel"]):
+        assert re.fullmatch(
+            rf"autograd_async-{VERSION}-cp3\d+-cp3\d+-\w+\.whl", dists["wheel"].name
+        )
+    else:
+        assert dists["wheel"].name == f"autograd_async-{VERSION}-py3-none-any.whl"
     for line in (
         "Classifier: Typing :: Typed",
         "Classifier: Programming Language :: Python :: 3.13",
@@ -231,7 +261,7 @@ def test_the_sdist_holds_the_sources_and_the_changelog(dists):
     } <= names
 
 
-def test_the_installed_package_reports_its_version_and_environment(venv, outside):
+def test_the_installed_package_reports_its_version_and_environment(dists, venv, outside):
     out = check(
         run([str(venv), "-m", "autograd_async", "--version"], outside, "--version"), "--version"
     )
@@ -242,7 +272,10 @@ def test_the_installed_package_reports_its_version_and_environment(venv, outside
         rf"^autograd-async: {re.escape(VERSION)} \({re.escape(str(site))}/", report, re.M
     ), report
     assert "\nCuPy: " in report and "\nsim devices: " in report
-    assert report.rstrip().endswith("compiled core: no (pure Python)")
+    if compiled_modules(dists["wheel"]):
+        assert re.search(r"compiled core: yes \(Cython 3[.\d]*\)$", report.rstrip()), report
+    else:
+        assert report.rstrip().endswith("compiled core: no (pure Python: not built)")
 
 
 def test_the_wheel_declares_the_worker_console_script(dists):

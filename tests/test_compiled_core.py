@@ -1,0 +1,168 @@
+"""The compiled core: which core runs, forcing the .py files, stale builds, behaviour kept.
+
+These pass whichever core this checkout runs (built or not): what depends on a build is checked
+against what `compiled_core` reports, and the stale-build check fakes a build in a copy.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import json
+import os
+import shutil
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+import autograd_async as aa
+from autograd_async import compiled_core
+from autograd_async.core.op import Op
+
+PACKAGE_DIR = Path(compiled_core.__file__).resolve().parent
+EXTENSION_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+
+# Prints, from a fresh interpreter: aa.compiled, then the file each compiled module loaded from.
+REPORT = (
+    "import json, sys, autograd_async as aa\n"
+    "from autograd_async import compiled_core as c\n"
+    "print(json.dumps([aa.compiled, c.describe_compiled_core(),\n"
+    "    [sys.modules[m].__file__ for m in c.COMPILED_MODULES]]))\n"
+)
+
+
+def _run_report(pythonpath: Path, **env: str) -> tuple[list, str]:
+    full_env = {**os.environ, "PYTHONPATH": str(pythonpath), **env}
+    full_env.pop(compiled_core.PURE_PYTHON_VARIABLE, None)
+    full_env.update(env)
+    done = subprocess.run(
+        [sys.executable, "-W", "always", "-c", REPORT],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=pythonpath,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout), done.stderr
+
+
+def test_the_package_reports_the_core_that_runs():
+    loaded = [sys.modules[name] for name in compiled_core.COMPILED_MODULES]
+    from_extensions = [module.__file__.endswith(EXTENSION_SUFFIXES) for module in loaded]
+    assert aa.compiled is (compiled_core.active_compiled_core() is not None)
+    assert from_extensions == [aa.compiled] * len(loaded)
+    if aa.compiled:
+        assert compiled_core.describe_compiled_core().startswith("yes (Cython ")
+    else:
+        assert compiled_core.describe_compiled_core().startswith("no (pure Python: ")
+
+
+def test_the_variable_makes_the_py_files_run_even_beside_a_build():
+    (compiled, description, files), _ = _run_report(
+        PACKAGE_DIR.parent, **{compiled_core.PURE_PYTHON_VARIABLE: "1"}
+    )
+    assert compiled is False
+    assert all(path.endswith(".py") for path in files), files
+    if any(PACKAGE_DIR.rglob("*" + EXTENSION_SUFFIXES[0])):
+        assert description == f"no (pure Python: {compiled_core.PURE_PYTHON_VARIABLE}=1)"
+
+
+def _copy_package(tmp_path: Path) -> Path:
+    """The package's sources in `tmp_path` (no build products)."""
+    shutil.copytree(
+        PACKAGE_DIR,
+        tmp_path / "autograd_async",
+        ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd", "*.c", "_compiled_core.json"),
+    )
+    return tmp_path / "autograd_async"
+
+
+def test_a_build_older_than_its_sources_warns_and_runs_the_py_files(tmp_path):
+    copy = _copy_package(tmp_path)
+    # A build: an extension beside each module (never loaded here) and its manifest.
+    for name in compiled_core.COMPILED_MODULES:
+        source = copy.joinpath(*name.split(".")[1:]).with_suffix(".py")
+        source.with_name(source.stem + EXTENSION_SUFFIXES[0]).write_bytes(b"not a library")
+    manifest = {"cython": "3", "sources": compiled_core.source_hashes(copy)}
+    (copy / compiled_core.MANIFEST_NAME).write_text(json.dumps(manifest))
+    # ...then an edit of one source, as in an editable install.
+    graph = copy / "core" / "graph.py"
+    graph.write_text(graph.read_text() + "\n# edited after the build\n")
+
+    (compiled, description, files), stderr = _run_report(tmp_path)
+
+    assert compiled is False
+    assert description == "no (pure Python: stale build)"
+    assert all(path.endswith(".py") for path in files), files
+    assert "StaleCompiledCoreWarning" in stderr
+    assert "autograd_async.core.graph changed" in stderr
+
+
+def test_a_copy_without_a_build_runs_the_py_files_silently(tmp_path):
+    _copy_package(tmp_path)
+    (compiled, description, _), stderr = _run_report(tmp_path)
+    assert compiled is False
+    assert description == "no (pure Python: not built)"
+    assert "StaleCompiledCoreWarning" not in stderr
+
+
+class _Twice(aa.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+class _Cube(Op):
+    saved_inputs = (0,)
+
+    def forward(self, x):
+        return x**3
+
+    def backward(self, grad):
+        (x,) = self.saved(grad)
+        return (grad * 3 * x**2,)
+
+
+def test_user_subclasses_of_function_op_and_module_work_on_either_core():
+    x = aa.tensor([1.0, 2.0], requires_grad=True)
+    layer = aa.nn.Linear(2, 1)
+
+    class Scaled(aa.nn.Module):
+        def forward(self, value):
+            return layer(value) * 3
+
+    (_Twice.apply(x).sum() + _Cube.apply(x).sum() + Scaled()(x).sum()).backward()
+
+    expected = 2 + 3 * np.array([1.0, 4.0]) + 3 * layer.weight.detach().numpy()[0]
+    np.testing.assert_allclose(x.grad.numpy(), expected)
+    assert _Cube.op_name == "_cube"
+
+
+def test_tracebacks_name_the_core_py_files():
+    class Failing(aa.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, grad):
+            raise ValueError("failing backward")
+
+    x = aa.tensor([1.0], requires_grad=True)
+    try:
+        Failing.apply(x).sum().backward()
+    except ValueError as error:
+        frames = traceback.extract_tb(error.__traceback__)
+    else:
+        raise AssertionError("the backward did not raise")
+
+    core_frames = [f for f in frames if Path(f.filename).name == "graph_task.py"]
+    assert core_frames, [f.filename for f in frames]
+    assert core_frames[0].line  # the source line is found, as for any .py file
