@@ -42,6 +42,11 @@ def _notice(why: str) -> None:
 class BuildCompiledCore(build_ext):
     """Compiles the core, or falls back to pure Python with one line; writes the manifest."""
 
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        if not self.parallel:  # one compiler process per core: the modules build independently
+            self.parallel = os.cpu_count() or 1
+
     def run(self) -> None:
         if not self.extensions:
             return

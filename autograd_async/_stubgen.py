@@ -219,6 +219,14 @@ def _class_body(cls: type) -> str:
     )
 
 
+def _is_defined_function(value: object) -> bool:
+    """A function written in Python source: a plain one, or the same one compiled by Cython
+    (the compiled core), whose functions are not `FunctionType` but keep `__code__`."""
+    return inspect.isfunction(value) or (
+        inspect.isroutine(value) and not inspect.isbuiltin(value) and hasattr(value, "__code__")
+    )
+
+
 def render_tensor_stub() -> str:
     """The text of `core/tensor.pyi` for the Tensor class as the ops have installed it."""
     module = sys.modules["autograd_async.core.tensor"]
@@ -229,7 +237,7 @@ def render_tensor_stub() -> str:
     if lines:  # a blank line between the constants and the functions
         lines.append("\n")
     for name, value in vars(module).items():
-        if inspect.isfunction(value) and value.__module__ == module.__name__:
+        if _is_defined_function(value) and value.__module__ == module.__name__:
             lines.append(_def(name, value, "", False))
     lines.append("\n\nclass Tensor:\n")
     lines.append(_class_body(module.Tensor))
