@@ -370,4 +370,4 @@ __all__ = [
 ]
 
 #: True when the compiled core runs, False while its .py files do (see `compiled_core`).
-compiled: bool = _compiled_core.active_compiled_core() is not None
+compiled = _compiled_core.active_compiled_core() is not None
