@@ -50,11 +50,14 @@ class BuildCompiledCore(build_ext):
     def run(self) -> None:
         if not self.extensions:
             return
+        # setuptools builds with `inplace` off, then copies: a failure leaves it off.
+        inplace = bool(self.inplace)
         try:
             super().run()
         except Exception as exc:  # any failure to compile or link: the .py files run instead
             first_line = (str(exc).strip().splitlines() or [""])[0]
             _notice(f"the C build failed, {type(exc).__name__}: {first_line[:120]}")
+            self._remove_outputs(inplace)
             return
         manifest = {
             "cython": self._cython_version,
@@ -66,6 +69,20 @@ class BuildCompiledCore(build_ext):
         for folder in targets:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / core.MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n")
+
+    def _remove_outputs(self, inplace: bool) -> None:
+        """Leave no part of a failed build behind: the modules that did compile (the others failed
+        beside them) and an earlier build's record, so that the package runs its `.py` files
+        quietly instead of warning about a build that is half there."""
+        for extension in self.extensions:
+            paths = {Path(self.get_ext_fullpath(extension.name))}
+            if inplace:
+                relative = Path(self.get_ext_filename(extension.name))
+                paths.add(ROOT / relative)
+            for path in paths:
+                path.unlink(missing_ok=True)
+        if inplace:
+            (ROOT / "autograd_async" / core.MANIFEST_NAME).unlink(missing_ok=True)
 
     _cython_version = "?"
 

@@ -16,6 +16,7 @@ import traceback
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import autograd_async as aa
 from autograd_async import compiled_core
@@ -107,6 +108,90 @@ def test_a_copy_without_a_build_runs_the_py_files_silently(tmp_path):
     assert compiled is False
     assert description == "no (pure Python: not built)"
     assert "StaleCompiledCoreWarning" not in stderr
+
+
+REPOSITORY = PACKAGE_DIR.parent
+NOTICE = "autograd-async: installing the pure-Python core ("
+
+
+def _checkout_copy(tmp_path: Path) -> Path:
+    """What a build needs (setup.py, pyproject.toml, the package with any generated C, so Cython
+    need not generate it again), without extension modules or a build record."""
+    if not (REPOSITORY / "setup.py").exists():
+        pytest.skip("an installed package, not a checkout: no setup.py to build with")
+    for name in ("setup.py", "pyproject.toml", "README.md"):
+        shutil.copy2(REPOSITORY / name, tmp_path / name)
+    shutil.copytree(
+        PACKAGE_DIR,
+        tmp_path / "autograd_async",
+        ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd", "_compiled_core.json"),
+    )
+    return tmp_path
+
+
+def _build_in_place(checkout: Path, *prelude: str, **env: str) -> subprocess.CompletedProcess:
+    """`setup.py build_ext --inplace` in `checkout`, after the Python statements of `prelude`."""
+    code = "; ".join(
+        [*prelude, "import sys", "sys.argv = ['setup.py', '-q', 'build_ext', '--inplace']"]
+        + ["import runpy", "runpy.run_path('setup.py', run_name='__main__')"]
+    )
+    full_env = {**os.environ, **env}
+    if compiled_core.PURE_PYTHON_VARIABLE not in env:
+        full_env.pop(compiled_core.PURE_PYTHON_VARIABLE, None)
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=checkout,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def _notices(done: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in done.stderr.splitlines() if line.startswith(NOTICE)]
+
+
+def _extensions_in(checkout: Path) -> list[Path]:
+    return [
+        p for p in (checkout / "autograd_async").rglob("*") if p.name.endswith(EXTENSION_SUFFIXES)
+    ]
+
+
+def test_without_a_c_compiler_the_build_installs_the_py_files_with_one_line(tmp_path):
+    checkout = _checkout_copy(tmp_path)
+    # An earlier build stands in place: a failed build must not leave it half replaced.
+    for name in compiled_core.COMPILED_MODULES:
+        source = checkout.joinpath(*name.split(".")).with_suffix(".py")
+        source.with_name(source.stem + EXTENSION_SUFFIXES[0]).write_bytes(b"an older build")
+    (checkout / "autograd_async" / compiled_core.MANIFEST_NAME).write_text("{}")
+
+    done = _build_in_place(checkout, CC="false")
+
+    assert done.returncode == 0, done.stderr
+    (notice,) = _notices(done)
+    assert "the C build failed" in notice and notice.endswith("it runs the same, only slower.")
+    assert _extensions_in(checkout) == []
+    assert not (checkout / "autograd_async" / compiled_core.MANIFEST_NAME).exists()
+    (compiled, description, _), stderr = _run_report(checkout)
+    assert (compiled, description) == (False, "no (pure Python: not built)")
+    assert "StaleCompiledCoreWarning" not in stderr
+
+
+def test_the_variable_or_a_missing_cython_builds_nothing_and_says_why(tmp_path):
+    checkout = _checkout_copy(tmp_path)
+
+    asked = _build_in_place(checkout, **{compiled_core.PURE_PYTHON_VARIABLE: "1"})
+    no_cython = _build_in_place(checkout, "import sys", "sys.modules['Cython'] = None")
+
+    assert asked.returncode == 0 and no_cython.returncode == 0, asked.stderr + no_cython.stderr
+    assert _notices(asked) == [
+        f"{NOTICE}{compiled_core.PURE_PYTHON_VARIABLE}=1); it runs the same, only slower."
+    ]
+    assert _notices(no_cython) == [
+        f"{NOTICE}Cython is not installed); it runs the same, only slower."
+    ]
+    assert _extensions_in(checkout) == []
 
 
 class _Twice(aa.autograd.Function):
