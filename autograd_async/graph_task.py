@@ -1,3 +1,4 @@
+# cython: freethreading_compatible=True
 """The bookkeeping of one backward pass, in plain synchronous code.
 
 A `GraphTask` counts dependencies from its roots, buffers the gradients arriving at each node,
@@ -34,6 +35,9 @@ from .node_evaluation import (
 from .ops.transfer import host_reads_outputs
 
 _task_ids = itertools.count(1)
+# Callers on any thread start tasks: free-threaded CPython does not promise a shared iterator's
+# `next` is atomic, so the ids are taken under a lock (one per task, not per node).
+_task_ids_lock = threading.Lock()
 
 # Whether backward passes started here run their nodes in a copy of the starting context (see
 # `nodes_run_in_caller_context`).
@@ -112,6 +116,7 @@ class GraphTask:
         "reentrant_depth",
         "anomaly",
         "check_nan",
+        "_special",
         "_outstanding",
         "_lock",
         "error",
@@ -135,13 +140,16 @@ class GraphTask:
         anomaly: bool = False,
         check_nan: bool = True,
     ) -> None:
-        self.id = next(_task_ids)
+        with _task_ids_lock:
+            self.id = next(_task_ids)
         self.root = root
         self.keep_graph = keep_graph
         self.create_graph = create_graph
         self.reentrant_depth = reentrant_depth
         self.anomaly = anomaly
         self.check_nan = check_nan
+        # One read per node instead of three: create_graph, anomaly mode or captures (`capture`).
+        self._special = create_graph or anomaly
         self.dependencies = compute_dependencies(root)
         self.buffers: dict[Node, list] = {}
         self.exec_info: dict[Node, bool] | None = None
@@ -169,6 +177,7 @@ class GraphTask:
         `run_targets` runs the target nodes too (`backward(inputs=...)` accumulates into leaves).
         """
         self.captures = {}
+        self._special = True
         self.captured = [None] * len(targets)
         for index, (node, nr) in enumerate(targets):
             self.captures.setdefault(node, []).append((nr, index))
@@ -265,32 +274,39 @@ class GraphTask:
         The common case (one gradient in, no hooks, captures, create_graph or anomaly mode) takes
         a short path: backward graphs are mostly chains of such nodes.
         """
-        if node.device._entry is not None:  # CUDA's rule: this thread must have entered it
-            check_entered(node.device, node.name())
-        if (
-            len(inputs) != 1
-            or inputs[0] is None
-            or node._hooks is not None
-            or self.create_graph
-            or self.anomaly
-        ):
+        device = node.device
+        if device._entry is not None:  # CUDA's rule: this thread must have entered it
+            check_entered(device, node.name())
+        if len(inputs) != 1 or node._hooks is not None:
             return self._evaluate_general(node, inputs)
-        captures = self.captures
-        if captures is not None and (node in captures or not self._needed(node)):
-            return self._evaluate_general(node, inputs)  # grad(): capture, or skip the node
-        outputs = node.backward(inputs[0])
+        grad = inputs[0]
+        if grad is None:
+            return self._evaluate_general(node, inputs)
+        if self._special and self._takes_general_path(node):
+            return self._evaluate_general(node, inputs)
+        outputs = node.backward(grad)
         if type(outputs) is not tuple:
             outputs = (outputs,)
         edges = node.next_functions
-        if len(outputs) != len(edges):
+        count = len(edges)
+        if len(outputs) != count:
             self.after_backward(node, inputs, outputs)  # raises the count error
-        for (nxt, nr), g in zip(edges, outputs):
+        if count == 1:  # a chain's link: no zip to walk
+            nxt, nr = edges[0]
+            g = outputs[0]
             if g is not None and nxt is not None:
                 shape, dtype = nxt._out_meta[nr]
                 got = g.dtype
                 if g.shape != shape or (got is not dtype and got != dtype) or type(g) is Tensor:
                     outputs = validate_outputs(node, outputs, False)
-                    break
+        else:
+            for (nxt, nr), g in zip(edges, outputs):
+                if g is not None and nxt is not None:
+                    shape, dtype = nxt._out_meta[nr]
+                    got = g.dtype
+                    if g.shape != shape or (got is not dtype and got != dtype) or type(g) is Tensor:
+                        outputs = validate_outputs(node, outputs, False)
+                        break
         if not self.keep_graph:
             node.release_saved()
         return outputs
@@ -313,6 +329,14 @@ class GraphTask:
         else:
             outputs = node.backward(*inputs)
         return self.after_backward(node, inputs, outputs)
+
+    def _takes_general_path(self, node: Node) -> bool:
+        """Whether create_graph, anomaly mode or `grad()`'s captures concern `node` (the task
+        is `_special`): then it runs on the general path."""
+        if self.create_graph or self.anomaly:
+            return True
+        captures = self.captures
+        return captures is not None and (node in captures or not self._needed(node))
 
     def _needed(self, node: Node) -> bool:
         """Whether a pass that captures gradients (`grad()`) runs `node`: it leads to a target."""

@@ -1,3 +1,4 @@
+# cython: freethreading_compatible=True
 """How one node of a backward pass is evaluated, apart from the pass's bookkeeping: the checks on
 what its backward returned (count, shape, dtype, device), its hooks, the zeros that stand for
 missing gradients, anomaly mode's NaN check and the sum of gradients meeting at a node.

@@ -1,3 +1,4 @@
+# cython: freethreading_compatible=True
 """The autograd graph: nodes, edges, sequence numbers, hooks and the leaf accumulator.
 
 A node is created by the forward pass of an op; its `backward` is a call the engine makes. Nodes

@@ -1,3 +1,4 @@
+# cython: freethreading_compatible=True
 """A device worker: one thread, one event loop, one priority ready queue for one device.
 
 Every node of every graph task that lives on the device runs under the worker's *ownership*: on its
@@ -408,7 +409,11 @@ class DeviceWorker:
             return None, None
         self.running_task = previous
         self.nodes_run += 1
-        return self._route_or_fail(task, node, outputs)
+        try:  # `_route_or_fail` written out: one call less per node on the common path
+            return self._route(task, node, outputs)
+        except BaseException as exc:  # noqa: BLE001 - e.g. gradients that cannot be summed
+            self.engine.fail_task(task, exc, node, self)
+            return None, None
 
     def _execute_on_streams(self, node: Node, task: GraphTask, inputs: list) -> tuple:
         """`_execute` on the node's stream: gradients read and written there, consumers' streams
@@ -510,11 +515,25 @@ class DeviceWorker:
         Returns the one node made ready here when it outranks everything queued (so the caller
         runs it at once), else (None, None).
         """
+        edges = node.next_functions
+        if len(edges) == 1 and len(outputs) == 1:  # a link of a chain: the common case
+            nxt, nr = edges[0]
+            if nxt is not None and nxt.device is self.device:
+                inputs = task.deposit(nxt, nr, outputs[0])
+                if inputs is None:  # it waits for more gradients: this unit of work ends
+                    if task.add_outstanding(-1):
+                        self.engine.finish_task(task)
+                    return None, None
+                ready = self.ready
+                if not ready or -((task.reentrant_depth << 64) | nxt._seq) < ready[0][0]:
+                    return nxt, inputs  # this unit of work continues as that node
+                self.push(task, nxt, inputs)
+                return None, None
         first: tuple[Node, list] | None = None  # the first local node made ready, its inputs
         more = handoffs = None
         if outputs:
             device = self.device
-            for (nxt, nr), grad in zip(node.next_functions, outputs):
+            for (nxt, nr), grad in zip(edges, outputs):
                 if nxt is None:
                     continue
                 if nxt.device is device:

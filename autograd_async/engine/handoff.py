@@ -1,3 +1,4 @@
+# cython: freethreading_compatible=True
 """The primitives that move work and results between threads, in one place.
 
 Work enters another thread's loop through `loop.call_soon_threadsafe`. A gradient crossing from
