@@ -383,6 +383,10 @@ def _check_matmul(a: Tensor, b: Tensor) -> type[_MatmulBase]:
 
 
 # ---------------------------------------------------------------- functions
+# Operands taken as they are, by exact type: a set lookup is cheaper than `isinstance`.
+_PLAIN_OPERANDS = frozenset((Tensor, float, int, bool, complex))
+
+
 def _operand(x: Any, op: str) -> Any:
     if isinstance(x, (Tensor, bool, int, float, complex)):
         return x
@@ -393,7 +397,11 @@ def _operand(x: Any, op: str) -> Any:
 
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """input + alpha * other, broadcast."""
-    return AddBackward0.apply(_operand(input, "add"), _operand(other, "add"), alpha=alpha)
+    if type(input) not in _PLAIN_OPERANDS:
+        input = _operand(input, "add")
+    if type(other) not in _PLAIN_OPERANDS:
+        other = _operand(other, "add")
+    return AddBackward0.apply(input, other, alpha=alpha)
 
 
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -430,7 +438,11 @@ def rsub(input: Tensor, other: Any) -> Tensor:
 
 def mul(input: Any, other: Any) -> Tensor:
     """input * other, broadcast."""
-    return MulBackward0.apply(_operand(input, "mul"), _operand(other, "mul"))
+    if type(input) not in _PLAIN_OPERANDS:
+        input = _operand(input, "mul")
+    if type(other) not in _PLAIN_OPERANDS:
+        other = _operand(other, "mul")
+    return MulBackward0.apply(input, other)
 
 
 def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
@@ -529,7 +541,8 @@ def _rtruediv(self: Tensor, other: Any) -> Any:
 
 def _forward(fn: Any) -> Any:
     def method(self: Tensor, other: Any) -> Any:
-        if not isinstance(other, (Tensor, Number)):
+        # A tensor or Python number by exact type first: `Number` is an ABC, slow to ask.
+        if type(other) not in _PLAIN_OPERANDS and not isinstance(other, (Tensor, Number)):
             return NotImplemented
         return fn(self, other)
 
