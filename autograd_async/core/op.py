@@ -100,9 +100,7 @@ def single_output_meta(out: Any) -> tuple:
 
 _NO_GRAD = {n: (False,) * n for n in range(1, 5)}
 # Every `needs_input_grad` of up to four inputs, each its own key: recorded nodes share these.
-_NEEDS = {
-    needs: needs for n in range(1, 5) for needs in itertools.product((False, True), repeat=n)
-}
+_NEEDS = {needs: needs for n in range(1, 5) for needs in itertools.product((False, True), repeat=n)}
 
 
 _TORCH_TYPE_NAMES = {
