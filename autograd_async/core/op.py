@@ -344,7 +344,8 @@ class Op(Node):
             result = node._wrap_outputs(out, inputs, requires)
         elif requires:  # `_wrap_outputs`'s usual case, written out: most ops record this way
             # `node.device`, not `dev`: a transfer's forward moves its node to the target.
-            node._out_meta = single_output_meta(out)
+            meta = _META_MEMO.get((out.shape, out.dtype))  # `single_output_meta`'s memo, hit
+            node._out_meta = single_output_meta(out) if meta is None else meta
             result = _wrap(out, node.device, node, 0, None)
             if cls.saves_output:
                 node._save_output(out, result)

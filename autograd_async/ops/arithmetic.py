@@ -549,15 +549,37 @@ def _forward(fn: Any) -> Any:
     return method
 
 
+def _add_method(self: Tensor, other: Any) -> Any:
+    """`self + other` (and `other + self`: the tensor stays input 0, as in PyTorch).
+
+    A number or tensor by exact type goes straight to the op: `add`'s own checks pass for them,
+    and this line runs for every `+` of a model.
+    """
+    if type(other) in _PLAIN_OPERANDS:
+        return AddBackward0.apply(self, other, alpha=1)
+    if not isinstance(other, (Tensor, Number)):
+        return NotImplemented
+    return add(self, other)
+
+
+def _mul_method(self: Tensor, other: Any) -> Any:
+    """`self * other` and `other * self`, as `_add_method`."""
+    if type(other) in _PLAIN_OPERANDS:
+        return MulBackward0.apply(self, other)
+    if not isinstance(other, (Tensor, Number)):
+        return NotImplemented
+    return mul(self, other)
+
+
 OPERATORS = {
-    "__add__": _forward(add),
-    "__radd__": _forward(add),  # commutative: the tensor stays input 0, as in PyTorch
+    "__add__": _add_method,
+    "__radd__": _add_method,
     "__sub__": _forward(sub),
     "__rsub__": lambda self, other: (
         rsub(self, other) if isinstance(other, (Tensor, Number)) else NotImplemented
     ),
-    "__mul__": _forward(mul),
-    "__rmul__": _forward(mul),
+    "__mul__": _mul_method,
+    "__rmul__": _mul_method,
     "__truediv__": _forward(div),
     "__rtruediv__": _rtruediv,
     "__floordiv__": _forward(floor_divide),
