@@ -11,6 +11,7 @@ backward (`create_graph=True`), and uses operators and `ops.dual` helpers that w
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 import weakref
@@ -41,6 +42,8 @@ from .tensor import (
     mark_inference,
     mark_no_grad_view,
 )
+
+_wrap = Tensor._wrap  # bound once: `Op.apply` calls it for every op
 
 #: What `Op.route_autocast` returns for a call that runs as it is.
 NOT_ROUTED = object()
@@ -96,6 +99,8 @@ def single_output_meta(out: Any) -> tuple:
 
 
 _NO_GRAD = {n: (False,) * n for n in range(1, 5)}
+# Every `needs_input_grad` of up to four inputs, each its own key: recorded nodes share these.
+_NEEDS = {needs: needs for n in range(1, 5) for needs in itertools.product((False, True), repeat=n)}
 
 
 _TORCH_TYPE_NAMES = {
@@ -308,8 +313,14 @@ class Op(Node):
         started = time.perf_counter_ns() if sink is not None else 0
         if requires:
             node = init_node(object.__new__(cls), dev, inputs, needs)
-            node.needs_input_grad = tuple(needs)
-            node._save_inputs(inputs)
+            # One shared tuple per pattern: a node's own copy would be one more object for the
+            # garbage collector to visit for as long as the graph lives.
+            wanted = tuple(needs)
+            node.needs_input_grad = _NEEDS.get(wanted, wanted)
+            if cls.saved_inputs or hooks_stack.get():
+                node._save_inputs(inputs)
+            else:
+                node._saved = node._saved_data = node._checks = ()
             if anomaly_enabled.get():
                 keep_forward_trace(node)
         else:
@@ -329,7 +340,17 @@ class Op(Node):
             raise broadcast_error(cls.op_name, arrays) from None
         if requires and node._saved_data is PACKED:
             pack_slots(node)  # arrays forward kept for backward (a dropout mask) go through too
-        result = node._wrap_outputs(out, inputs, requires)
+        if type(out) is tuple or cls.is_view:
+            result = node._wrap_outputs(out, inputs, requires)
+        elif requires:  # `_wrap_outputs`'s usual case, written out: most ops record this way
+            # `node.device`, not `dev`: a transfer's forward moves its node to the target.
+            meta = _META_MEMO.get((out.shape, out.dtype))  # `single_output_meta`'s memo, hit
+            node._out_meta = single_output_meta(out) if meta is None else meta
+            result = _wrap(out, node.device, node, 0, None)
+            if cls.saves_output:
+                node._save_output(out, result)
+        else:
+            result = _wrap(out, node.device, None, 0, None)
         if sim_mode_state.mode == "cuda":  # the stream sanitizer sees what the op accessed
             check_op_streams(cls.op_name, inputs, result, cls.is_view)
         if not requires:
@@ -379,7 +400,9 @@ class Op(Node):
             else:
                 data.append(t)
         self._saved = saved
-        self._saved_data = tuple(data)
+        # No tensor among them: the arrays are the saved values themselves, one tuple for both
+        # (a node's every object is one more for the garbage collector while the graph lives).
+        self._saved_data = tuple(data) if checks else saved
         self._checks = tuple(checks)
 
     def _save_plan(self) -> tuple[bool, ...]:

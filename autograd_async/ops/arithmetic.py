@@ -383,6 +383,10 @@ def _check_matmul(a: Tensor, b: Tensor) -> type[_MatmulBase]:
 
 
 # ---------------------------------------------------------------- functions
+# Operands taken as they are, by exact type: a set lookup is cheaper than `isinstance`.
+_PLAIN_OPERANDS = frozenset((Tensor, float, int, bool, complex))
+
+
 def _operand(x: Any, op: str) -> Any:
     if isinstance(x, (Tensor, bool, int, float, complex)):
         return x
@@ -393,7 +397,11 @@ def _operand(x: Any, op: str) -> Any:
 
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """input + alpha * other, broadcast."""
-    return AddBackward0.apply(_operand(input, "add"), _operand(other, "add"), alpha=alpha)
+    if type(input) not in _PLAIN_OPERANDS:
+        input = _operand(input, "add")
+    if type(other) not in _PLAIN_OPERANDS:
+        other = _operand(other, "add")
+    return AddBackward0.apply(input, other, alpha=alpha)
 
 
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -430,7 +438,11 @@ def rsub(input: Tensor, other: Any) -> Tensor:
 
 def mul(input: Any, other: Any) -> Tensor:
     """input * other, broadcast."""
-    return MulBackward0.apply(_operand(input, "mul"), _operand(other, "mul"))
+    if type(input) not in _PLAIN_OPERANDS:
+        input = _operand(input, "mul")
+    if type(other) not in _PLAIN_OPERANDS:
+        other = _operand(other, "mul")
+    return MulBackward0.apply(input, other)
 
 
 def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
@@ -529,22 +541,45 @@ def _rtruediv(self: Tensor, other: Any) -> Any:
 
 def _forward(fn: Any) -> Any:
     def method(self: Tensor, other: Any) -> Any:
-        if not isinstance(other, (Tensor, Number)):
+        # A tensor or Python number by exact type first: `Number` is an ABC, slow to ask.
+        if type(other) not in _PLAIN_OPERANDS and not isinstance(other, (Tensor, Number)):
             return NotImplemented
         return fn(self, other)
 
     return method
 
 
+def _add_method(self: Tensor, other: Any) -> Any:
+    """`self + other` (and `other + self`: the tensor stays input 0, as in PyTorch).
+
+    A number or tensor by exact type goes straight to the op: `add`'s own checks pass for them,
+    and this line runs for every `+` of a model.
+    """
+    if type(other) in _PLAIN_OPERANDS:
+        return AddBackward0.apply(self, other, alpha=1)
+    if not isinstance(other, (Tensor, Number)):
+        return NotImplemented
+    return add(self, other)
+
+
+def _mul_method(self: Tensor, other: Any) -> Any:
+    """`self * other` and `other * self`, as `_add_method`."""
+    if type(other) in _PLAIN_OPERANDS:
+        return MulBackward0.apply(self, other)
+    if not isinstance(other, (Tensor, Number)):
+        return NotImplemented
+    return mul(self, other)
+
+
 OPERATORS = {
-    "__add__": _forward(add),
-    "__radd__": _forward(add),  # commutative: the tensor stays input 0, as in PyTorch
+    "__add__": _add_method,
+    "__radd__": _add_method,
     "__sub__": _forward(sub),
     "__rsub__": lambda self, other: (
         rsub(self, other) if isinstance(other, (Tensor, Number)) else NotImplemented
     ),
-    "__mul__": _forward(mul),
-    "__rmul__": _forward(mul),
+    "__mul__": _mul_method,
+    "__rmul__": _mul_method,
     "__truediv__": _forward(div),
     "__rtruediv__": _rtruediv,
     "__floordiv__": _forward(floor_divide),
