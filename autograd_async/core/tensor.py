@@ -128,7 +128,6 @@ class Tensor:
     def _init(
         self, data: Any, dev: Device, grad_fn: Node | None, output_nr: int, base: Any
     ) -> None:
-        # `_wrap` writes the same fields inline: a field added here goes there too.
         self._data = data
         self.device = dev
         if dev._counted:  # the sim device count may not drop below it while it lives
@@ -164,33 +163,9 @@ class Tensor:
         output_nr: int = 0,
         base: Any = None,
     ) -> Tensor:
-        """Make a tensor around an existing array without copying or checking (internal).
-
-        `_init`'s fields written out here rather than called: every recorded op's output is
-        made here, and a Python call is a good part of what recording an op costs.
-        """
+        """Make a tensor around an existing array without copying or checking (internal)."""
         t = object.__new__(cls)
-        t._data = data
-        t.device = dev
-        if dev._counted:
-            _devices.note_sim_user(dev, t)
-        t._grad_fn = grad_fn
-        t._rg = grad_fn is not None
-        t._output_nr = output_nr
-        t._base = base
-        if base is None:
-            t._version_source = None
-        else:
-            source = base._version_source
-            if source is None:
-                source = base
-            t._version_source = source
-            t._view_version = source._ver
-        t._ver = 0
-        t._grad = None
-        t._hooks = None
-        t._post_acc_hooks = None
-        t._grad_accumulator = None
+        t._init(data, dev, grad_fn, output_nr, base)
         return t
 
     # ----------------------------------------------------------------- attributes
