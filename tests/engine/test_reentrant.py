@@ -6,6 +6,7 @@ import threading
 from typing import Any
 
 import numpy as np
+import pytest
 
 import autograd_async as aa
 
@@ -148,3 +149,27 @@ def test_reentrant_across_devices():
     x = aa.tensor([1.0, 2.0], requires_grad=True, device="sim:0")
     CrossDevice.apply(x).sum().backward()
     np.testing.assert_allclose(x.grad.to("cpu").numpy(), [1.0, 1.0])
+
+
+@pytest.mark.parametrize("outer_leaf", ["cpu", "sim:0", "sim:1"])
+@pytest.mark.parametrize("inner_leaf", ["cpu", "sim:0", "sim:1"])
+def test_blocking_backward_inside_a_cpu_node_with_handoffs_on_both_graphs(inner_leaf, outer_leaf):
+    """A cpu node's backward runs a blocking backward whose graph hands gradients from a device
+    to cpu, inside an outer graph that does the same: neither waits on the other's worker."""
+
+    class OnCpu(aa.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: aa.Tensor):
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx: Any, g: aa.Tensor):
+            with aa.enable_grad():
+                a = aa.ones(3, device=inner_leaf, requires_grad=True)
+                (a * 2.0).to("cpu").sum().backward()
+            np.testing.assert_allclose(a.grad.to("cpu").numpy(), 2.0)
+            return g
+
+    x = aa.ones(3, device=outer_leaf, requires_grad=True)
+    OnCpu.apply(x.to("cpu")).sum().backward()
+    np.testing.assert_allclose(x.grad.to("cpu").numpy(), 1.0)
