@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import autograd_async  # noqa: F401 - importing the package installs the ops on Tensor
+from autograd_async.compiled_core import is_source_function
 from autograd_async.dtypes import dtype as DType  # noqa: N812 - the name the stubs use
 
 PACKAGE = Path(__file__).resolve().parent
@@ -219,14 +220,6 @@ def _class_body(cls: type) -> str:
     )
 
 
-def _is_defined_function(value: object) -> bool:
-    """A function written in Python source: a plain one, or the same one compiled by Cython
-    (the compiled core), whose functions are not `FunctionType` but keep `__code__`."""
-    return inspect.isfunction(value) or (
-        inspect.isroutine(value) and not inspect.isbuiltin(value) and hasattr(value, "__code__")
-    )
-
-
 def render_tensor_stub() -> str:
     """The text of `core/tensor.pyi` for the Tensor class as the ops have installed it."""
     module = sys.modules["autograd_async.core.tensor"]
@@ -237,7 +230,7 @@ def render_tensor_stub() -> str:
     if lines:  # a blank line between the constants and the functions
         lines.append("\n")
     for name, value in vars(module).items():
-        if _is_defined_function(value) and value.__module__ == module.__name__:
+        if is_source_function(value) and value.__module__ == module.__name__:
             lines.append(_def(name, value, "", False))
     lines.append("\n\nclass Tensor:\n")
     lines.append(_class_body(module.Tensor))

@@ -21,12 +21,15 @@ import hashlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import inspect
 import json
 import os
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any, TypeGuard
 
 __all__ = [
     "COMPILED_MODULES",
@@ -35,6 +38,7 @@ __all__ = [
     "StaleCompiledCoreWarning",
     "active_compiled_core",
     "describe_compiled_core",
+    "is_source_function",
     "pure_python_reason",
     "source_hashes",
 ]
@@ -64,6 +68,14 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 
 class StaleCompiledCoreWarning(RuntimeWarning):
     """The compiled core was built from older sources; the `.py` files run instead."""
+
+
+def is_source_function(value: object) -> TypeGuard[Callable[..., Any]]:
+    """A function written in the package's Python source, run as is or compiled by Cython (whose
+    functions are not `FunctionType`, so `inspect.isfunction` says no, but keep `__code__`)."""
+    return inspect.isfunction(value) or (
+        inspect.isroutine(value) and not inspect.isbuiltin(value) and hasattr(value, "__code__")
+    )
 
 
 def source_path(module: str) -> Path:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.machinery
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -251,3 +252,22 @@ def test_tracebacks_name_the_core_py_files():
     core_frames = [f for f in frames if Path(f.filename).name == "graph_task.py"]
     assert core_frames, [f.filename for f in frames]
     assert core_frames[0].line  # the source line is found, as for any .py file
+
+
+def test_public_functions_are_found_whether_or_not_their_module_is_compiled():
+    # Compiled functions are not `FunctionType`; the public wrapping finds both kinds, so an op
+    # module can join the compiled ones without losing its PyTorch-worded errors and `out=`.
+    from autograd_async.ops import arithmetic
+
+    assert compiled_core.is_source_function(arithmetic.mul)
+    assert compiled_core.is_source_function(_Cube.forward)
+    assert not compiled_core.is_source_function(len)
+    assert not compiled_core.is_source_function(np.add)
+    assert not compiled_core.is_source_function(_Cube)
+    assert getattr(aa.mul, "__wrapped_public__", False)
+    out = aa.empty(2)
+    aa.mul(aa.tensor([1.0, 2.0]), 3.0, out=out)  # `out=`: the wrapper's work
+    assert out.tolist() == [3.0, 6.0]
+    message = "tanh(): argument 'input' (position 1) must be Tensor, not str"
+    with pytest.raises(TypeError, match=re.escape(message)):
+        aa.tanh("a")  # the wrapper's PyTorch-worded error

@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..compiled_core import is_source_function
 from ..core.op import torch_type_name
 from ..core.tensor import Tensor
 from ..grad_mode import grad_enabled, no_grad
@@ -168,7 +169,7 @@ def torch_functions(names: Iterable[str], namespace: dict, *, with_out: bool = T
     wrapped = {}
     for name in names:
         fn = namespace.get(name)
-        if inspect.isfunction(fn) and not hasattr(fn, "__wrapped_public__"):
+        if is_source_function(fn) and not hasattr(fn, "__wrapped_public__"):
             wrapped[name] = torch_function(name, fn, with_out=with_out)
             wrapped[name].__wrapped_public__ = True  # type: ignore[attr-defined]  # a marker on the function
     return wrapped
