@@ -186,12 +186,13 @@ class Op(Node):
 
     # Per input, whether its gradient is wanted; set once when the op is recorded.
     needs_input_grad: tuple[bool, ...]
-    # The saved inputs (None where `saved_for` left one out), their arrays (or PACKED), and per
-    # saved tensor (tensor, version owner, version, had a history) for the in-place checks; the
-    # first two are None once released.
+    # The saved inputs (None where `saved_for` left one out), their arrays (or PACKED), and for
+    # the in-place checks four entries per saved tensor, one flat tuple: tensor, version owner,
+    # version, had a history (a tuple per tensor would be one more object per saved tensor for
+    # the garbage collector to visit while the graph lives). The first two are None once released.
     _saved: tuple[Any, ...] | None
     _saved_data: tuple[Any, ...] | None
-    _checks: tuple[tuple[Tensor, Tensor, int, bool], ...]
+    _checks: tuple[Any, ...]
     # Output 0 when `saves_output`: a weak reference to check its version, and its array (or
     # what the pack hook made of it).
     _out_ref: weakref.ref[Tensor]
@@ -387,7 +388,7 @@ class Op(Node):
             keep = plans.get(self.needs_input_grad) or self._save_plan()
             saved = tuple([inputs[i] if k else None for i, k in zip(indices, keep)])
         data = []
-        checks: list[tuple[Tensor, Tensor, int, bool]] = []
+        checks: list[Any] = []
         for t in saved:
             if isinstance(t, Tensor):
                 if type(t) is InferenceTensor:
@@ -395,7 +396,7 @@ class Op(Node):
                 source = t._version_source
                 owner = t if source is None else source
                 # Whether it had a history: a saved non-leaf must not be `detach_()`ed since.
-                checks.append((t, owner, owner._ver, t._grad_fn is not None))
+                checks += (t, owner, owner._ver, t._grad_fn is not None)
                 data.append(t._data)
             else:
                 data.append(t)
@@ -491,10 +492,12 @@ class Op(Node):
         data = self._saved_data
         if self._released or data is None:  # released: both
             raise RuntimeError(RELEASED_MESSAGE)
-        for t, owner, version, had_history in self._checks:
-            if owner._ver != version:
-                self._raise_version_error(t, version)
-            if had_history and t._grad_fn is None:
+        checks = self._checks
+        for i in range(0, len(checks), 4):
+            version = checks[i + 2]
+            if checks[i + 1]._ver != version:
+                self._raise_version_error(checks[i], version)
+            if checks[i + 3] and checks[i]._grad_fn is None:  # had a history, has none now
                 raise RuntimeError(DETACHED_MESSAGE)
         if self.saves_output:
             out = self._out_ref()
