@@ -41,9 +41,11 @@ def _root_gradients(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> 
         if given is None:
             if out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            # ones_like, not `out * 0 + 1`: an inf or nan output still starts with gradient 1.
+            # Filled, not `out * 0 + 1`: an inf or nan output still starts with gradient 1. The
+            # array's own methods, not its module's `ones_like`: no module lookup on every pass.
             with launching(out.device, "backward"):
-                g = array_module(out.device).ones_like(out._data)
+                g = out._data.copy()
+                g.fill(1)
         elif isinstance(given, Tensor):
             if given.device is not out.device:
                 raise RuntimeError(
