@@ -41,6 +41,11 @@ def _root_gradients(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> 
         if given is None:
             if out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if out._data.dtype.kind == "c":  # as PyTorch: d(complex)/dz has no implicit seed
+                raise RuntimeError(
+                    "grad can be implicitly created only for real scalar outputs but got "
+                    f"{out.dtype!r}"
+                )
             # Filled, not `out * 0 + 1`: an inf or nan output still starts with gradient 1. The
             # array's own methods, not its module's `ones_like`: no module lookup on every pass.
             with launching(out.device, "backward"):

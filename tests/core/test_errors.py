@@ -30,6 +30,18 @@ SHARED = {
         RuntimeError,
         r"grad can be implicitly created only for scalar outputs",
     ),
+    "complex_implicit_grad": (
+        lambda lib: (_leaf(lib).to(lib.complex64) * 2).sum().backward(),
+        RuntimeError,
+        r"grad can be implicitly created only for real scalar outputs but got "
+        r"(torch|aa)\.complex64",
+    ),
+    "complex_implicit_grad_of_grad": (
+        lambda lib: lib.autograd.grad((_leaf(lib).to(lib.complex128) * 2).sum(), _leaf(lib)),
+        RuntimeError,
+        r"grad can be implicitly created only for real scalar outputs but got "
+        r"(torch|aa)\.complex128",
+    ),
     "no_grad_fn": (
         lambda lib: (lib.tensor([1.0, 2.0]) * 2).sum().backward(),
         RuntimeError,
