@@ -85,13 +85,18 @@ def source_path(module: str) -> Path:
 
 
 def source_hashes(package_dir: Path | None = None) -> dict[str, str]:
-    """SHA-256 of each compiled module's source, as the build records it in the manifest."""
+    """SHA-256 of each compiled module's source (with its `.pxd`, if any), as the build records
+    it in the manifest."""
     root = _PACKAGE_DIR if package_dir is None else package_dir
     hashes = {}
     for module in COMPILED_MODULES:
         parts = module.split(".")[1:]
         path = root.joinpath(*parts[:-1], parts[-1] + ".py")
-        hashes[module] = hashlib.sha256(path.read_bytes()).hexdigest()
+        digest = hashlib.sha256(path.read_bytes())
+        declarations = path.with_suffix(".pxd")
+        if declarations.exists():  # Cython's declarations compile with it: a change makes it stale
+            digest.update(declarations.read_bytes())
+        hashes[module] = digest.hexdigest()
     return hashes
 
 

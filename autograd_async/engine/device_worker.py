@@ -395,7 +395,7 @@ class DeviceWorker:
         sink = self.engine.trace_sink
         try:
             if task.context is not None:
-                outputs = in_task_context(task, task.evaluate, node, inputs)
+                outputs = in_task_context(task, _evaluate, task, node, inputs)
             elif sink is None:
                 outputs = task.evaluate(node, inputs)
             else:
@@ -728,6 +728,12 @@ class DeviceWorker:
             grad_enabled.reset(token)
             self._nested_tasks.discard(task)
             self._waiter = previous_waiter
+
+
+def _evaluate(task: GraphTask, node: Node, inputs: list) -> tuple:
+    """`task.evaluate(node, inputs)` as a plain function: compiled, a bound method of the task's
+    extension type read as a value would not be one (see device_worker.pxd)."""
+    return task.evaluate(node, inputs)
 
 
 def _evaluate_on(overrides: Any, task: GraphTask, node: Node, inputs: list) -> tuple:

@@ -12,6 +12,7 @@ from typing import Any
 
 import autograd_async as aa
 from autograd_async.engine import get_engine
+from autograd_async.engine.trace_events import Handoff
 
 
 @dataclass
@@ -101,3 +102,37 @@ def worker_path(engine: Any = None) -> Iterator[None]:
         yield
     finally:
         engine.inline_max_nodes = before
+
+
+@dataclass
+class EngineTrace:
+    """What the engine's trace sink received: the thread of every node run and every handoff.
+
+    The engine's classes are compiled as extension types, so a test observes where work ran
+    through the trace the engine emits instead of patching their methods.
+    """
+
+    node_runs: list[tuple[Any, str]] = field(default_factory=list)  # (node, its thread's name)
+    handoffs: list[tuple[str, str]] = field(default_factory=list)  # (target device, its thread)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, event: Any) -> None:
+        name = threading.current_thread().name
+        with self._lock:
+            if isinstance(event, Handoff):  # recorded by the receiving worker as it deposits
+                self.handoffs.append((event.dst_device, name))
+            elif type(event) is tuple:  # a node run, recorded on the thread that ran it
+                self.node_runs.append((event[0], name))
+
+
+@contextmanager
+def engine_trace() -> Iterator[EngineTrace]:
+    """Collect the default engine's trace events for the duration of the block."""
+    engine = get_engine()
+    trace = EngineTrace()
+    previous = engine.trace_sink
+    engine.set_trace_sink(trace)
+    try:
+        yield trace
+    finally:
+        engine.set_trace_sink(previous)

@@ -120,22 +120,24 @@ def test_error_in_hook_fails_the_task_and_engine_serves():
 
 
 def test_a_failure_while_routing_gradients_fails_the_task_not_the_worker(monkeypatch):
-    from autograd_async.graph_task import GraphTask
+    from autograd_async import graph_task
 
-    original = GraphTask.deposit
+    original = graph_task.add_on_stream
     x = aa.tensor([1.0, 2.0], requires_grad=True)
     target = x * 2.0
-    loss = (target.tanh() * 3.0).sum()
+    # `target`'s node takes two gradients: ExpBackward0's first (the later node runs first),
+    # then TanhBackward0's, whose routing sums them into its buffer and fails.
+    loss = (target.tanh() * 3.0).sum() + target.exp().sum()
     broken = target.grad_fn
 
-    def deposit(self, node, nr, grad):
+    def add_on_stream(node, held, grad, checks_streams):
         if node is broken:
             raise MemoryError("could not buffer the gradient")
-        return original(self, node, nr, grad)
+        return original(node, held, grad, checks_streams)
 
-    monkeypatch.setattr(GraphTask, "deposit", deposit)
+    monkeypatch.setattr(graph_task, "add_on_stream", add_on_stream)
     with pytest.raises(MemoryError, match="could not buffer") as info:
         loss.backward()
     assert any("TanhBackward0" in note for note in info.value.__notes__)
-    monkeypatch.setattr(GraphTask, "deposit", original)
+    monkeypatch.setattr(graph_task, "add_on_stream", original)
     _works_afterwards()

@@ -76,14 +76,18 @@ def test_an_error_settled_into_a_handoff_fails_that_backward_only(monkeypatch):
 
 def test_cross_device_gradients_travel_as_futures_taken_on_the_consumers_thread(monkeypatch):
     taken: list[tuple[str, str]] = []
-    original = device_worker.DeviceWorker._receive
 
-    def receive(self, future):
-        assert isinstance(future, GradientFuture) and future.done()
-        taken.append((str(future.node.device), threading.current_thread().name))
-        return original(self, future)
+    class Observed(GradientFuture):
+        """Notes where the receiving worker takes the gradient out (already settled)."""
 
-    monkeypatch.setattr(device_worker.DeviceWorker, "_receive", receive)
+        __slots__ = ()
+
+        def result(self):
+            assert self.done()
+            taken.append((str(self.node.device), threading.current_thread().name))
+            return super().result()
+
+    monkeypatch.setattr(device_worker, "GradientFuture", Observed)
     x = aa.tensor([1.0, 2.0], requires_grad=True)
     (x.to("sim:0").to("sim:1") * 2.0).to("cpu").sum().backward()
     assert {dev for dev, _ in taken} == {"sim:1", "sim:0", "cpu"}

@@ -11,7 +11,7 @@ import pytest
 import autograd_async as aa
 from autograd_async.engine import get_engine, uvloop_available
 
-from .helpers import AsyncProbe, Probe, Recorder, worker_path
+from .helpers import AsyncProbe, Probe, Recorder, engine_trace, worker_path
 
 
 def _three_device_graph(recorder: Recorder, probe=Probe):
@@ -66,22 +66,13 @@ def test_root_on_an_accelerator_starts_on_that_worker():
     np.testing.assert_allclose(x.grad.to("cpu").numpy(), [2.0, 2.0])
 
 
-def test_a_node_never_runs_on_another_devices_thread(monkeypatch):
-    from autograd_async.graph_task import GraphTask
-
-    seen: list[tuple[str, str]] = []
-    original = GraphTask.evaluate
-
-    def recording(self, node, inputs):
-        seen.append((str(node.device), threading.current_thread().name))
-        return original(self, node, inputs)
-
-    monkeypatch.setattr(GraphTask, "evaluate", recording)
+def test_a_node_never_runs_on_another_devices_thread():
     _, loss = _three_device_graph(Recorder())
-    loss.backward()
-    assert len(seen) > 6
-    for dev, thread_name in seen:
-        assert thread_name == f"autograd-async:{dev}"
+    with engine_trace() as trace:
+        loss.backward()
+    assert len(trace.node_runs) > 6
+    for node, thread_name in trace.node_runs:
+        assert thread_name == f"autograd-async:{node.device}"
 
 
 @pytest.mark.parametrize("kind", ["asyncio", "uvloop"])
