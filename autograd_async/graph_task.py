@@ -1,4 +1,3 @@
-# cython: freethreading_compatible=True
 """The bookkeeping of one backward pass, in plain synchronous code.
 
 A `GraphTask` counts dependencies from its roots, buffers the gradients arriving at each node,

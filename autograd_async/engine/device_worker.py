@@ -1,4 +1,3 @@
-# cython: freethreading_compatible=True
 """A device worker: one thread, one event loop, one priority ready queue for one device.
 
 Every node of every graph task that lives on the device runs under the worker's *ownership*: on its
