@@ -6,6 +6,7 @@ against what `compiled_core` reports, and the stale-build check fakes a build in
 
 from __future__ import annotations
 
+import ast
 import importlib.machinery
 import json
 import os
@@ -271,3 +272,32 @@ def test_public_functions_are_found_whether_or_not_their_module_is_compiled():
     message = "tanh(): argument 'input' (position 1) must be Tensor, not str"
     with pytest.raises(TypeError, match=re.escape(message)):
         aa.tanh("a")  # the wrapper's PyTorch-worded error
+
+
+@pytest.mark.parametrize(
+    ("source", "class_name"),
+    [("graph_task.py", "GraphTask"), ("engine/device_worker.py", "DeviceWorker")],
+)
+def test_each_extension_type_declares_every_field_its_class_sets(source, class_name):
+    # A field set in the `.py` but missing from the `.pxd` fails only in the compiled core
+    # (AttributeError on an extension type), so the declarations are checked against the source.
+    path = PACKAGE_DIR / source
+    declarations = path.with_suffix(".pxd").read_text()
+    declared = set(re.findall(r"^\s+cdef (?:public )?[\w ]+? (\w+)$", declarations, re.MULTILINE))
+    tree = ast.parse(path.read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name)
+    assigned = set()
+    for node in ast.walk(cls):
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        for target in targets:
+            for part in ast.walk(target):
+                if (
+                    isinstance(part, ast.Attribute)
+                    and isinstance(part.value, ast.Name)
+                    and part.value.id == "self"
+                ):
+                    assigned.add(part.attr)
+    assert assigned, "no field assignments found: the check reads the wrong class"
+    assert assigned <= declared, f"set in {source} but not declared: {sorted(assigned - declared)}"
