@@ -30,7 +30,7 @@ _spec.loader.exec_module(import_cycles)
 LIBRARY_LOCAL_IMPORTS_CEILING = 31
 
 # The layers, lowest first: a module may import its own layer and those below, never above.
-# Modules in no layer here (dtypes, devices, backends, grad mode, ...) form the base.
+# Modules in no layer here (dtypes, devices, backends, grad mode, compiled_core, ...) form the base.
 LAYERS = (
     ("core",),
     ("ops", "creation", "factories"),
@@ -70,7 +70,6 @@ def layer_of(module: str) -> int:
         "cuda",
         "serialization",
         "doctor",
-        "compiled_core",
         "__main__",
         "_stubgen",
         "_moved_modules",
