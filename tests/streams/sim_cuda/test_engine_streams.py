@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import autograd_async as aa
-from autograd_async.engine import device_worker, stream_sync
+from autograd_async.backends import sim_streams
+from autograd_async.engine import stream_sync
 
 
 def _ones(n: int, device: str = "sim:0") -> aa.Tensor:
@@ -117,10 +118,12 @@ def test_each_scenario_is_race_free_with_every_wait(site):
 def test_removing_one_wait_makes_its_scenario_race(site, monkeypatch):
     """The mutation check: each wait the engine makes is needed, and the sanitizer sees it go."""
     if site == "host":
+        # The gradient copied to the host is handed over when the copy's completion callback
+        # runs; without the host observing the copy's event there, the consumer reads it early.
         monkeypatch.setattr(
-            device_worker.DeviceWorker,
-            "_settle_when_copied",
-            lambda self, node, target, future, grad: future.set_result(grad),
+            sim_streams.SimStreams,
+            "when_complete",
+            lambda self, event, loop, callback: loop.call_soon_threadsafe(callback),
         )
     else:
         real = stream_sync.order
