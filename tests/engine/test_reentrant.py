@@ -130,24 +130,33 @@ def test_blocking_backward_of_an_async_node_on_a_worker_is_refused_clearly():
     assert y.grad.item() == 6.0
 
 
-def test_reentrant_across_devices():
-    class CrossDevice(aa.autograd.Function):
+def _identity_whose_backward_runs(body: Any) -> Any:
+    """A Function `x * 1` whose backward first calls `body(ctx)` (a nested backward pass)."""
+
+    class Identity(aa.autograd.Function):
         @staticmethod
         def forward(ctx: Any, x: aa.Tensor):
             return x * 1.0
 
         @staticmethod
         def backward(ctx: Any, g: aa.Tensor):
-            inner = aa.tensor(np.ones(3), requires_grad=True)
-            with aa.enable_grad():
-                y = (inner.to("sim:1") * 4.0).to("sim:0").sum()
-            y.backward()
-            ctx.saw = threading.current_thread().name
-            np.testing.assert_allclose(inner.grad.numpy(), 4.0)
+            body(ctx)
             return g
 
+    return Identity
+
+
+def test_reentrant_across_devices():
+    def nested(ctx: Any) -> None:
+        inner = aa.tensor(np.ones(3), requires_grad=True)
+        with aa.enable_grad():
+            y = (inner.to("sim:1") * 4.0).to("sim:0").sum()
+        y.backward()
+        ctx.saw = threading.current_thread().name
+        np.testing.assert_allclose(inner.grad.numpy(), 4.0)
+
     x = aa.tensor([1.0, 2.0], requires_grad=True, device="sim:0")
-    CrossDevice.apply(x).sum().backward()
+    _identity_whose_backward_runs(nested).apply(x).sum().backward()
     np.testing.assert_allclose(x.grad.to("cpu").numpy(), [1.0, 1.0])
 
 
@@ -157,19 +166,12 @@ def test_blocking_backward_inside_a_cpu_node_with_handoffs_on_both_graphs(inner_
     """A cpu node's backward runs a blocking backward whose graph hands gradients from a device
     to cpu, inside an outer graph that does the same: neither waits on the other's worker."""
 
-    class OnCpu(aa.autograd.Function):
-        @staticmethod
-        def forward(ctx: Any, x: aa.Tensor):
-            return x * 1.0
-
-        @staticmethod
-        def backward(ctx: Any, g: aa.Tensor):
-            with aa.enable_grad():
-                a = aa.ones(3, device=inner_leaf, requires_grad=True)
-                (a * 2.0).to("cpu").sum().backward()
-            np.testing.assert_allclose(a.grad.to("cpu").numpy(), 2.0)
-            return g
+    def nested(ctx: Any) -> None:
+        with aa.enable_grad():
+            a = aa.ones(3, device=inner_leaf, requires_grad=True)
+            (a * 2.0).to("cpu").sum().backward()
+        np.testing.assert_allclose(a.grad.to("cpu").numpy(), 2.0)
 
     x = aa.ones(3, device=outer_leaf, requires_grad=True)
-    OnCpu.apply(x.to("cpu")).sum().backward()
+    _identity_whose_backward_runs(nested).apply(x.to("cpu")).sum().backward()
     np.testing.assert_allclose(x.grad.to("cpu").numpy(), 1.0)
