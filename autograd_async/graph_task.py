@@ -269,7 +269,8 @@ class GraphTask:
     def evaluate(self, node: Node, inputs: list) -> tuple:
         """Run one node: hooks, captures, its backward, checks. Returns its output gradients.
 
-        The result pairs with `node.next_functions`; an empty tuple means nothing flows on.
+        The result pairs with `node.next_functions` (`node._edges`, two entries an edge); an
+        empty tuple means nothing flows on.
         The common case (one gradient in, no hooks, captures, create_graph or anomaly mode) takes
         a short path: backward graphs are mostly chains of such nodes.
         """
@@ -286,12 +287,13 @@ class GraphTask:
         outputs = node.backward(grad)
         if type(outputs) is not tuple:
             outputs = (outputs,)
-        edges = node.next_functions
+        edges = node._edges
         count = len(edges)
-        if len(outputs) != count:
+        if len(outputs) * 2 != count:
             self.after_backward(node, inputs, outputs)  # raises the count error
-        if count == 1:  # a chain's link: no zip to walk
-            nxt, nr = edges[0]
+        if count == 2:  # a chain's link: no zip to walk
+            nxt = edges[0]
+            nr = edges[1]
             g = outputs[0]
             if g is not None and nxt is not None:
                 shape, dtype = nxt._out_meta[nr]
@@ -299,7 +301,8 @@ class GraphTask:
                 if g.shape != shape or (got is not dtype and got != dtype) or type(g) is Tensor:
                     outputs = validate_outputs(node, outputs, False)
         else:
-            for (nxt, nr), g in zip(edges, outputs):
+            pairs = iter(edges)
+            for nxt, nr, g in zip(pairs, pairs, outputs):
                 if g is not None and nxt is not None:
                     shape, dtype = nxt._out_meta[nr]
                     got = g.dtype
@@ -315,7 +318,7 @@ class GraphTask:
         if inputs is None:
             return ()
         if not node.runs_without_grad and all(g is None for g in inputs):
-            outputs = (None,) * len(node.next_functions)
+            outputs = (None,) * (len(node._edges) >> 1)
         elif self.anomaly or (node._hooks is not None and node._hooks.post):
             token = host_reads_outputs.set(True)  # read on the host before the engine routes
             parent = anomaly_parent.set(node) if self.anomaly else None
@@ -381,10 +384,11 @@ class GraphTask:
         """Check what backward returned, run post-hooks, free saved tensors."""
         if type(outputs) is not tuple:
             outputs = (outputs,)
-        if len(outputs) != len(node.next_functions):
+        expected = len(node._edges) >> 1
+        if len(outputs) != expected:
             raise RuntimeError(
                 f"function {node.name()} returned an incorrect number of gradients "
-                f"(expected {len(node.next_functions)}, got {len(outputs)})"
+                f"(expected {expected}, got {len(outputs)})"
             )
         outputs = validate_outputs(node, outputs, self.create_graph)
         hooks = node._hooks
@@ -404,7 +408,7 @@ def compute_dependencies(root: Node) -> dict[Node, int]:
     stack = [root]
     pop, push, get = stack.pop, stack.append, deps.get
     while stack:
-        for nxt, _ in pop().next_functions:
+        for nxt in pop()._edges[::2]:
             if nxt is not None:
                 count = get(nxt)
                 if count is None:  # first edge into it: walk on from it once
@@ -431,7 +435,7 @@ def compute_exec_info(
     order = [root]
     append = order.append
     for node in order:  # grows while iterating: each node once, after every node that feeds it
-        for nxt, _ in node.next_functions:
+        for nxt in node._edges[::2]:
             if nxt is not None:
                 left = remaining[nxt] - 1
                 remaining[nxt] = left
@@ -440,7 +444,7 @@ def compute_exec_info(
     needed: dict[Node, bool] = {}
     for node in reversed(order):
         flag = False
-        for nxt, _ in node.next_functions:
+        for nxt in node._edges[::2]:
             if nxt is not None and (nxt in captures or needed[nxt]):
                 flag = True
                 break

@@ -28,9 +28,14 @@ from .streams import Stream, stream, streams_for
 def validate_outputs(node: Node, outputs: tuple, create_graph: bool) -> tuple:
     """Reduce broadcast gradients to their input's shape and cast them to its dtype."""
     checked = None
-    for i, ((nxt, nr), g) in enumerate(zip(node.next_functions, outputs, strict=True)):
+    edges = node._edges
+    if len(edges) != 2 * len(outputs):
+        raise ValueError(f"{node.name()}: {len(outputs)} gradients for {len(edges) >> 1} edges")
+    for i, g in enumerate(outputs):
+        nxt = edges[2 * i]
         if g is None or nxt is None:
             continue
+        nr = edges[2 * i + 1]
         if isinstance(g, Tensor) and g.device is not nxt.device:
             raise RuntimeError(
                 f"Function {node.name()} returned an invalid gradient at index {i} - expected "
@@ -121,7 +126,8 @@ def materialize(node: Node, inputs: list, create_graph: bool) -> list:
 
 def _edge_device(node: Node, i: int) -> Device:
     """The device output gradient `i` of `node` lives on: its edge's node's (else node's)."""
-    nxt = node.next_functions[i][0] if i < len(node.next_functions) else None
+    edges = node._edges
+    nxt = edges[2 * i] if 2 * i < len(edges) else None
     return node.device if nxt is None else nxt.device
 
 

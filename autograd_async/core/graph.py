@@ -69,15 +69,31 @@ def init_node(
     node._hooks = None
     node._metadata = None
     node._released = False
-    edges: list[tuple[Node | None, int]] = []
+    edges: list[Any] = []
+    add = edges.append
     for x, wants in zip(inputs, needs):
         if wants:
             fn = x._grad_fn
-            edges.append((fn, x._output_nr) if fn is not None else (grad_accumulator(x), 0))
+            if fn is not None:
+                add(fn)
+                add(x._output_nr)
+            else:
+                add(grad_accumulator(x))
+                add(0)
         else:
-            edges.append(NO_EDGE)
-    node.next_functions = tuple(edges)
+            add(None)
+            add(0)
+    node._edges = tuple(edges)
     return node
+
+
+def flatten_edges(edges: Sequence[tuple[Node | None, int]]) -> tuple[Any, ...]:
+    """`((node, nr), ...)` as the flat `(node, nr, ...)` tuple a node keeps."""
+    flat: list[Any] = []
+    for nxt, nr in edges:
+        flat.append(nxt)
+        flat.append(nr)
+    return tuple(flat)
 
 
 class RemovableHandle:
@@ -123,7 +139,7 @@ class Node:
     """
 
     __slots__ = (
-        "next_functions",
+        "_edges",
         "_seq",
         "device",
         "_out_meta",
@@ -144,7 +160,10 @@ class Node:
     # A backward that waits for work on other threads (a collective): kept off callers' threads.
     waits_on_other_threads = False
 
-    next_functions: tuple[tuple[Node | None, int], ...]
+    # The edges as one flat tuple, `(node, output_nr)` per input laid end to end: one object
+    # for the collector to visit while the graph lives, where a tuple per edge would be one
+    # more per input (`next_functions` builds the pairs when asked, as PyTorch's does).
+    _edges: tuple[Any, ...]
     device: Device
     _out_meta: tuple[tuple[tuple[int, ...], Any], ...]
     _seq: int
@@ -159,6 +178,16 @@ class Node:
     # `node(*grad_outputs)`: its backward outside a pass, gradients as Tensors (installed by
     # `node_evaluation`, which sits above the graph).
     __call__: Callable[..., Any]
+
+    @property
+    def next_functions(self) -> tuple[tuple[Node | None, int], ...]:
+        """`(node, output_nr)` per input: where each input's gradient goes (`(None, 0)`: none)."""
+        pairs = iter(self._edges)
+        return tuple(zip(pairs, pairs))
+
+    @next_functions.setter
+    def next_functions(self, edges: Sequence[tuple[Node | None, int]]) -> None:
+        self._edges = flatten_edges(edges)
 
     def name(self) -> str:
         """The node's name, e.g. `MulBackward0`."""

@@ -523,7 +523,7 @@ class Op(Node):
         nothing else can see the gradient there. Not when this node has post-hooks: they see
         the returned gradients and may keep them.
         """
-        node = self.next_functions[index][0]
+        node = self._edges[2 * index]
         if self._hooks is None and isinstance(node, Op) and node.takes_handed_grad:
             node.take_handed(grad)
 

@@ -514,9 +514,10 @@ class DeviceWorker:
         Returns the one node made ready here when it outranks everything queued (so the caller
         runs it at once), else (None, None).
         """
-        edges = node.next_functions
-        if len(edges) == 1 and len(outputs) == 1:  # a link of a chain: the common case
-            nxt, nr = edges[0]
+        edges = node._edges
+        if len(edges) == 2 and len(outputs) == 1:  # a link of a chain: the common case
+            nxt = edges[0]
+            nr = edges[1]
             if nxt is not None and nxt.device is self.device:
                 inputs = task.deposit(nxt, nr, outputs[0])
                 if inputs is None:  # it waits for more gradients: this unit of work ends
@@ -532,7 +533,8 @@ class DeviceWorker:
         more = handoffs = None
         if outputs:
             device = self.device
-            for (nxt, nr), grad in zip(edges, outputs):
+            pairs = iter(edges)
+            for nxt, nr, grad in zip(pairs, pairs, outputs):
                 if nxt is None:
                     continue
                 if nxt.device is device:

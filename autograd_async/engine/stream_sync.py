@@ -101,7 +101,8 @@ def sync_consumers(node: Node, stream: Any, backend: Any, outputs: tuple) -> Non
     wrote its gradient (this node's, or the current stream of the consumer's device when a copy
     put it there)."""
     device = node.device
-    for (nxt, _), grad in zip(node.next_functions, outputs):
+    pairs = iter(node._edges)
+    for nxt, _, grad in zip(pairs, pairs, outputs):
         if nxt is None or grad is None:
             continue
         where = nxt.device
@@ -155,7 +156,8 @@ def check_writes(node: Node, stream: Any, outputs: tuple) -> None:
     variable = getattr(node, "variable", None)
     if variable is not None and sanitizer_watches(device) and variable._grad is not None:
         sanitizer.access(variable._grad._data, device, stream, True, name)
-    for (nxt, _), grad in zip(node.next_functions, outputs):
+    pairs = iter(node._edges)
+    for nxt, _, grad in zip(pairs, pairs, outputs):
         if nxt is None or grad is None:
             continue
         where = nxt.device

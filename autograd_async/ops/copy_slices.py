@@ -35,11 +35,11 @@ class CopySlices(Node):
         self.fn = fn
         self._region = region
         edge = gradient_edge(base) if base._rg else NO_EDGE
-        self.next_functions = (edge, *fn.next_functions[1:])
+        self._edges = (*edge, *fn._edges[2:])
         self._out_meta = ((base.shape, base.dtype),)
         # `fn` now runs only inside this node: its first edge (the view's old history) must not
         # be handed gradients (`Op.hand_over`) nor walked.
-        fn.next_functions = (NO_EDGE, *fn.next_functions[1:])
+        fn._edges = (*NO_EDGE, *fn._edges[2:])
 
     def backward(self, g: Any) -> tuple:
         """The base's gradient outside the region, `fn`'s inside; `fn`'s other gradients."""

@@ -357,7 +357,7 @@ def reachable_leaves(outputs: Any) -> set[int]:
         variable = getattr(node, "variable", None)
         if variable is not None:
             reached.add(id(variable))
-        for nxt, _ in node.next_functions:
+        for nxt in node._edges[::2]:
             if nxt is not None and id(nxt) not in seen:
                 nodes.append(nxt)
     return reached
