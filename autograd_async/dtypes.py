@@ -66,6 +66,16 @@ class dtype:  # noqa: N801 - PyTorch's name
         return self._np
 
     @property
+    def __numpy_dtype__(self) -> np.dtype:
+        """The NumPy dtype, by the protocol NumPy 2.4 asks first for dtype-likes.
+
+        Without it NumPy's question falls to `__getattr__` and fails, raising and catching an
+        AttributeError in every conversion and comparison: `np.zeros(3, aa.float32)` took 4 us
+        instead of 0.5, and comparing an array's dtype with one of ours 8 us instead of 0.3.
+        """
+        return self._np
+
+    @property
     def kind(self) -> str:
         """NumPy's kind character: 'b', 'i', 'u', 'f' or 'c' ('f' for bfloat16 too)."""
         return _kind(self._np)

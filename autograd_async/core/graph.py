@@ -267,7 +267,11 @@ class AccumulateGrad(Node):
     def __init__(self, variable: Tensor) -> None:
         self.variable = variable
         init_node(self, variable.device, seq=ACCUMULATE_GRAD_SEQUENCE_NR)
-        self._out_meta = ((variable.shape, variable.dtype),)
+        # The array's own shape and NumPy dtype, as every node keeps them: an arriving gradient's
+        # dtype compared with the library's dtype object would go through NumPy's slow
+        # conversion of the other operand (two attribute errors per comparison).
+        data = variable._data
+        self._out_meta = ((data.shape, data.dtype),)
         # The array we made by summing, so later gradients may be added to it in place safely.
         self._owned_grad = None
 

@@ -36,7 +36,7 @@ class CopySlices(Node):
         self._region = region
         edge = gradient_edge(base) if base._rg else NO_EDGE
         self._edges = (*edge, *fn._edges[2:])
-        self._out_meta = ((base.shape, base.dtype),)
+        self._out_meta = ((base._data.shape, base._data.dtype),)
         # `fn` now runs only inside this node: its first edge (the view's old history) must not
         # be handed gradients (`Op.hand_over`) nor walked.
         fn._edges = (*NO_EDGE, *fn._edges[2:])
