@@ -242,8 +242,7 @@ class Function:
         if first is not None:
             node.device = first.device
         node._out_meta = tuple(
-            (o._data.shape, o._data.dtype) if isinstance(o, Tensor) else ((), None)
-            for o in outputs
+            (o._data.shape, o._data.dtype) if isinstance(o, Tensor) else ((), None) for o in outputs
         )
         if anomaly_enabled.get():
             keep_forward_trace(node)
