@@ -117,6 +117,8 @@ SLOW_FILES_FIRST = (
     "tests/test_type_stubs.py",
     "tests/docs/test_code_blocks.py",
     "tests/examples/test_models.py",
+    "tests/distributed/test_example.py",
+    "tests/examples/test_data_parallel.py",
 )
 
 
