@@ -95,9 +95,56 @@ RULES_FREE_FILES = frozenset(
 )
 
 
+# The files that take longest, longest first: most build the wheel, run scripts or start worker
+# processes, MPI ranks or Ray, for 20 s to 4 minutes each on a loaded 2-core host. CI runs the
+# suite with `-n 2 --dist loadfile`, where xdist by default hands out files by their number of
+# tests, most first: these few-test files came last, where one of them could keep a worker busy
+# for minutes after the other had run out of files. Started first, they run beside the many
+# short files, and the run ends on short ones.
+SLOW_FILES_FIRST = (
+    "tests/test_benchmarks.py",
+    "tests/distributed/test_ray.py",
+    "tests/distributed/test_worker_cli.py",
+    "tests/test_release.py",
+    "tests/ops/test_pooling_nd.py",
+    "tests/distributed/test_failures.py",
+    "tests/test_torch_programs.py",
+    "tests/ops/test_grid_sampling.py",
+    "tests/distributed/collectives/test_mpi_backend.py",
+    "tests/core/test_deep_graphs.py",
+    "tests/examples/test_cli_help.py",
+    "tests/examples/test_gradient_service.py",
+    "tests/test_type_stubs.py",
+    "tests/docs/test_code_blocks.py",
+    "tests/examples/test_models.py",
+    "tests/distributed/test_example.py",
+    "tests/examples/test_data_parallel.py",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Hand files to the xdist workers in the order of the collection, which
+    pytest_collection_modifyitems sets, instead of xdist's own order by test count."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the tests of RULES_FREE_FILES `rules_free`."""
+    """Mark the tests of RULES_FREE_FILES `rules_free`, and order the files for the workers:
+    SLOW_FILES_FIRST in their order, then the rest by number of tests, most first (what xdist
+    does by default), each file's tests kept together and in their own order."""
     root = config.rootpath
-    for item in items:
-        if item.path.relative_to(root).as_posix() in RULES_FREE_FILES:
+    files = [item.path.relative_to(root).as_posix() for item in items]
+    for item, file in zip(items, files):
+        if file in RULES_FREE_FILES:
             item.add_marker(pytest.mark.rules_free)
+    tests_per_file: dict[str, int] = {}
+    for file in files:
+        tests_per_file[file] = tests_per_file.get(file, 0) + 1
+    slow_rank = {file: rank for rank, file in enumerate(SLOW_FILES_FIRST)}
+    unranked = len(SLOW_FILES_FIRST)
+    order = sorted(
+        range(len(items)),
+        key=lambda i: (slow_rank.get(files[i], unranked), -tests_per_file[files[i]]),
+    )
+    items[:] = [items[i] for i in order]
