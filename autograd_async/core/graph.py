@@ -70,19 +70,18 @@ def init_node(
     node._metadata = None
     node._released = False
     edges: list[Any] = []
-    add = edges.append
     for x, wants in zip(inputs, needs):
         if wants:
             fn = x._grad_fn
             if fn is not None:
-                add(fn)
-                add(x._output_nr)
+                edges.append(fn)
+                edges.append(x._output_nr)
             else:
-                add(grad_accumulator(x))
-                add(0)
+                edges.append(grad_accumulator(x))
+                edges.append(0)
         else:
-            add(None)
-            add(0)
+            edges.append(None)
+            edges.append(0)
     node._edges = tuple(edges)
     return node
 
