@@ -71,7 +71,7 @@ class dtype:  # noqa: N801 - PyTorch's name
 
         Without it NumPy's question falls to `__getattr__` and fails, raising and catching an
         AttributeError in every conversion and comparison: `np.zeros(3, aa.float32)` took 4 us
-        instead of 0.5, and comparing an array's dtype with one of ours 8 us instead of 0.3.
+        instead of ~1, and comparing an array's dtype with one of ours 8 us instead of 0.3.
         """
         return self._np
 

@@ -28,14 +28,10 @@ from .streams import Stream, stream, streams_for
 def validate_outputs(node: Node, outputs: tuple, create_graph: bool) -> tuple:
     """Reduce broadcast gradients to their input's shape and cast them to its dtype."""
     checked = None
-    edges = node._edges
-    if len(edges) != 2 * len(outputs):
-        raise ValueError(f"{node.name()}: {len(outputs)} gradients for {len(edges) >> 1} edges")
-    for i, g in enumerate(outputs):
-        nxt = edges[2 * i]
+    pairs = iter(node._edges)  # one gradient per edge: the callers have checked the count
+    for i, (nxt, nr, g) in enumerate(zip(pairs, pairs, outputs)):
         if g is None or nxt is None:
             continue
-        nr = edges[2 * i + 1]
         if isinstance(g, Tensor) and g.device is not nxt.device:
             raise RuntimeError(
                 f"Function {node.name()} returned an invalid gradient at index {i} - expected "

@@ -86,15 +86,6 @@ def init_node(
     return node
 
 
-def flatten_edges(edges: Sequence[tuple[Node | None, int]]) -> tuple[Any, ...]:
-    """`((node, nr), ...)` as the flat `(node, nr, ...)` tuple a node keeps."""
-    flat: list[Any] = []
-    for nxt, nr in edges:
-        flat.append(nxt)
-        flat.append(nr)
-    return tuple(flat)
-
-
 class RemovableHandle:
     """Returned by hook registration; `remove()` unregisters the hook."""
 
@@ -186,7 +177,7 @@ class Node:
 
     @next_functions.setter
     def next_functions(self, edges: Sequence[tuple[Node | None, int]]) -> None:
-        self._edges = flatten_edges(edges)
+        self._edges = tuple(part for nxt, nr in edges for part in (nxt, nr))
 
     def name(self) -> str:
         """The node's name, e.g. `MulBackward0`."""
